@@ -1,0 +1,46 @@
+# gridstudy: two commands. `make demo` sets everything up and starts a demo study;
+# `make test` sets everything up and runs the whole suite. Every step a fresh machine
+# needs is here, so nothing has to be installed by hand.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
+HOST ?= 127.0.0.1
+PORT ?= 5000
+
+.PHONY: demo test setup lint bench clean
+
+demo: setup
+	$(BIN)/gridstudy demo --host $(HOST) --port $(PORT)
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+setup: $(VENV)/.installed node_modules/.installed $(CHROMIUM)
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json
+	npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Browser tests drive Debian's Chromium through Playwright; install it when missing.
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
+
+lint: setup
+	$(BIN)/ruff check .
+
+bench: setup
+	for b in bench/*.py; do n=$$(basename $$b .py); [ $$n = __init__ ] || $(BIN)/python -m bench.$$n; done
+
+clean:
+	rm -rf $(VENV) node_modules .pytest_cache .ruff_cache

@@ -1,0 +1,56 @@
+"""The ``gridstudy`` command line.
+
+Each room contributes its own commands from its own module; they are listed here as
+entry points (``"package.module:command"``) and imported only when used, so that
+``gridstudy envs list`` never loads pygame or matplotlib, and ``study_server`` does not
+import ``game_client`` or ``analysis`` at all.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+COMMANDS = {
+    "envs": "study_server.commands.catalog:envs",
+    "problems": "study_server.commands.catalog:problems",
+    "serve": "study_server.commands.serve:serve",
+    "demo": "study_server.commands.serve:demo",
+    "study": "study_server.commands.study:study",
+    "admin": "study_server.commands.study:admin",
+    "export": "study_server.commands.export:export",
+    "play": "game_client.cli:play",
+    "agent": "game_client.cli:agent",
+    "baseline": "game_client.cli:baseline",
+    "report": "analysis.cli:report",
+}
+"""Sub-command name -> entry point. A missing module means that part is not installed."""
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name in COMMANDS if self._load(name) is not None)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        return self._load(name)
+
+    @staticmethod
+    def _load(name: str) -> click.Command | None:
+        entry = COMMANDS.get(name)
+        if entry is None:
+            return None
+        module_name, _, attribute = entry.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:
+                return None
+            raise
+        return getattr(module, attribute, None)
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(package_name="gridstudy")
+def main() -> None:
+    """gridstudy: human studies and LLM-agent evaluations on the same grid worlds."""

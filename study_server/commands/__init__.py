@@ -1,0 +1,1 @@
+"""The gridstudy sub-commands, one module per area (see study_server.cli.COMMANDS)."""

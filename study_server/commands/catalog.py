@@ -1,0 +1,76 @@
+"""``gridstudy envs ...`` and ``gridstudy problems ...``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from tasks import registry
+
+
+@click.group()
+def envs() -> None:
+    """Registered environments."""
+
+
+@envs.command("list")
+def envs_list() -> None:
+    """List every registered environment with its grid size and frame rate."""
+    specs = registry.list_envs()
+    if not specs:
+        click.echo("no environments registered")
+        return
+    width = max(len(s.id) for s in specs)
+    for spec in specs:
+        tags = ", ".join(spec.tags)
+        summary = spec.description.strip().splitlines()[0] if spec.description.strip() else ""
+        click.echo(f"{spec.id:<{width}}  {tags:<28}  {summary}")
+
+
+@click.group()
+def problems() -> None:
+    """Registered WorldTest problems."""
+
+
+@problems.command("list")
+@click.option("--challenge", type=click.Choice(["mfp", "planning", "cd", "explore"]))
+def problems_list(challenge: str | None) -> None:
+    """List every registered problem."""
+    specs = registry.list_problems(challenge=challenge)
+    if not specs:
+        click.echo("no problems registered")
+        return
+    width = max(len(s.id) for s in specs)
+    for spec in specs:
+        click.echo(f"{spec.id:<{width}}  {spec.challenge:<9}  {spec.env_id}")
+    click.echo(f"{len(specs)} problems")
+
+
+@problems.command("check")
+@click.argument("problem_ids", nargs=-1)
+@click.option("--samples", default=None, type=int, help="Seeds sampled for stochastic checks.")
+def problems_check(problem_ids: tuple[str, ...], samples: int | None) -> None:
+    """Check that problems are valid, and say why not when one is not."""
+    from tasks.worldtest.derive import check_problem
+
+    ids = list(problem_ids) or [s.id for s in registry.list_problems()]
+    bad = 0
+    with click.progressbar(ids, label="checking", file=sys.stderr) as bar:
+        results = []
+        for problem_id in bar:
+            kwargs = {} if samples is None else {"samples": samples}
+            try:
+                report = check_problem(registry.get_problem(problem_id), **kwargs)
+            except Exception as error:  # a broken problem must not hide the others
+                results.append((problem_id, False, [f"{type(error).__name__}: {error}"]))
+                continue
+            results.append((problem_id, report.valid, report.reasons))
+    for problem_id, valid, reasons in results:
+        click.echo(f"{'ok     ' if valid else 'INVALID'}  {problem_id}")
+        for reason in reasons:
+            click.echo(f"           {reason}")
+        bad += not valid
+    click.echo(f"{len(ids) - bad} valid, {bad} invalid")
+    if bad:
+        sys.exit(1)

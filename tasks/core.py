@@ -1,0 +1,225 @@
+"""The environment contract every gridstudy environment keeps.
+
+An environment is anything with ``reset(seed)``, ``step(action)``, ``frame_rate``,
+``size`` and ``available_actions()``: the Autumn interpreter, the task-DAG maps and the
+small environments the tests define all look the same from here on.
+
+Frames are row-major, ``frame[y][x]``, and hold colour names at every boundary. Actions
+have one canonical text form (see :func:`parse_action`), used in logs, exports, the text
+bridge and the pygame client alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+Frame = list[list[str]]
+"""A rendered grid: ``frame[y][x]`` is the colour name of the cell in column x, row y."""
+
+MOVES = ("up", "down", "left", "right")
+ENV_VERBS = ("noop", *MOVES, "click")
+"""Verbs that step an environment; ``click`` takes ``X Y``."""
+CONTROL_VERBS = ("reset", "go-to-test")
+"""Interaction-phase controls."""
+TEST_VERBS = ("step", "rewind", "found-change", "submit", "quit")
+INDEXED_VERBS = ("choose_option", "choose_frame")
+"""Test-phase verbs written ``choose_option_I`` / ``choose_frame_I``."""
+
+_CLICK = re.compile(r"click\s+(-?\d+)\s+(-?\d+)")
+_INDEXED = re.compile(r"(choose_option|choose_frame)_(\d+)")
+_PLAIN = frozenset(("noop", *MOVES, *CONTROL_VERBS, *TEST_VERBS))
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One action in its parsed form. ``str(action)`` is the canonical text.
+
+    >>> str(Action("click", x=3, y=4))
+    'click 3 4'
+    >>> parse_action("choose_option_2").index
+    2
+    """
+
+    verb: str
+    x: int | None = None
+    y: int | None = None
+    index: int | None = None
+
+    def __str__(self) -> str:
+        if self.verb == "click":
+            return f"click {self.x} {self.y}"
+        if self.verb in INDEXED_VERBS:
+            return f"{self.verb}_{self.index}"
+        return self.verb
+
+    @property
+    def is_env_action(self) -> bool:
+        """True for the actions that step an environment (noop, arrows, clicks)."""
+        return self.verb in ENV_VERBS
+
+
+NOOP = Action("noop")
+
+
+def parse_action(text: str | Action, size: tuple[int, int] | None = None) -> Action:
+    """Parse an action's text form; raise ``ValueError`` saying what was expected.
+
+    Leading/trailing blanks and letter case are forgiven, nothing else. With ``size``
+    (width, height) a click outside the grid is an error too.
+
+    >>> parse_action(" Click 3  4 ", size=(16, 16))
+    Action(verb='click', x=3, y=4, index=None)
+    >>> parse_action("jump")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown action 'jump': expected one of noop, up, down, left, right, click X Y, reset, go-to-test, step, rewind, found-change, submit, quit, choose_option_I, choose_frame_I
+    """
+    if isinstance(text, Action):
+        action = text
+    else:
+        if not isinstance(text, str):
+            raise ValueError(f"an action must be text, not {type(text).__name__}")
+        action = _parse_text(text.strip().lower())
+    if size is not None and action.verb == "click":
+        width, height = size
+        if not (0 <= action.x < width and 0 <= action.y < height):
+            raise ValueError(
+                f"click {action.x} {action.y} is outside the grid: expected 0 <= x < {width} "
+                f"and 0 <= y < {height}"
+            )
+    return action
+
+
+def _parse_text(text: str) -> Action:
+    if text in _PLAIN:
+        return Action(text)
+    if text.startswith("click"):
+        match = _CLICK.fullmatch(text)
+        if match is None:
+            raise ValueError(f"malformed click {text!r}: expected 'click X Y' with integer X and Y")
+        return Action("click", x=int(match[1]), y=int(match[2]))
+    match = _INDEXED.fullmatch(text)
+    if match is not None:
+        return Action(match[1], index=int(match[2]))
+    if text.startswith(INDEXED_VERBS):
+        raise ValueError(f"malformed choice {text!r}: expected choose_option_I or choose_frame_I")
+    raise ValueError(f"unknown action {text!r}: expected one of {describe_verbs()}")
+
+
+def describe_verbs(verbs: Iterable[str] | None = None) -> str:
+    """The verbs as a reader would list them (``click X Y``, ``choose_option_I``)."""
+    verbs = (*ENV_VERBS, *CONTROL_VERBS, *TEST_VERBS, *INDEXED_VERBS) if verbs is None else verbs
+    forms = {"click": "click X Y", "choose_option": "choose_option_I", "choose_frame": "choose_frame_I"}
+    return ", ".join(forms.get(v, v) for v in verbs)
+
+
+@dataclass
+class Observation:
+    """What an environment shows after ``reset`` or ``step``.
+
+    ``frame`` is the grid of colour names (for people and for frame comparisons), ``text``
+    what a language model is shown, ``info`` anything else (progress events, discoveries,
+    errors). ``done`` is true when the environment itself has ended (a task-DAG map's goal
+    reached or budget spent); Autumn programs never end by themselves.
+    """
+
+    frame: Frame
+    text: str
+    info: dict[str, Any] = field(default_factory=dict)
+    done: bool = False
+
+
+@runtime_checkable
+class GridEnv(Protocol):
+    """The protocol every environment keeps (structural: no base class needed)."""
+
+    frame_rate: int
+    size: tuple[int, int]
+
+    def reset(self, seed: int) -> Observation:
+        """Start over from the initial state that ``seed`` determines."""
+
+    def step(self, action: Action | str) -> Observation:
+        """Apply one environment action (noop, an arrow or a click)."""
+
+    def available_actions(self) -> tuple[str, ...]:
+        """The environment verbs it accepts now (``click`` stands for every cell)."""
+
+
+def is_available(action: Action, env: GridEnv) -> bool:
+    """True if ``action`` is an environment action ``env`` accepts now, inside its grid."""
+    if action.verb not in env.available_actions():
+        return False
+    if action.verb == "click":
+        width, height = env.size
+        return 0 <= action.x < width and 0 <= action.y < height
+    return True
+
+
+# -- frames -------------------------------------------------------------------------------
+
+
+def frame_hash(frame: Sequence[Sequence[str]]) -> str:
+    """A stable 16-hex-digit digest of a frame (same colours in the same cells, same hash).
+
+    >>> frame_hash([["black", "red"]]) == frame_hash((("black", "red"),))
+    True
+    """
+    text = "\n".join(",".join(row) for row in frame)
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def frame_to_indices(
+    frame: Sequence[Sequence[str]], palette: Sequence[str] | None = None
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Colour names to a ``uint8`` array of palette indices, and the palette used.
+
+    Colours missing from ``palette`` are appended to it, in order of first appearance.
+    """
+    colours = list(palette or ())
+    lookup = {c: i for i, c in enumerate(colours)}
+    height = len(frame)
+    width = len(frame[0]) if height else 0
+    out = np.zeros((height, width), dtype=np.uint8)
+    for y, row in enumerate(frame):
+        if len(row) != width:
+            raise ValueError(f"frame row {y} has {len(row)} cells, expected {width}")
+        for x, colour in enumerate(row):
+            index = lookup.get(colour)
+            if index is None:
+                if len(colours) == 256:
+                    raise ValueError("a frame may use at most 256 distinct colours")
+                index = lookup[colour] = len(colours)
+                colours.append(colour)
+            out[y, x] = index
+    return out, tuple(colours)
+
+
+def indices_to_frame(indices: np.ndarray, palette: Sequence[str]) -> Frame:
+    """The inverse of :func:`frame_to_indices`."""
+    names = np.asarray(palette, dtype=object)
+    return names[indices].tolist()
+
+
+def frame_size(frame: Sequence[Sequence[str]]) -> tuple[int, int]:
+    """(width, height) of a frame."""
+    return (len(frame[0]) if frame else 0, len(frame))
+
+
+def masked(frame: Frame, cells: Iterable[tuple[int, int]], mark: str = "mask") -> Frame:
+    """A copy of ``frame`` with the cells ``(x, y)`` replaced by ``mark``."""
+    out = [list(row) for row in frame]
+    for x, y in cells:
+        out[y][x] = mark
+    return out
+
+
+def region(frame: Sequence[Sequence[str]], cells: Iterable[tuple[int, int]]) -> tuple[str, ...]:
+    """The colours of ``cells`` in the given order."""
+    return tuple(frame[y][x] for x, y in cells)

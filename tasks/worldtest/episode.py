@@ -1,0 +1,197 @@
+"""The WorldTest episode: one state machine for every driver.
+
+``interaction -> test (-> select) -> done``. The interaction phase is reward-free: the
+environment's own actions, ``reset`` (back to the initial state of the same seed) and
+``go-to-test``. The test phase belongs to the problem's challenge (``mfp``, ``planning``,
+``cd``); change detection adds a ``select`` phase. Task-DAG ``explore`` problems start in
+the test phase directly.
+
+The episode never knows who drives it: a real-time session calls :meth:`Episode.apply`
+once per tick (``noop`` when nobody pressed anything), an agent runner once per model
+reply. An action not allowed in the current phase raises ``ValueError`` and changes
+nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tasks import registry
+from tasks.core import Action, GridEnv, Observation, describe_verbs, parse_action
+from tasks.worldtest.challenges import TestPhase, make_test_phase
+from tasks.worldtest.problem import Problem
+
+INTERACTION, TEST, SELECT, DONE = "interaction", "test", "select", "done"
+PHASES = (INTERACTION, TEST, SELECT, DONE)
+
+EnvFactory = Callable[[str], GridEnv]
+
+
+@dataclass
+class Step:
+    """What one applied action did."""
+
+    index: int
+    """0-based position of this action in the episode (the tick index)."""
+    action: str
+    """Canonical text of the applied action."""
+    phase: str
+    """Phase the action was applied in."""
+    next_phase: str
+    observation: Observation
+    done: bool
+    score: float | None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Episode:
+    """One attempt at one problem."""
+
+    def __init__(self, problem: Problem, make_env: EnvFactory = registry.make) -> None:
+        self.problem = problem
+        self._make_env = make_env
+        self.env = make_env(problem.env_id)
+        self.test: TestPhase = make_test_phase(problem, make_env)
+        self.history: list[tuple[str, str]] = []
+        """Every applied action as ``(phase, action text)``, in order: enough to replay."""
+        self.score: float | None = None
+        self.resets = 0
+        if self.test.has_interaction_phase:
+            self.phase = INTERACTION
+            self.observation = self.env.reset(problem.seed)
+        else:
+            self.phase = TEST
+            self.observation = self.test.start()
+
+    # -- the one entry point ------------------------------------------------------------
+
+    def apply(self, action: Action | str) -> Step:
+        """Apply one action in the current phase and say what happened."""
+        parsed = parse_action(action)
+        allowed = self.allowed_verbs()
+        if parsed.verb not in allowed:
+            raise ValueError(
+                f"{parsed} is not allowed in the {self.phase} phase; "
+                f"allowed: {describe_verbs(allowed)}"
+            )
+        phase = self.phase
+        if phase == INTERACTION:
+            self.observation = self._interact(parsed)
+        else:
+            result = self.test.apply(parsed)
+            self.observation = result.observation
+            if result.next_phase is not None:
+                self.phase = result.next_phase
+            if result.score is not None:
+                self.score = result.score
+        if self.phase == DONE and self.score is None:
+            self.score = 0.0
+        step = Step(
+            index=len(self.history),
+            action=str(parsed),
+            phase=phase,
+            next_phase=self.phase,
+            observation=self.observation,
+            done=self.phase == DONE,
+            score=self.score if self.phase == DONE else None,
+        )
+        self.history.append((phase, step.action))
+        return step
+
+    def _interact(self, action: Action) -> Observation:
+        if action.verb == "reset":
+            self.resets += 1
+            return self.env.reset(self.problem.seed)
+        if action.verb == "go-to-test":
+            self.phase = TEST
+            return self.test.start()
+        width, height = self.env.size
+        if action.verb == "click" and not (0 <= action.x < width and 0 <= action.y < height):
+            raise ValueError(
+                f"{action} is outside the {width}x{height} grid: expected 0 <= x < {width} "
+                f"and 0 <= y < {height}"
+            )
+        return self.env.step(action)
+
+    # -- what a driver asks -------------------------------------------------------------
+
+    def allowed_verbs(self) -> tuple[str, ...]:
+        """Verbs allowed now (``click`` and ``choose_*`` stand for their indexed forms)."""
+        if self.phase == INTERACTION:
+            return (*self.env.available_actions(), "reset", "go-to-test")
+        if self.phase == DONE:
+            return ()
+        return self.test.allowed_verbs(self.phase)
+
+    def allowed_actions(self) -> list[str]:
+        """Action texts allowed now, with ``click X Y`` and indexed verbs written out
+        as patterns (``click [0-15] [0-15]``, ``choose_option_[0-5]``)."""
+        width, height = self.size
+        out = []
+        for verb in self.allowed_verbs():
+            if verb == "click":
+                out.append(f"click [0-{width - 1}] [0-{height - 1}]")
+            elif verb.startswith("choose_"):
+                out.append(f"{verb}_[0-{self.test.choice_count(verb) - 1}]")
+            else:
+                out.append(verb)
+        return out
+
+    def is_allowed(self, action: Action | str) -> bool:
+        """True if ``action`` would be accepted now (indices and cells in range)."""
+        try:
+            parsed = parse_action(action)
+        except ValueError:
+            return False
+        if parsed.verb not in self.allowed_verbs():
+            return False
+        if parsed.verb == "click":
+            width, height = self.size
+            return 0 <= parsed.x < width and 0 <= parsed.y < height
+        if parsed.verb.startswith("choose_"):
+            return 0 <= parsed.index < self.test.choice_count(parsed.verb)
+        return True
+
+    @property
+    def done(self) -> bool:
+        return self.phase == DONE
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.env.size
+
+    @property
+    def frame_rate(self) -> int:
+        return self.env.frame_rate
+
+    def view(self) -> dict[str, Any]:
+        """Everything a client needs to draw the current state (JSON-serialisable)."""
+        return {
+            "problem_id": self.problem.id,
+            "challenge": self.problem.challenge,
+            "phase": self.phase,
+            "tick": len(self.history),
+            "frame": self.observation.frame,
+            "size": list(self.size),
+            "frame_rate": self.frame_rate,
+            "allowed": list(self.allowed_verbs()),
+            "score": self.score if self.done else None,
+            "test": self.test.view(self.phase) if self.phase != INTERACTION else None,
+        }
+
+    # -- replay -------------------------------------------------------------------------
+
+    @classmethod
+    def replay(
+        cls,
+        problem: Problem,
+        actions: Iterable[str],
+        make_env: EnvFactory = registry.make,
+    ) -> Episode:
+        """Rebuild an episode by applying logged actions in order (resume and audit)."""
+        episode = cls(problem, make_env)
+        for action in actions:
+            episode.apply(action)
+        return episode

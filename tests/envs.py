@@ -1,0 +1,109 @@
+"""Small environments defined for the tests, each keeping the ``GridEnv`` contract.
+
+* ``Walker``: a gold cell moved by the arrows on a black grid; a click paints a cell
+  blue. Deterministic. ``Walker(changed=True)`` paints clicks red once the walker has
+  reached column 3: a change-detection pair whose change is triggered by the agent.
+* ``Rain``: a deterministic walker plus one grey drop that falls from a random column
+  drawn from the seeded generator: stochastic, but the walker's cell is not.
+
+``register_test_envs()`` registers them (and their problems) under ``test/...`` ids.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from tasks import registry
+from tasks.core import Action, Observation, parse_action
+
+
+class Walker:
+    """A gold walker; arrows move it (walls stop it), clicks paint cells blue."""
+
+    frame_rate = 8
+
+    def __init__(self, width: int = 5, height: int = 5, changed: bool = False) -> None:
+        self.size = (width, height)
+        self.changed = changed
+        self.position = (0, 0)
+        self.painted: dict[tuple[int, int], str] = {}
+        self.triggered = False
+
+    def reset(self, seed: int) -> Observation:
+        self.position = (0, 0)
+        self.painted = {}
+        self.triggered = False
+        self._reset_extra(seed)
+        return self._observe()
+
+    def _reset_extra(self, seed: int) -> None:
+        pass
+
+    def available_actions(self) -> tuple[str, ...]:
+        return ("noop", "up", "down", "left", "right", "click")
+
+    def step(self, action: Action | str) -> Observation:
+        action = parse_action(action, self.size)
+        if not action.is_env_action:
+            raise ValueError(f"{action} is not an environment action")
+        dx, dy = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}.get(
+            action.verb, (0, 0)
+        )
+        x, y = self.position[0] + dx, self.position[1] + dy
+        if 0 <= x < self.size[0] and 0 <= y < self.size[1]:
+            self.position = (x, y)
+        if self.changed and self.position[0] >= 3:
+            self.triggered = True
+        if action.verb == "click":
+            self.painted[(action.x, action.y)] = "red" if self.triggered else "blue"
+        self._step_extra()
+        return self._observe()
+
+    def _step_extra(self) -> None:
+        pass
+
+    def render(self) -> list[list[str]]:
+        width, height = self.size
+        frame = [["black"] * width for _ in range(height)]
+        for (x, y), colour in self.painted.items():
+            frame[y][x] = colour
+        x, y = self.position
+        frame[y][x] = "gold"
+        return frame
+
+    def _observe(self) -> Observation:
+        frame = self.render()
+        return Observation(frame, json.dumps(frame), {"position": list(self.position)})
+
+
+class Rain(Walker):
+    """A walker plus one grey drop falling down a column chosen at random."""
+
+    def _reset_extra(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.drop = (self.rng.randrange(self.size[0]), 0)
+
+    def _step_extra(self) -> None:
+        x, y = self.drop
+        self.drop = (self.rng.randrange(self.size[0]), 0) if y + 1 >= self.size[1] else (x, y + 1)
+
+    def render(self) -> list[list[str]]:
+        frame = super().render()
+        x, y = self.drop
+        if frame[y][x] == "black":
+            frame[y][x] = "grey"
+        return frame
+
+
+TEST_ENVS = {
+    "test/walker": (Walker, {}),
+    "test/walker-changed": (Walker, {"changed": True}),
+    "test/rain": (Rain, {}),
+}
+
+
+def register_test_envs() -> None:
+    """Register the test environments (idempotent)."""
+    for env_id, (cls, kwargs) in TEST_ENVS.items():
+        registry.register_env(env_id, cls, replace=True, tags=("test",), **kwargs)
