@@ -1,0 +1,116 @@
+"""Loop ratio: the share of steps an agent spends repeating itself (004 Sec. 3.2, Alg. 1).
+
+A trajectory is a path through environment states ``s_0 .. s_n`` (``n`` actions). A
+*cycle* ``l_ij`` leaves a state and comes back to it (``s_i = s_j``) with no nested
+sub-cycle (the states ``s_i .. s_{j-1}`` are all distinct); an action that leaves the
+state unchanged is a cycle of one step. A cycle is a *loop* when it starts where the
+previously recorded cycle ended and repeats it exactly. ``LR = loop steps / actions``.
+
+This follows Algorithm 1 of the paper as printed, step for step: the last visit time of
+each state is remembered, every cycle without a nested sub-cycle becomes the "previous
+cycle", and a loop must start exactly at the previous cycle's end. One consequence is
+worth knowing: a repeated cycle of two or more steps (``A B A B A``) also closes a
+rotated cycle (``B A B``) one step later, which becomes the previous cycle and breaks
+the chain, so only repeated one-step cycles (pressing against a wall, a no-op that
+changes nothing) are counted. ``overlapping=False`` ignores cycles that start before
+the previous cycle's end, which counts repeated longer cycles as Eq. 3 describes them.
+
+States must be hashable: the full interpreter state where the environment exposes
+one, else :func:`tasks.core.frame_hash` of each frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+
+OVERLAPPING = True
+"""Default: Algorithm 1 as printed (see the module docstring)."""
+
+
+def _previous_visits(states: Sequence[Hashable]) -> list[int]:
+    """For each position, the last earlier position with the same state, or -1."""
+    last: dict[Hashable, int] = {}
+    previous = []
+    for t, state in enumerate(states):
+        try:
+            previous.append(last.get(state, -1))
+        except TypeError:
+            raise ValueError(
+                f"state {t} is not hashable ({type(state).__name__}); pass frame_hash(frame) "
+                "or another hashable digest of each state"
+            ) from None
+        last[state] = t
+    return previous
+
+
+def loop_steps(
+    states: Sequence[Hashable],
+    actions: Sequence[Hashable] | None = None,
+    overlapping: bool = OVERLAPPING,
+) -> tuple[int, int]:
+    """``(loop steps, total steps)`` of one trajectory (Algorithm 1's two counters).
+
+    ``states`` are ``s_0 .. s_n``; the trajectory has ``n`` steps. ``actions``
+    (optional, ``n`` of them) make two cycles equal only when their actions match too,
+    as the paper's cycles ``[s_i, a_i, ..., a_{j-1}, s_j]`` do; without them cycles
+    compare by states. ``overlapping`` (default True, the paper's algorithm): whether a
+    cycle that starts before the previous cycle's end still counts as a cycle.
+
+    >>> loop_steps(["A", "A", "A", "A"])
+    (2, 3)
+    """
+    states = list(states)
+    if actions is not None and len(actions) != max(len(states) - 1, 0):
+        raise ValueError(
+            f"{len(states)} states need {max(len(states) - 1, 0)} actions, got {len(actions)}"
+        )
+    previous = _previous_visits(states)
+    loops, end, prior = 0, -1, None
+    nested_before = -1  # the latest previous-visit time among positions < t
+    for t, start in enumerate(previous):
+        if start >= 0 and nested_before < start and (overlapping or start >= end):
+            cycle = _cycle(states, actions, start, t)
+            if start == end and cycle == prior:
+                loops += t - start
+            prior, end = cycle, t
+        nested_before = max(nested_before, start)
+    return loops, max(len(states) - 1, 0)
+
+
+def _cycle(states, actions, start: int, stop: int) -> tuple:
+    """The cycle ``l_{start,stop}`` as Algorithm 1 compares it (``tau[start:stop]``)."""
+    if actions is None:
+        return tuple(states[start:stop])
+    return tuple(states[start:stop]), tuple(actions[start:stop])
+
+
+def loop_ratio(
+    states: Sequence[Hashable],
+    actions: Sequence[Hashable] | None = None,
+    overlapping: bool = OVERLAPPING,
+) -> float | None:
+    """Loop steps over total steps of one trajectory; ``None`` with no step.
+
+    Parameters as for :func:`loop_steps`.
+
+    >>> loop_ratio(["A", "B", "A", "B", "A"])
+    0.0
+    >>> loop_ratio(["A", "B", "A", "B", "A"], overlapping=False)
+    0.5
+    """
+    loops, total = loop_steps(states, actions, overlapping)
+    return loops / total if total else None
+
+
+def pooled_loop_ratio(
+    trajectories: Iterable[Sequence[Hashable]], overlapping: bool = OVERLAPPING
+) -> float | None:
+    """Algorithm 1's LR over a set of trajectories: all loop steps over all steps.
+
+    Each trajectory is a sequence of states. ``None`` when there is no step at all.
+    """
+    loops = total = 0
+    for states in trajectories:
+        found, steps = loop_steps(states, overlapping=overlapping)
+        loops, total = loops + found, total + steps
+    return loops / total if total else None

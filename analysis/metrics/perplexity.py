@@ -1,0 +1,113 @@
+"""Normalized perplexity of the exploration actions (002 App. D.1, Def. D.1-D.3).
+
+How predictable an agent's actions are while it explores: a sliding window over the
+interaction-phase action symbols, each window's perplexity rescaled to [0, 1] by the
+number of distinct symbols in it. Humans' curves fall faster and end lower than the
+models' (002 Sec. 4.2.3); the area under the curve and the last window's value are the
+two summaries the paper reports.
+
+The alphabet (METRICS.md): directional keys and each distinct click position are
+symbols; ``noop`` and ``reset`` are left out unless named in ``include``; only applied
+interaction-phase actions count (see :mod:`analysis.metrics.records`). An episode with
+no symbol has no value: these functions return ``None`` for it, never 0, so that it is
+excluded from averages rather than counted as perfectly focused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from analysis.metrics.checks import require_whole
+from analysis.metrics.records import check_include, symbols
+
+WINDOW = 10
+"""METRICS.md's window length ``w``, in symbols."""
+
+
+def window_values(codes: np.ndarray, window: int = WINDOW) -> np.ndarray:
+    """Normalized perplexity of every window of ``window`` consecutive codes, stride 1.
+
+    A sequence shorter than ``window`` is one window. For a window of length ``w``
+    whose symbol ``s`` occurs ``c_s`` times, ``H = log2 w - (1/w) sum_s c_s log2 c_s``;
+    both sums are taken over positions (each position carries its symbol's count), so
+    the whole computation is a handful of array operations.
+
+    >>> window_values(np.array([0, 0, 1, 1]), window=4).tolist()
+    [1.0]
+    >>> window_values(np.array([7, 7, 7]), window=10).tolist()
+    [0.0]
+    """
+    require_whole("window", window, unit="symbols per window")
+    codes = np.asarray(codes)
+    if codes.size == 0:
+        raise ValueError("an empty sequence has no windows")
+    width = min(int(window), codes.size)
+    windows = sliding_window_view(codes, width)
+    counts = (windows[:, :, None] == windows[:, None, :]).sum(axis=2)
+    entropy = np.log2(width) - np.log2(counts).sum(axis=1) / width
+    distinct = np.rint((1.0 / counts).sum(axis=1))
+    spread = np.maximum(distinct - 1.0, 1.0)
+    values = np.where(distinct > 1, (np.exp2(entropy) - 1.0) / spread, 0.0)
+    return np.clip(values, 0.0, 1.0)
+
+
+def _curve(actions: Iterable[Any], window: int, include: Iterable[str]):
+    """``(positions, values)`` arrays of the curve, or ``None`` with no symbols."""
+    sequence = symbols(actions, check_include(include))
+    if not sequence:
+        return None
+    lookup: dict[str, int] = {}
+    codes = np.fromiter((lookup.setdefault(s, len(lookup)) for s in sequence), dtype=np.int64,
+                        count=len(sequence))
+    values = window_values(codes, window)
+    positions = np.linspace(0.0, 1.0, values.size) if values.size > 1 else np.zeros(1)
+    return positions, values
+
+
+def normalized_perplexity_curve(
+    actions: Iterable[Any], window: int = WINDOW, include: Iterable[str] = ()
+) -> list[tuple[float, float]] | None:
+    """The points ``(x_i, value_i)`` of the normalized-perplexity curve, or ``None``.
+
+    ``actions``: action texts (taken as interaction-phase) or event records (filtered to
+    the applied interaction-phase ones). ``window`` (default 10): symbols per window,
+    stride 1. ``include`` (default none): add ``"noop"`` and/or ``"reset"`` to the
+    alphabet. Window ``i`` of ``n`` sits at ``x_i = i / (n - 1)``; a single window at 0.
+
+    >>> normalized_perplexity_curve(["up", "up", "down", "down", "noop"], window=2)
+    [(0.0, 0.0), (0.5, 1.0), (1.0, 0.0)]
+    >>> normalized_perplexity_curve(["noop", "reset"]) is None
+    True
+    """
+    curve = _curve(actions, window, include)
+    if curve is None:
+        return None
+    return list(zip(curve[0].tolist(), curve[1].tolist()))
+
+
+def perplexity_auc(
+    actions: Iterable[Any], window: int = WINDOW, include: Iterable[str] = ()
+) -> float | None:
+    """Trapezoidal area under the curve over [0, 1] (Def. D.2); a single window's value
+    when there is one window; ``None`` with no symbols. Parameters as for
+    :func:`normalized_perplexity_curve`."""
+    curve = _curve(actions, window, include)
+    if curve is None:
+        return None
+    positions, values = curve
+    if values.size == 1:
+        return float(values[0])
+    return float(np.trapezoid(values, positions))
+
+
+def final_perplexity(
+    actions: Iterable[Any], window: int = WINDOW, include: Iterable[str] = ()
+) -> float | None:
+    """The last window's value (Def. D.3), or ``None`` with no symbols. Parameters as
+    for :func:`normalized_perplexity_curve`."""
+    curve = _curve(actions, window, include)
+    return None if curve is None else float(curve[1][-1])

@@ -1,0 +1,125 @@
+"""Progress rate and grounding accuracy (001 Sec. 3.3 Eq. 2, Sec. 5.3).
+
+Success alone treats a near miss like doing nothing; the progress rate ``r_t`` is the
+best matching score ``f(s_i, g)`` over the states ``s_0 .. s_t`` seen so far, so it
+rises as an agent gets closer and never falls. Two forms, chosen by the challenge:
+
+* **subgoal** (task-DAG ``explore`` problems): ``f`` = fraction of the DAG's nodes
+  achieved in the state;
+* **match** (``planning``): ``f`` = fraction of the goal-masked cells whose colour
+  equals the goal colour.
+
+Masked frame prediction and change detection end in one answer, with no goal state to
+come closer to, so the progress rate is not defined for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from analysis.metrics.records import field
+from tasks.core import region
+
+SUBGOAL, MATCH = "subgoal", "match"
+FORMS = {"explore": SUBGOAL, "planning": MATCH}
+
+
+def subgoal_fraction(achieved: Collection[Any], nodes: Collection[Any]) -> float:
+    """Fraction of the DAG ``nodes`` that are in ``achieved`` (the subgoal form's f).
+
+    >>> subgoal_fraction({"key", "door"}, ["key", "door", "chest", "goal"])
+    0.5
+    """
+    nodes = set(nodes)
+    if not nodes:
+        raise ValueError("the task DAG has no nodes: the subgoal form needs at least one")
+    return len(nodes & set(achieved)) / len(nodes)
+
+
+def match_fraction(
+    frame: Sequence[Sequence[str]],
+    goal_cells: Sequence[Sequence[int]],
+    goal_colours: Sequence[str],
+) -> float:
+    """Fraction of ``goal_cells`` (``[x, y]``) whose colour in ``frame`` is the goal's.
+
+    >>> match_fraction([["red", "black"]], [[0, 0], [1, 0]], ["red", "red"])
+    0.5
+    """
+    if not goal_cells or len(goal_cells) != len(goal_colours):
+        raise ValueError(
+            f"the goal needs one colour per goal cell and at least one cell; got "
+            f"{len(goal_cells)} cells and {len(goal_colours)} colours"
+        )
+    seen = region(frame, [tuple(cell) for cell in goal_cells])
+    return sum(a == b for a, b in zip(seen, goal_colours)) / len(goal_colours)
+
+
+def _form(challenge: str) -> str:
+    form = FORMS.get(challenge)
+    if form is None:
+        if challenge in ("mfp", "cd"):
+            raise ValueError(
+                f"the progress rate is not defined for {challenge!r} problems: they end in "
+                "one answer with no goal state to approach (001 Sec. 3.3); it is defined "
+                "for planning (match form) and explore (subgoal form)"
+            )
+        raise ValueError(f"unknown challenge {challenge!r}: expected planning or explore")
+    return form
+
+
+def progress_curve(challenge: str, states: Iterable[Any], goal: Any) -> list[float]:
+    """``[r_0, ..., r_T]``: the running maximum of the matching score over ``states``.
+
+    * ``challenge="planning"``: ``states`` are the test-phase frames from the initial
+      one on; ``goal`` is a mapping with ``goal_cells`` and ``goal_colours`` (a planning
+      problem's ``params`` will do).
+    * ``challenge="explore"``: ``states`` are, per state, the collection of DAG node ids
+      achieved so far; ``goal`` is the collection of all the DAG's node ids.
+
+    >>> progress_curve("explore", [set(), {"a"}, set(), {"a", "b"}], ["a", "b"])
+    [0.0, 0.5, 0.5, 1.0]
+    """
+    if _form(challenge) == MATCH:
+        if not isinstance(goal, Mapping) or not {"goal_cells", "goal_colours"} <= set(goal):
+            raise ValueError("a planning goal is a mapping with goal_cells and goal_colours")
+        cells, colours = goal["goal_cells"], goal["goal_colours"]
+        scores = [match_fraction(frame, cells, colours) for frame in states]
+    else:
+        nodes = set(goal)
+        scores = [subgoal_fraction(achieved, nodes) for achieved in states]
+    return np.maximum.accumulate(scores).tolist() if scores else []
+
+
+def progress_rate(challenge: str, states: Iterable[Any], goal: Any) -> float | None:
+    """The episode's progress rate: the last ``r_t`` of :func:`progress_curve`, or
+    ``None`` when there is no state at all."""
+    curve = progress_curve(challenge, states, goal)
+    return curve[-1] if curve else None
+
+
+def grounding_accuracy(turns: Iterable[Any]) -> float | None:
+    """Share of model turns whose reply parsed to an action available at that step.
+
+    ``turns`` are event records (mappings or objects). A record is a model turn when
+    its ``parse_valid`` is set (people's inputs and the clock's no-ops leave it null);
+    the turn is grounded when ``parse_valid`` is true and the action was applied
+    (``applied`` not false: an unavailable action is refused and not applied).
+    ``None`` when there is no model turn.
+
+    >>> grounding_accuracy([{"parse_valid": True}, {"parse_valid": False},
+    ...                     {"parse_valid": True, "applied": False},
+    ...                     {"parse_valid": None}])
+    0.3333333333333333
+    """
+    model_turns = grounded = 0
+    for turn in turns:
+        valid = field(turn, "parse_valid")
+        if valid is None:
+            continue
+        model_turns += 1
+        grounded += bool(valid) and field(turn, "applied", True) is not False
+    return grounded / model_turns if model_turns else None

@@ -1,0 +1,104 @@
+"""Reading the event record the way every metric here needs it.
+
+The metrics take either plain action texts or event-like records, so that the same
+function serves a test's hand-written list, an export row (a mapping) and a store row
+(an object with attributes):
+
+* a **plain text** (``"click 3 4"``) is taken to be an interaction-phase action that
+  was applied: the caller has already selected the phase;
+* a **record** is read through :func:`field` (mapping key or attribute). Only records
+  whose ``phase`` is ``"interaction"`` count; a record with no action text (a model
+  reply that did not parse) or with ``applied`` false (a turn that was refused) is
+  skipped, because the environment never saw it.
+
+Texts go through :func:`tasks.core.parse_action` once per distinct text, so ``Click 3  4``
+and ``click 3 4`` are one symbol and malformed text is a ``ValueError`` naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tasks.core import MOVES, parse_action
+
+INTERACTION = "interaction"
+
+CLICK, DIRECTIONAL, NOOP, RESET, GO_TO_TEST = "click", "directional", "noop", "reset", "go-to-test"
+KINDS = (CLICK, DIRECTIONAL, RESET, NOOP)
+"""The action types of 002 Fig. 5, in the paper's order."""
+
+_KIND_OF_VERB = {"click": CLICK, **dict.fromkeys(MOVES, DIRECTIONAL), "noop": NOOP,
+                 "reset": RESET, "go-to-test": GO_TO_TEST}
+
+
+def field(record: Any, name: str, default: Any = None) -> Any:
+    """``record[name]`` for a mapping, ``record.name`` for an object, else ``default``."""
+    if isinstance(record, Mapping):
+        return record.get(name, default)
+    return getattr(record, name, default)
+
+
+def interaction_actions(actions: Iterable[Any]) -> list[str]:
+    """The applied interaction-phase action texts among ``actions``, in order.
+
+    ``actions`` may mix plain texts and records (see the module docstring).
+
+    >>> interaction_actions(["up", {"phase": "test", "action": "down"},
+    ...                      {"phase": "interaction", "action": None},
+    ...                      {"phase": "interaction", "action": "click 1 2"}])
+    ['up', 'click 1 2']
+    """
+    texts = []
+    for item in actions:
+        if isinstance(item, str):
+            texts.append(item)
+        elif (
+            field(item, "phase") == INTERACTION
+            and field(item, "action") is not None
+            and field(item, "applied", True) is not False
+        ):
+            texts.append(field(item, "action"))
+    return texts
+
+
+def classify(texts: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Each distinct text mapped to ``(canonical text, kind)``.
+
+    The kind is one of ``click``, ``directional``, ``noop``, ``reset``, ``go-to-test``.
+    Any other verb cannot occur in the interaction phase and is a ``ValueError``.
+    """
+    out = {}
+    for text in set(texts):
+        action = parse_action(text)
+        kind = _KIND_OF_VERB.get(action.verb)
+        if kind is None:
+            raise ValueError(
+                f"{text!r} is not an interaction-phase action: expected noop, up, down, "
+                "left, right, click X Y, reset or go-to-test (pass test-phase actions as "
+                "records with their phase so that they are left out)"
+            )
+        out[text] = (str(action), kind)
+    return out
+
+
+def symbols(actions: Iterable[Any], include: Iterable[str] = ()) -> list[str]:
+    """The canonical interaction-phase action texts that form the action alphabet.
+
+    Directional keys and each click position are symbols; ``noop`` and ``reset`` only
+    when named in ``include``; ``go-to-test`` never (it ends the phase, it explores
+    nothing).
+    """
+    texts = interaction_actions(actions)
+    kinds = classify(texts)
+    wanted = {CLICK, DIRECTIONAL, *check_include(include)}
+    return [kinds[t][0] for t in texts if kinds[t][1] in wanted]
+
+
+def check_include(include: Iterable[str]) -> tuple[str, ...]:
+    """``include`` as a tuple, refusing names other than ``noop`` and ``reset``."""
+    include = (include,) if isinstance(include, str) else tuple(include)
+    unknown = [name for name in include if name not in (NOOP, RESET)]
+    if unknown:
+        raise ValueError(f"include may name noop and reset only, not {', '.join(unknown)}")
+    return include

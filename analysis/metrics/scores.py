@@ -1,0 +1,81 @@
+"""Challenge scores and the human aggregate (002 App. C, Sec. 4.1.1).
+
+The change-detection score is the one :mod:`tasks.worldtest.scoring` computes while the
+episode runs; it is re-exported here so the report and the episode can never disagree.
+
+Humans are one agent per problem: the 80th percentile of the included attempts' scores
+(numpy's default linear interpolation), shown with a bootstrap interval of that
+percentile so a reader can see how much 20 attempts pin it down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from analysis.metrics.checks import require_whole
+from tasks.worldtest.scoring import cd_score
+
+__all__ = ["cd_score", "percentile_interval", "percentile_score"]
+
+Q = 80
+RESAMPLES = 1000
+SEED = 0
+LEVEL = 0.95
+
+
+def _scores(scores: Iterable[float]) -> np.ndarray:
+    """The scores as a float array; refuse an empty list and missing values."""
+    values = np.asarray(list(scores), dtype=float)
+    if values.size == 0:
+        raise ValueError("no scores to aggregate: the problem has no included attempt")
+    if np.isnan(values).any():
+        raise ValueError("a score is missing (NaN); an attempt without an answer scores 0")
+    return values
+
+
+def _check_q(q: float) -> None:
+    if not 0 <= q <= 100:
+        raise ValueError(f"q must be a percentile between 0 and 100, not {q!r}")
+
+
+def percentile_score(scores: Iterable[float], q: float = Q) -> float:
+    """The ``q``-th percentile (default 80) of ``scores``, linearly interpolated.
+
+    >>> percentile_score([0, 1, 1, 1, 1])
+    1.0
+    >>> percentile_score([0.0, 0.5])
+    0.4
+    """
+    _check_q(q)
+    return float(np.percentile(_scores(scores), q))
+
+
+def percentile_interval(
+    scores: Iterable[float],
+    q: float = Q,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    level: float = LEVEL,
+) -> tuple[float, float]:
+    """Bootstrap percentile interval of the ``q``-th percentile of ``scores``.
+
+    ``resamples`` (default 1000) resamples of the attempts with replacement, drawn from
+    ``numpy.random.default_rng(seed)`` (default seed 0, so the report is reproducible);
+    the interval is the central ``level`` (default 0.95) of their percentiles.
+
+    >>> percentile_interval([1.0, 1.0, 1.0])
+    (1.0, 1.0)
+    """
+    _check_q(q)
+    require_whole("resamples", resamples)
+    if not 0 < level < 1:
+        raise ValueError(f"level must be strictly between 0 and 1, not {level!r}")
+    values = _scores(scores)
+    rng = np.random.default_rng(seed)
+    draws = values[rng.integers(0, values.size, size=(resamples, values.size))]
+    statistics = np.percentile(draws, q, axis=1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(statistics, [tail, 100 - tail])
+    return float(low), float(high)
