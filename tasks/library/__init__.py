@@ -1,0 +1,113 @@
+"""gridstudy's own library of Autumn environments, and their WorldTest problems.
+
+Each environment is a folder here::
+
+    <name>/program.sexp     the environment
+    <name>/changed.sexp     the same program with one rule changed (for change detection)
+    <name>/env.json         documentation for researchers (never shown to participants) and
+                            the recipes the three problems are derived from
+    <name>/problems/*.json  the derived problems, written by ``derive_library``
+
+Importing this module registers ``autumn/<name>`` and ``autumn/<name>-changed`` for every
+folder, and every problem file found. Adding an environment is adding a folder.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tasks import registry
+from tasks.worldtest.problem import Problem
+
+LIBRARY = Path(__file__).parent
+CHALLENGE_ORDER = ("mfp", "planning", "cd")
+
+
+@dataclass(frozen=True)
+class LibraryEnv:
+    """One folder of the library."""
+
+    name: str
+    folder: Path
+    meta: dict[str, Any]
+
+    @property
+    def env_id(self) -> str:
+        return f"autumn/{self.name}"
+
+    @property
+    def changed_env_id(self) -> str:
+        return f"autumn/{self.name}-changed"
+
+    def problem_path(self, challenge: str) -> Path:
+        return self.folder / "problems" / f"{challenge}.json"
+
+    def documentation(self) -> str:
+        """The environment's researcher-facing description, in the library's sections."""
+        meta = self.meta
+        lines = [
+            f"{meta['title']} ({meta['category']}, "
+            f"{'stochastic' if meta['stochastic'] else 'deterministic'})",
+            "",
+            "Description: " + meta["description"],
+            "What a good explorer discovers: " + "; ".join(meta["discoveries"]) + ".",
+            "Changed program (change detection): " + meta["changed"],
+            "Actions: noop, up, down, left, right, click X Y.",
+            "Observation: the rendered grid (colour names, frame[y][x]).",
+            "Termination: none; the WorldTest episode decides when the test ends.",
+            f"Registered ids: {self.env_id}, {self.changed_env_id}; problems "
+            + ", ".join(f"{self.name}/{c}" for c in CHALLENGE_ORDER) + ".",
+        ]
+        return "\n".join(lines)
+
+
+@cache
+def library_envs() -> tuple[LibraryEnv, ...]:
+    """Every environment folder of the library, by name."""
+    found = []
+    for folder in sorted(p for p in LIBRARY.iterdir() if (p / "program.sexp").is_file()):
+        meta = json.loads((folder / "env.json").read_text())
+        found.append(LibraryEnv(folder.name, folder, meta))
+    return tuple(found)
+
+
+def load_env(name: str, variant: str = "program"):
+    """Make the environment ``name`` (``variant`` is ``program`` or ``changed``)."""
+    from tasks.autumn import load
+
+    return load(_source(name, variant), name=f"{name}/{variant}")
+
+
+@cache
+def _source(name: str, variant: str) -> str:
+    return (LIBRARY / name / f"{variant}.sexp").read_text()
+
+
+def _register_all() -> None:
+    for env in library_envs():
+        tags = ("autumn", env.meta["category"],
+                "stochastic" if env.meta["stochastic"] else "deterministic")
+        doc = env.documentation()
+        registry.register_env(env.env_id, load_env, description=doc, tags=tags,
+                              replace=True, name=env.name)
+        registry.register_env(env.changed_env_id, load_env, description=doc,
+                              tags=(*tags, "changed"), replace=True, name=env.name,
+                              variant="changed")
+        for challenge in CHALLENGE_ORDER:
+            path = env.problem_path(challenge)
+            if path.is_file():
+                registry.register_problem(
+                    f"{env.name}/{challenge}", _loader(path), env_id=env.env_id,
+                    challenge=challenge, replace=True,
+                )
+
+
+def _loader(path: Path):
+    return lambda: Problem.load(path)
+
+
+_register_all()

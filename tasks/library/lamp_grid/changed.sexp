@@ -1,0 +1,27 @@
+; lamp_grid, changed: from the fourth press on, a press switches the diagonal neighbours instead.
+(program
+  (= GRID_SIZE 5)
+  (= FRAME_RATE 4)
+
+  (object Lamp (: lit Bool) (Cell 0 0 (if lit then "yellow" else "navy")))
+
+  (: lamps (List Lamp))
+  (= lamps (initnext (map (--> p (Lamp (in p (list (Position 1 1) (Position 3 1) (Position 2 2) (Position 1 3) (Position 3 3))) p))
+                          (allPositions 5))
+                     (prev lamps)))
+
+  (: presses Number)
+  (= presses (initnext 0 (prev presses)))
+
+  (= flip (--> l (updateObj l "lit" (! (.. l lit)))))
+
+  (= diagonalOrSelf (--> l (| (== (.. l origin) click)
+                             (& (adjacentPossDiag (.. l origin) click)
+                                (& (!= (.. (.. l origin) x) (.. click x)) (!= (.. (.. l origin) y) (.. click y)))))))
+
+  (on clicked
+    (let (= lamps (if (>= presses 3)
+                      then (updateObj lamps flip diagonalOrSelf)
+                      else (updateObj lamps flip (--> l (adjacentPoss (.. l origin) click 1)))))
+         (= presses (+ presses 1))))
+)

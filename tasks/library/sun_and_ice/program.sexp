@@ -1,0 +1,37 @@
+; sun_and_ice: the arrows move a sun; ice next to the sun melts into water; water falls
+; until it rests on something; clicking water freezes it again.
+(program
+  (= GRID_SIZE 8)
+  (= FRAME_RATE 4)
+
+  (object Sun (Cell 0 0 "gold"))
+  (object Ice (Cell 0 0 "lightblue"))
+  (object Water (Cell 0 0 "blue"))
+
+  (: ice (List Ice))
+  (= ice (initnext (map (--> p (Ice p)) (list (Position 2 2) (Position 3 2) (Position 4 2) (Position 5 4) (Position 1 5)))
+                   (prev ice)))
+
+  (: water (List Water))
+  (= water (initnext (list) (prev water)))
+
+  (: sun Sun)
+  (= sun (initnext (Sun (Position 0 0)) (prev sun)))
+
+  (= nearSun (--> i (adjacentTwoObjs i sun 1)))
+
+  (on left (= sun (moveLeftNoCollision sun)))
+  (on right (= sun (moveRightNoCollision sun)))
+  (on up (= sun (moveUpNoCollision sun)))
+  (on down (= sun (moveDownNoCollision sun)))
+
+  (on true (= water (updateObj water (--> w (moveDownNoCollision w)))))
+
+  (on (any nearSun ice)
+    (let (= water (addObj water (map (--> i (Water (.. i origin))) (filter nearSun ice))))
+         (= ice (filter (--> i (! (nearSun i))) ice))))
+
+  (on (clicked water)
+    (let (= ice (addObj ice (map (--> w (Ice (.. w origin))) (filter (--> w (clicked w)) water))))
+         (= water (filter (--> w (! (clicked w))) water))))
+)
