@@ -1,0 +1,304 @@
+"""The event store: round trips, the batching writer under load, failures, frames."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+
+import pytest
+from sqlmodel import select
+
+from study_server.models import EpisodeRow, Event, Frame, RawInput
+from study_server.store import (
+    Store,
+    StoreWriteError,
+    database_url,
+    event_from_step,
+    make_engine,
+)
+from tasks.core import frame_hash
+from tasks.worldtest import Episode, Problem
+from tests.envs import register_test_envs
+
+PLAN = Problem(
+    id="test/walker-plan",
+    env_id="test/walker",
+    challenge="planning",
+    seed=3,
+    params={"goal_cells": [[2, 0]], "goal_colours": ["gold"], "horizon": 10},
+)
+
+
+@pytest.fixture
+def store(tmp_path):
+    register_test_envs()
+    store = Store(f"sqlite:///{tmp_path / 'gridstudy.db'}")
+    yield store
+    store.close()
+
+
+def play(store: Store, actions: list[str]) -> tuple[int, list]:
+    """Play PLAN through a real Episode, writing one event per step; return id, steps."""
+    episode_id = store.start_episode(problem=PLAN, study_id="pilot", participant_id=7)
+    episode = Episode(PLAN)
+    steps = []
+    for seq, action in enumerate(actions):
+        step = episode.apply(action)
+        steps.append(step)
+        store.write_event(event_from_step(
+            step, episode_id=episode_id, seq=seq, problem_id=PLAN.id, source="input",
+            study_id="pilot", participant_id=7, client_time=100.0 + seq,
+            server_time=200.0 + seq,
+        ))
+    return episode_id, steps
+
+
+def event_record(episode_id: int, seq: int, frame=None, **fields) -> dict:
+    record = {"episode_id": episode_id, "seq": seq, "problem_id": "p", "phase": "interaction",
+              "tick": seq, "action": "noop", "source": "auto", "server_time": float(seq)}
+    if frame is not None:
+        record["frame"] = frame
+    return {**record, **fields}
+
+
+def solid(colour: str, size: int = 16) -> list[list[str]]:
+    return [[colour] * size for _ in range(size)]
+
+
+def count(store: Store, model) -> int:
+    with store.session() as session:
+        return len(session.exec(select(model)).all())
+
+
+# -- the record of a step -----------------------------------------------------------------
+
+
+def test_event_from_step_maps_every_step_field():
+    register_test_envs()
+    step = Episode(PLAN).apply("right")
+    record = event_from_step(step, episode_id=4, seq=0, problem_id=PLAN.id, source="agent",
+                             agent_run_id=2, server_time=5.0, prompt_tokens=11, cost=0.5,
+                             raw_reply="right", parse_valid=True, latency=1.25)
+    assert record == {
+        "episode_id": 4, "seq": 0, "study_id": None, "participant_id": None,
+        "agent_run_id": 2, "problem_id": PLAN.id, "phase": "interaction", "tick": 0,
+        "action": "right", "source": "agent", "server_time": 5.0, "client_time": None,
+        "next_phase": "interaction", "score": None, "frame": step.observation.frame,
+        "prompt_tokens": 11, "cost": 0.5, "raw_reply": "right", "parse_valid": True,
+        "latency": 1.25,
+    }
+
+
+@pytest.mark.parametrize("fields, error, message", [
+    ({"tick": 3}, TypeError, "takes ['tick'] from the step"),
+    ({"frame_hash": "ab"}, TypeError, "takes ['frame_hash'] from the step"),
+    ({"tokens": 3}, ValueError, "unknown event field(s) ['tokens']"),
+])
+def test_event_from_step_refuses_fields_it_owns_or_does_not_know(fields, error, message):
+    register_test_envs()
+    step = Episode(PLAN).apply("noop")
+    with pytest.raises(error) as raised:
+        event_from_step(step, episode_id=1, seq=0, problem_id="p", source="auto", **fields)
+    assert message in str(raised.value)
+
+
+def test_write_event_checks_fields_before_enqueueing(store):
+    with pytest.raises(ValueError, match=r"unknown event field\(s\) \['colour'\]"):
+        store.write_event({**event_record(1, 0), "colour": "red"})
+    with pytest.raises(ValueError, match=r"missing required field\(s\) \['phase', 'source'\]"):
+        store.write_event({**event_record(1, 0), "phase": None, "source": None})
+    with pytest.raises(ValueError, match=r"missing required field\(s\) \['text'\]"):
+        store.write_raw_input({"received_at": 1.0, "status": "dropped"})
+
+
+# -- round trip ---------------------------------------------------------------------------
+
+
+def test_round_trip_of_events_frames_raw_inputs_and_episode(store):
+    episode_id, steps = play(store, ["right", "go-to-test", "right", "right"])
+    store.write_raw_input({"episode_id": episode_id, "participant_id": 7, "received_at": 201.5,
+                           "client_time": 201.4, "text": "left", "status": "dropped",
+                           "reason": "second input in one tick"})
+    store.finish_episode(episode_id, status="done", phase="done", score=1.0,
+                         info={"ticks": 4})
+    store.flush()
+    with store.session() as session:
+        events = session.exec(select(Event).order_by(Event.seq)).all()
+        frames = {f.hash: json.loads(f.data) for f in session.exec(select(Frame))}
+        raw = session.exec(select(RawInput)).one()
+        row = session.get(EpisodeRow, episode_id)
+    assert [(e.seq, e.tick, e.phase, e.action, e.next_phase, e.score) for e in events] == [
+        (0, 0, "interaction", "right", "interaction", None),
+        (1, 1, "interaction", "go-to-test", "test", None),
+        (2, 2, "test", "right", "test", None),
+        (3, 3, "test", "right", "done", 1.0),
+    ]
+    assert [frames[e.frame_hash] for e in events] == [s.observation.frame for s in steps]
+    assert {(e.study_id, e.participant_id, e.source, e.applied) for e in events} == {
+        ("pilot", 7, "input", True)}
+    assert [(e.client_time, e.server_time) for e in events] == [
+        (100.0, 200.0), (101.0, 201.0), (102.0, 202.0), (103.0, 203.0)]
+    assert (raw.episode_id, raw.text, raw.status, raw.reason, raw.received_at) == (
+        episode_id, "left", "dropped", "second input in one tick", 201.5)
+    assert (row.problem_id, row.challenge, row.env_id, row.seed) == (
+        PLAN.id, "planning", "test/walker", 3)
+    assert (row.status, row.phase, row.score, row.info) == ("done", "done", 1.0, {"ticks": 4})
+    assert row.ended_at is not None and row.study_id == "pilot" and row.participant_id == 7
+
+
+def test_finish_episode_merges_info_and_refuses_unknown_episodes(store):
+    episode_id = store.start_episode(problem=PLAN, agent_run_id=3, info={"model": "m"})
+    store.finish_episode(episode_id, status="abandoned", phase="test", score=None,
+                         info={"resets": 2})
+    with store.session() as session:
+        row = session.get(EpisodeRow, episode_id)
+    assert (row.status, row.agent_run_id, row.info) == ("abandoned", 3, {"model": "m", "resets": 2})
+    with pytest.raises(LookupError, match="no episode 999"):
+        store.finish_episode(999, status="done", phase="done", score=0.0)
+
+
+def test_session_rolls_back_a_failed_unit_of_work(store):
+    with pytest.raises(RuntimeError):
+        with store.session() as session:
+            session.add(EpisodeRow(problem_id="p", challenge="mfp", env_id="e", seed=0))
+            session.flush()
+            raise RuntimeError("boom")
+    assert count(store, EpisodeRow) == 0
+
+
+# -- the batching writer ------------------------------------------------------------------
+
+
+def test_eight_threads_of_ten_thousand_events_lose_nothing(store):
+    frames = [solid(c) for c in ("black", "gold", "blue")]
+
+    def produce(thread: int) -> None:
+        for seq in range(10_000):
+            store.write_event(event_record(thread, seq, frames[0] if seq % 7 else frames[seq % 3]))
+
+    threads = [threading.Thread(target=produce, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    store.flush()
+    with store.session() as session:
+        rows = session.exec(select(Event.episode_id, Event.seq)).all()
+    assert len(rows) == 80_000
+    by_thread = {n: set() for n in range(8)}
+    for episode_id, seq in rows:
+        by_thread[episode_id].add(seq)
+    assert all(seqs == set(range(10_000)) for seqs in by_thread.values())
+    assert count(store, Frame) == 3
+
+
+def test_events_reach_the_disk_within_the_flush_interval_without_flush(tmp_path):
+    path = tmp_path / "g.db"
+    store = Store(f"sqlite:///{path}", flush_interval=0.05)
+    store.write_events([event_record(1, seq) for seq in range(5)])
+    deadline, seen = time.monotonic() + 5.0, 0
+    while seen < 5 and time.monotonic() < deadline:
+        time.sleep(0.02)
+        with sqlite3.connect(path) as reader:
+            seen = reader.execute("select count(*) from event").fetchone()[0]
+    store.close()
+    assert seen == 5
+
+
+def test_close_writes_everything_still_queued_and_is_idempotent(tmp_path):
+    path = tmp_path / "g.db"
+    store = Store(f"sqlite:///{path}", flush_interval=60.0)
+    store.write_events([event_record(1, seq, solid("red")) for seq in range(300)])
+    store.write_raw_input({"received_at": 1.0, "text": "up", "status": "dropped"})
+    store.close()
+    store.close()
+    with sqlite3.connect(path) as reader:
+        counts = [reader.execute(f"select count(*) from {t}").fetchone()[0]
+                  for t in ("event", "frame", "rawinput")]
+    assert counts == [300, 1, 1]
+    with pytest.raises(RuntimeError, match="is closed"):
+        store.write_event(event_record(1, 300))
+
+
+def test_a_failing_table_surfaces_on_flush_and_keeps_the_rows(store, tmp_path):
+    with sqlite3.connect(tmp_path / "gridstudy.db") as other:
+        other.execute("drop table rawinput")
+    store.write_raw_input({"received_at": 1.0, "text": "up", "status": "dropped"})
+    store.write_event(event_record(1, 0))
+    with pytest.raises(StoreWriteError, match=r"1 row\(s\) could not be written.*rawinput") as raised:
+        store.flush()
+    assert [(f.table, f.record["text"]) for f in raised.value.failures] == [("rawinput", "up")]
+    assert "no such table: rawinput" in raised.value.failures[0].error
+    assert [f.record for f in store.failed] == [
+        {"received_at": 1.0, "text": "up", "status": "dropped"}]
+    assert count(store, Event) == 1
+    store.flush()  # reported once; the rows stay in store.failed
+    assert len(store.failed) == 1
+
+
+def test_one_bad_row_does_not_take_its_batch_down(store, tmp_path):
+    store.write_events([event_record(1, 0), event_record(1, 1, raw_reply={"not": "text"}),
+                        event_record(1, 2)])
+    with pytest.raises(StoreWriteError) as raised:
+        store.close()
+    assert [f.record["seq"] for f in raised.value.failures] == [1]
+    with sqlite3.connect(tmp_path / "gridstudy.db") as reader:
+        seqs = [r[0] for r in reader.execute("select seq from event order by seq")]
+    assert seqs == [0, 2]
+
+
+def test_frames_are_stored_once_across_batches_and_stores(tmp_path):
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    palette = [solid("black"), solid("gold"), [["red", "blue"], ["blue", "red"]]]
+    with Store(url) as store:
+        store.write_events([event_record(1, n, palette[n % 3]) for n in range(90)])
+        store.flush()
+        store.write_events([event_record(1, n, palette[n % 3]) for n in range(90, 120)])
+    with Store(url) as store:
+        store.write_event(event_record(2, 0, palette[2]))
+        store.flush()
+        with store.session() as session:
+            stored = {f.hash: json.loads(f.data) for f in session.exec(select(Frame))}
+            hashes = session.exec(select(Event.frame_hash).order_by(Event.id)).all()
+    assert stored == {frame_hash(f): f for f in palette}
+    assert hashes == [frame_hash(palette[n % 3]) for n in range(120)] + [frame_hash(palette[2])]
+
+
+# -- engines ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, url", [
+    ("gridstudy.db", "sqlite:///gridstudy.db"),
+    ("sqlite:////srv/g.db", "sqlite:////srv/g.db"),
+    ("postgres://u:p@db:5432/g", "postgresql+psycopg://u:p@db:5432/g"),
+    ("postgresql://u@db/g", "postgresql+psycopg://u@db/g"),
+    ("postgresql+psycopg://u@db/g", "postgresql+psycopg://u@db/g"),
+])
+def test_database_url_normalises_what_users_type(text, url):
+    assert database_url(text) == url
+
+
+def test_a_postgresql_url_builds_a_postgresql_engine_without_connecting():
+    engine = make_engine("postgresql://study:secret@db.invalid:5432/gridstudy")
+    assert (engine.dialect.name, engine.driver) == ("postgresql", "psycopg")
+    assert engine.url.database == "gridstudy"
+
+
+def test_sqlite_store_uses_wal_and_refuses_memory(store):
+    with store.engine.connect() as connection:
+        modes = [connection.exec_driver_sql(f"pragma {p}").scalar()
+                 for p in ("journal_mode", "synchronous")]
+    assert modes == ["wal", 1]  # 1 is NORMAL
+    with pytest.raises(ValueError, match="in-memory SQLite database"):
+        make_engine("sqlite://")
+
+
+def test_from_env_prefers_database_url(tmp_path, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'env.db'}")
+    with Store.from_env(f"sqlite:///{tmp_path / 'default.db'}") as store:
+        assert store.engine.url.database == str(tmp_path / "env.db")
+    monkeypatch.delenv("DATABASE_URL")
+    with Store.from_env(str(tmp_path / "default.db")) as store:
+        assert store.engine.url.database == str(tmp_path / "default.db")
