@@ -50,6 +50,8 @@ class PygameClient:
                     before_frame(frames, self)
                 for event in pygame.event.get():
                     self.handle(event)
+                if not self.running:
+                    break
                 self.loop.tick()
                 self._relayout()
                 draw_view(self.screen, font, self.loop.driver.view(), self.layout,
