@@ -1,0 +1,309 @@
+"""The study definition: one YAML file a researcher writes, validated field by field.
+
+Every mistake is reported with the field's dotted path and what was expected, so that
+``gridstudy study create study.yaml`` tells the researcher exactly what to fix::
+
+    study.yaml: problems_per_participant: expected a positive integer, got 'two'
+
+A minimal file::
+
+    id: pilot-1
+    title: Grid worlds
+    problems: [autumn/ants-mfp-0, autumn/ants-planning-0]
+    problems_per_participant: 2
+    completion_code: C1A2B3
+    screenout_code: S9Z8Y7
+    consent: {version: "2026-01", text: "You are invited to ..."}
+
+Everything else has a default (see :class:`StudyDefinition`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_CODE = re.compile(r"^[A-Za-z0-9_-]{4,32}$")
+
+
+class DefinitionError(ValueError):
+    """A study definition that cannot be used; the message names the field."""
+
+
+@dataclass(frozen=True)
+class ExclusionRules:
+    """When an attempt or a participant is left out of aggregation.
+
+    ``max_failed_attention_checks``: a participant failing more is excluded (all their
+    attempts). ``min_input_actions``: an attempt with fewer key presses or clicks is
+    excluded as not engaged. ``max_idle_seconds``: an attempt idle longer than this
+    (no input at all) is excluded.
+    """
+
+    max_failed_attention_checks: int = 0
+    min_input_actions: int = 1
+    max_idle_seconds: float = 120.0
+
+
+@dataclass(frozen=True)
+class StudyDefinition:
+    """A validated study; ``to_dict()`` is what the ``study`` table stores."""
+
+    id: str
+    title: str
+    problems: tuple[str, ...]
+    problems_per_participant: int
+    completion_code: str
+    screenout_code: str
+    consent_version: str
+    consent_text: str
+    attempts_per_problem: int = 20
+    time_limit_minutes: float = 60.0
+    abandon_timeout_minutes: float = 10.0
+    payment: str = ""
+    expected_minutes: float = 30.0
+    description: str = ""
+    tutorials: dict[str, str] = field(default_factory=dict)
+    """Challenge -> tutorial problem id; a challenge without one uses a practice copy of
+    the first study problem of that challenge."""
+    screening_items: int = 6
+    screening_min_correct: int = 5
+    quiz_tries: int = 2
+    attention_checks: bool = True
+    exclusion: ExclusionRules = field(default_factory=ExclusionRules)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["problems"] = list(self.problems)
+        return data
+
+    @property
+    def time_limit_seconds(self) -> float:
+        return self.time_limit_minutes * 60.0
+
+    @property
+    def abandon_timeout_seconds(self) -> float:
+        return self.abandon_timeout_minutes * 60.0
+
+
+def load_definition(path: str | Path, known_problems: set[str] | None = None) -> StudyDefinition:
+    """Read and validate a study file; errors start with the file's name."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise DefinitionError(f"{path}: no such file") from None
+    except yaml.YAMLError as error:
+        raise DefinitionError(f"{path}: not valid YAML ({error})") from None
+    try:
+        return parse_definition(data, known_problems)
+    except DefinitionError as error:
+        raise DefinitionError(f"{path}: {error}") from None
+
+
+def parse_definition(data: Any, known_problems: set[str] | None = None) -> StudyDefinition:
+    """Validate a mapping (from YAML or from the database) into a definition.
+
+    ``known_problems``, when given, is the set of registered problem ids every listed
+    problem (and tutorial) must belong to.
+    """
+    if not isinstance(data, dict):
+        raise DefinitionError(f"expected a mapping of fields, got {_kind(data)}")
+    fields = StudyDefinition.__dataclass_fields__
+    unknown = sorted(set(data) - set(fields) - {"consent"})
+    if unknown:
+        raise DefinitionError(f"unknown field {unknown[0]!r}; known fields: {', '.join(_public_fields())}")
+    consent = _consent(data)
+    values = {
+        "id": _slug(data, "id"),
+        "title": _text(data, "title", required=False, default=""),
+        "problems": _problems(data, known_problems),
+        "problems_per_participant": _positive_int(data, "problems_per_participant"),
+        "completion_code": _code(data, "completion_code"),
+        "screenout_code": _code(data, "screenout_code"),
+        "consent_version": consent["version"],
+        "consent_text": consent["text"],
+        "attempts_per_problem": _positive_int(data, "attempts_per_problem", 20),
+        "time_limit_minutes": _positive_number(data, "time_limit_minutes", 60.0),
+        "abandon_timeout_minutes": _positive_number(data, "abandon_timeout_minutes", 10.0),
+        "payment": _text(data, "payment", required=False, default=""),
+        "expected_minutes": _positive_number(data, "expected_minutes", 30.0),
+        "description": _text(data, "description", required=False, default=""),
+        "tutorials": _tutorials(data, known_problems),
+        "screening_items": _positive_int(data, "screening_items", 6),
+        "screening_min_correct": _positive_int(data, "screening_min_correct", 5),
+        "quiz_tries": _positive_int(data, "quiz_tries", 2),
+        "attention_checks": _bool(data, "attention_checks", True),
+        "exclusion": _exclusion(data.get("exclusion")),
+    }
+    return _checked(StudyDefinition(**values))
+
+
+def _checked(definition: StudyDefinition) -> StudyDefinition:
+    if definition.problems_per_participant > len(definition.problems):
+        raise DefinitionError(
+            f"problems_per_participant: expected at most the number of problems "
+            f"({len(definition.problems)}), got {definition.problems_per_participant}"
+        )
+    if definition.screening_min_correct > definition.screening_items:
+        raise DefinitionError(
+            f"screening_min_correct: expected at most screening_items "
+            f"({definition.screening_items}), got {definition.screening_min_correct}"
+        )
+    if definition.completion_code == definition.screenout_code:
+        raise DefinitionError("screenout_code: expected a code different from completion_code")
+    return definition
+
+
+def _public_fields() -> list[str]:
+    hidden = {"consent_version", "consent_text"}
+    return sorted({*StudyDefinition.__dataclass_fields__, "consent"} - hidden)
+
+
+def _kind(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}" if value is not None else "nothing"
+
+
+def _missing(name: str, expected: str) -> DefinitionError:
+    return DefinitionError(f"{name}: missing; expected {expected}")
+
+
+def _slug(data: dict, name: str) -> str:
+    value = data.get(name)
+    if value is None:
+        raise _missing(name, "a short slug such as 'pilot-1'")
+    if not isinstance(value, str) or not _SLUG.match(value):
+        raise DefinitionError(
+            f"{name}: expected a slug of lower-case letters, digits, '-' or '_' (at most 63), "
+            f"got {value!r}"
+        )
+    return value
+
+
+def _code(data: dict, name: str) -> str:
+    value = data.get(name)
+    if value is None:
+        raise _missing(name, "the Prolific code (4-32 letters or digits)")
+    if not isinstance(value, str | int) or not _CODE.match(str(value)):
+        raise DefinitionError(f"{name}: expected 4-32 letters or digits, got {value!r}")
+    return str(value)
+
+
+def _text(data: dict, name: str, *, required: bool = True, default: str = "") -> str:
+    value = data.get(name)
+    if value is None:
+        if required:
+            raise _missing(name, "a text")
+        return default
+    if not isinstance(value, str | int | float):
+        raise DefinitionError(f"{name}: expected a text, got {_kind(value)}")
+    return str(value)
+
+
+def _positive_int(data: dict, name: str, default: int | None = None) -> int:
+    value = data.get(name, default)
+    if value is None:
+        raise _missing(name, "a positive integer")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DefinitionError(f"{name}: expected a positive integer, got {value!r}")
+    return value
+
+
+def _non_negative_int(data: dict, name: str, default: int) -> int:
+    value = data.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DefinitionError(f"{name}: expected an integer >= 0, got {value!r}")
+    return value
+
+
+def _positive_number(data: dict, name: str, default: float) -> float:
+    value = data.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise DefinitionError(f"{name}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _bool(data: dict, name: str, default: bool) -> bool:
+    value = data.get(name, default)
+    if not isinstance(value, bool):
+        raise DefinitionError(f"{name}: expected true or false, got {value!r}")
+    return value
+
+
+def _problem_id(value: Any, name: str, known: set[str] | None) -> str:
+    if not isinstance(value, str) or not value:
+        raise DefinitionError(f"{name}: expected a problem id, got {_kind(value)}")
+    if known is not None and value not in known:
+        raise DefinitionError(
+            f"{name}: unknown problem {value!r}; list them with 'gridstudy problems'"
+        )
+    return value
+
+
+def _problems(data: dict, known: set[str] | None) -> tuple[str, ...]:
+    value = data.get("problems")
+    if value is None:
+        raise _missing("problems", "a list of problem ids")
+    if not isinstance(value, list) or not value:
+        raise DefinitionError(f"problems: expected a non-empty list of problem ids, got {_kind(value)}")
+    ids = tuple(_problem_id(item, f"problems[{i}]", known) for i, item in enumerate(value))
+    repeated = sorted({p for p in ids if ids.count(p) > 1})
+    if repeated:
+        raise DefinitionError(f"problems: expected each problem once, got {repeated[0]!r} twice")
+    return ids
+
+
+def _tutorials(data: dict, known: set[str] | None) -> dict[str, str]:
+    value = data.get("tutorials", {})
+    if not isinstance(value, dict):
+        raise DefinitionError(f"tutorials: expected a mapping challenge -> problem id, got {_kind(value)}")
+    return {str(k): _problem_id(v, f"tutorials.{k}", known) for k, v in value.items()}
+
+
+def _consent(data: dict) -> dict[str, str]:
+    value = data.get("consent")
+    if value is None:
+        raise _missing("consent", "a mapping with 'version' and 'text'")
+    if not isinstance(value, dict):
+        raise DefinitionError(f"consent: expected a mapping with 'version' and 'text', got {_kind(value)}")
+    unknown = sorted(set(value) - {"version", "text"})
+    if unknown:
+        raise DefinitionError(f"consent.{unknown[0]}: unknown field; expected 'version' and 'text'")
+    version = _text(value, "version", required=False)
+    text = _text(value, "text", required=False)
+    if not version:
+        raise _missing("consent.version", "a version label such as '2026-01'")
+    if not text.strip():
+        raise _missing("consent.text", "the consent text shown to participants")
+    return {"version": version, "text": text}
+
+
+def _exclusion(value: Any) -> ExclusionRules:
+    if value is None:
+        return ExclusionRules()
+    if not isinstance(value, dict):
+        raise DefinitionError(f"exclusion: expected a mapping of rules, got {_kind(value)}")
+    known = ExclusionRules.__dataclass_fields__
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        raise DefinitionError(f"exclusion.{unknown[0]}: unknown rule; known: {', '.join(sorted(known))}")
+    try:
+        return ExclusionRules(
+            max_failed_attention_checks=_non_negative_int(value, "max_failed_attention_checks", 0),
+            min_input_actions=_non_negative_int(value, "min_input_actions", 1),
+            max_idle_seconds=_positive_number(value, "max_idle_seconds", 120.0),
+        )
+    except DefinitionError as error:
+        raise DefinitionError(f"exclusion.{error}") from None
+
+
+def from_stored(data: dict[str, Any]) -> StudyDefinition:
+    """Rebuild a definition from ``StudyDefinition.to_dict()`` (the ``study`` row)."""
+    data = dict(data)
+    data["consent"] = {"version": data.pop("consent_version"), "text": data.pop("consent_text")}
+    return parse_definition(data)

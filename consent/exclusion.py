@@ -1,0 +1,45 @@
+"""Exclusion rules: which attempts and participants stay out of aggregation, and why.
+
+Pure functions over plain numbers so that the dashboard, the assignment (which counts
+only included attempts) and the tests all apply the same rules. Each returns a reason a
+researcher can read, or ``None`` when the rule keeps the attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from consent.definition import ExclusionRules
+
+
+def participant_reason(rules: ExclusionRules, attention_results: Iterable[bool]) -> str | None:
+    """Why a participant is excluded as a whole (failed attention checks), if at all."""
+    failed = sum(1 for ok in attention_results if not ok)
+    if failed > rules.max_failed_attention_checks:
+        return (
+            f"failed {failed} attention check{'s' if failed != 1 else ''} "
+            f"(at most {rules.max_failed_attention_checks} allowed)"
+        )
+    return None
+
+
+def longest_idle(input_times: Sequence[float], start: float, end: float) -> float:
+    """The longest stretch in seconds with no input between ``start`` and ``end``.
+
+    >>> longest_idle([2.0, 3.0], 0.0, 10.0)
+    7.0
+    """
+    marks = [start, *sorted(input_times), end]
+    return max(b - a for a, b in zip(marks, marks[1:]))
+
+
+def episode_reason(
+    rules: ExclusionRules, input_times: Sequence[float], start: float, end: float
+) -> str | None:
+    """Why one finished attempt is excluded (too few inputs, or idle too long), if at all."""
+    if len(input_times) < rules.min_input_actions:
+        return f"{len(input_times)} inputs (at least {rules.min_input_actions} required)"
+    idle = longest_idle(input_times, start, end)
+    if idle > rules.max_idle_seconds:
+        return f"idle for {idle:.0f} s (at most {rules.max_idle_seconds:.0f} s allowed)"
+    return None

@@ -1,0 +1,244 @@
+"""The stages of the participant flow, declared jsPsych-style.
+
+Each stage declares its parameters (name, type, default), turns a submitted form into an
+:class:`Outcome` that carries exactly one data record when the stage finishes, and has a
+``simulate`` mode that writes the form a participant would send (``pass`` or ``fail``),
+so that bots walk the whole flow in tests without knowing any answers themselves.
+
+Stages are pure: everything they need from the database arrives in a :class:`FlowState`
+(for example whether the episode of the current problem is over), and the blueprint in
+:mod:`consent.views` stores what they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from consent import attention, quiz, screening
+from consent.definition import StudyDefinition
+
+CONTINUE, RETRY, DECLINED, SCREENED_OUT = "continue", "retry", "declined", "screened-out"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: type
+    default: Any
+    doc: str = ""
+
+
+@dataclass
+class FlowState:
+    """What a stage may know about the participant and the study."""
+
+    definition: StudyDefinition
+    participant_id: int
+    assignment: list[str]
+    challenges: dict[str, str]
+    """Problem id -> challenge, for the assigned problems and the tutorials."""
+    palette: list[str] = field(default_factory=list)
+    argument: Any = None
+    """The step's argument: the tutorial's challenge, the task's or check's position."""
+    episode_done: bool = False
+    tries: int = 0
+    """Earlier failed tries of this stage (the quiz)."""
+
+
+@dataclass
+class Outcome:
+    status: str
+    record: dict | None = None
+    """The stage's one record; ``None`` while it is not finished (a retry)."""
+    error: str | None = None
+
+
+class Stage:
+    """Base class: override ``params``, ``context``, ``evaluate`` and ``simulate``."""
+
+    name: ClassVar[str] = ""
+    params: ClassVar[tuple[Param, ...]] = ()
+
+    def __init__(self, **values: Any) -> None:
+        known = {p.name: p for p in self.params}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise TypeError(f"stage {self.name!r} has no parameter {unknown[0]!r}; it has {sorted(known)}")
+        for name, value in values.items():
+            if not isinstance(value, known[name].type):
+                raise TypeError(
+                    f"stage {self.name!r}: parameter {name!r} expects {known[name].type.__name__}, "
+                    f"got {value!r}"
+                )
+        self.values = {p.name: values.get(p.name, p.default) for p in self.params}
+
+    @property
+    def template(self) -> str:
+        return f"consent/{self.name}.html"
+
+    def context(self, state: FlowState) -> dict[str, Any]:
+        return {}
+
+    def evaluate(self, state: FlowState, form: Mapping[str, str]) -> Outcome:
+        return Outcome(CONTINUE, self.record())
+
+    def simulate(self, state: FlowState, behaviour: str = "pass") -> dict[str, str]:
+        return {}
+
+    def record(self, **data: Any) -> dict[str, Any]:
+        return {"stage": self.name, **data}
+
+
+class Consent(Stage):
+    name = "consent"
+    params = (Param("version", str, "", "consent text version stored with the answer"), Param("text", str, ""))
+
+    def context(self, state: FlowState) -> dict[str, Any]:
+        d = state.definition
+        return {"version": self.values["version"], "text": self.values["text"],
+                "payment": d.payment, "minutes": d.expected_minutes}
+
+    def evaluate(self, state: FlowState, form: Mapping[str, str]) -> Outcome:
+        choice = form.get("choice")
+        if choice not in ("agree", "decline"):
+            return Outcome(RETRY, error="Please choose whether you agree to take part.")
+        record = self.record(version=self.values["version"], agreed=choice == "agree")
+        return Outcome(CONTINUE if choice == "agree" else DECLINED, record)
+
+    def simulate(self, state: FlowState, behaviour: str = "pass") -> dict[str, str]:
+        return {"choice": "agree" if behaviour == "pass" else "decline"}
+
+
+class Screening(Stage):
+    name = "screening"
+    params = (Param("items", int, 6), Param("min_correct", int, 5))
+
+    def items(self, state: FlowState) -> list[screening.ScreeningItem]:
+        return screening.make_items(state.palette, self.values["items"], seed=state.participant_id)
+
+    def context(self, state: FlowState) -> dict[str, Any]:
+        return {"items": self.items(state)}
+
+    def evaluate(self, state: FlowState, form: Mapping[str, str]) -> Outcome:
+        items = self.items(state)
+        answers = [form.get(f"item-{i}") for i in range(len(items))]
+        if any(answer is None for answer in answers):
+            return Outcome(RETRY, error="Please answer every question.")
+        correct = screening.score(items, answers)
+        record = self.record(correct=correct, of=len(items), answers=answers)
+        return Outcome(CONTINUE if correct >= self.values["min_correct"] else SCREENED_OUT, record)
+
+    def simulate(self, state: FlowState, behaviour: str = "pass") -> dict[str, str]:
+        items = self.items(state)
+        pick = (lambda it: it.answer) if behaviour == "pass" else (
+            lambda it: next(c for c in it.choices if c != it.answer))
+        return {f"item-{i}": pick(item) for i, item in enumerate(items)}
+
+
+class Instructions(Stage):
+    name = "instructions"
+
+    def context(self, state: FlowState) -> dict[str, Any]:
+        kinds = sorted({state.challenges[p] for p in state.assignment})
+        return {"challenges": kinds, "count": len(state.assignment)}
+
+
+class Tutorial(Stage):
+    """A practice problem of one task type, played in the real-time client."""
+
+    name = "tutorial"
+
+    def evaluate(self, state: FlowState, form: Mapping[str, str]) -> Outcome:
+        if not state.episode_done:
+            return Outcome(RETRY, error="Please finish the practice problem first (go to the test and complete it).")
+        return Outcome(CONTINUE, self.record(challenge=state.argument))
+
+
+class Quiz(Stage):
+    name = "quiz"
+    params = (Param("tries", int, 2),)
+
+    def questions(self, state: FlowState) -> list[quiz.Question]:
+        return quiz.questions_for(state.challenges[p] for p in state.assignment)
+
+    def context(self, state: FlowState) -> dict[str, Any]:
+        return {"questions": self.questions(state), "tries_left": self.values["tries"] - state.tries}
+
+    def evaluate(self, state: FlowState, form: Mapping[str, str]) -> Outcome:
+        wrong = quiz.grade(self.questions(state), form)
+        tries = state.tries + 1
+        if not wrong:
+            return Outcome(CONTINUE, self.record(passed=True, tries=tries))
+        if tries >= self.values["tries"]:
+            return Outcome(SCREENED_OUT, self.record(passed=False, tries=tries, wrong=wrong))
+        return Outcome(RETRY, error=f"{len(wrong)} answer(s) were not right; please read again and retry.")
+
+    def simulate(self, state: FlowState, behaviour: str = "pass") -> dict[str, str]:
+        answers = quiz.right_answers(self.questions(state))
+        if behaviour != "pass":
+            answers = {k: str((int(v) + 1) % 3) for k, v in answers.items()}
+        return answers
+
+
+class Task(Stage):
+    """One assigned problem, played in the real-time client."""
+
+    name = "task"
+
+    def evaluate(self, state: FlowState, form: Mapping[str, str]) -> Outcome:
+        if not state.episode_done:
+            return Outcome(RETRY, error="This problem is not finished yet.")
+        return Outcome(CONTINUE, self.record(position=state.argument, problem_id=state.assignment[state.argument]))
+
+
+class Attention(Stage):
+    name = "attention"
+
+    def check(self, state: FlowState) -> attention.AttentionCheck:
+        return attention.make_check(state.participant_id * 1000 + int(state.argument))
+
+    def context(self, state: FlowState) -> dict[str, Any]:
+        return {"check": self.check(state)}
+
+    def evaluate(self, state: FlowState, form: Mapping[str, str]) -> Outcome:
+        choice = form.get("choice")
+        if choice is None:
+            return Outcome(RETRY, error="Please choose one answer.")
+        ok = attention.passed(self.check(state), choice)
+        return Outcome(CONTINUE, self.record(position=state.argument, choice=choice, passed=ok))
+
+    def simulate(self, state: FlowState, behaviour: str = "pass") -> dict[str, str]:
+        check = self.check(state)
+        return {"choice": check.answer if behaviour == "pass" else next(c for c in check.choices if c != check.answer)}
+
+
+class Debrief(Stage):
+    name = "debrief"
+    params = (Param("feedback_chars", int, 2000, "longest feedback kept"),)
+
+    def evaluate(self, state: FlowState, form: Mapping[str, str]) -> Outcome:
+        feedback = (form.get("feedback") or "").strip()[: self.values["feedback_chars"]]
+        return Outcome(CONTINUE, self.record(feedback=feedback))
+
+    def simulate(self, state: FlowState, behaviour: str = "pass") -> dict[str, str]:
+        return {"feedback": "Fun <b>grids</b> & puzzles"}
+
+
+def build_steps(definition: StudyDefinition, assignment: list[str], challenges: Mapping[str, str]) -> list[tuple[Stage, Any]]:
+    """The participant's whole flow as (stage, argument) pairs, in order."""
+    kinds = sorted({challenges[p] for p in assignment})
+    steps: list[tuple[Stage, Any]] = [
+        (Consent(version=definition.consent_version, text=definition.consent_text), None),
+        (Screening(items=definition.screening_items, min_correct=definition.screening_min_correct), None),
+        (Instructions(), None),
+        *((Tutorial(), kind) for kind in kinds),
+        (Quiz(tries=definition.quiz_tries), None),
+    ]
+    for position in range(len(assignment)):
+        if position and definition.attention_checks:
+            steps.append((Attention(), position - 1))
+        steps.append((Task(), position))
+    steps.append((Debrief(), None))
+    return steps

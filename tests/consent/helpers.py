@@ -1,0 +1,48 @@
+"""Small study definitions and problems on the test environments, shared by the tests
+of the participant flow, the assignment and the dashboard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from consent.definition import StudyDefinition, parse_definition
+from tasks import registry
+from tasks.worldtest.problem import Problem
+from tests.envs import register_test_envs
+
+
+def walker_problem(problem_id: str, goal: tuple[int, int] = (2, 0), horizon: int = 40) -> Problem:
+    """A planning problem on the 5x5 Walker: bring the gold walker to ``goal``."""
+    return Problem(
+        id=problem_id, env_id="test/walker", challenge="planning", seed=0,
+        params={"goal_cells": [list(goal)], "goal_colours": ["gold"], "horizon": horizon},
+    )
+
+
+def register_walker_problems(ids: list[str]) -> None:
+    """Register the test environments and one Walker planning problem per id."""
+    register_test_envs()
+    for k, problem_id in enumerate(ids):
+        registry.add_problem(walker_problem(problem_id, goal=(1 + k % 3, 0)), replace=True)
+
+
+def definition_data(**overrides: Any) -> dict[str, Any]:
+    data = {
+        "id": "pilot",
+        "title": "Grid worlds",
+        "problems": ["test/p0", "test/p1", "test/p2"],
+        "problems_per_participant": 2,
+        "attempts_per_problem": 5,
+        "completion_code": "DONE1234",
+        "screenout_code": "SCREEN99",
+        "consent": {"version": "v1", "text": "You are invited to play grid games."},
+        "tutorials": {"planning": "test/tutorial"},
+        "payment": "GBP 2.50",
+        "expected_minutes": 10,
+    }
+    data.update(overrides)
+    return data
+
+
+def make_definition(**overrides: Any) -> StudyDefinition:
+    return parse_definition(definition_data(**overrides))
