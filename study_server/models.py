@@ -137,3 +137,12 @@ class RawInput(SQLModel, table=True):
     """``dropped`` (more than one input in a tick, queue full), ``rejected`` (not allowed
     now, outside the grid), ``rate-limited``, ``malformed``."""
     reason: str | None = None
+
+
+class Admin(SQLModel, table=True):
+    """A researcher who may open the dashboard (``gridstudy admin create``)."""
+
+    username: str = Field(primary_key=True)
+    password_hash: str
+    """werkzeug.security's salted hash; the password itself is never stored."""
+    created_at: datetime = Field(default_factory=utcnow)
