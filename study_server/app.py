@@ -1,0 +1,103 @@
+"""The application factory: ``create_app(config)`` builds one gridstudy server.
+
+Nothing is configured at import time. ``socketio`` is created here without an app and
+bound in the factory, as Flask-SocketIO's own examples do; the store, the real-time
+scheduler and every blueprint are set up from the configuration passed in, so tests make
+as many independent apps (one at a time) as they like.
+
+Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_KEY``;
+``DATABASE_URL`` and ``SOCKETIO_MESSAGE_QUEUE`` are read unprefixed too):
+
+``DATABASE_URL``      a SQLAlchemy URL or a SQLite file path (default ``gridstudy.db``)
+``ASYNC_MODE``        ``threading`` (default; see README, "Async mode") or ``gevent``
+``PREVIEW``           serve ``/play/<problem_id>`` (default true)
+``QUEUE_SIZE``, ``RATE_LIMIT``, ``IDLE_TIMEOUT``   real-time input limits (see realtime)
+``SOCKETIO_CLIENT_JS``  the npm ``socket.io.min.js`` served at ``/vendor/socket.io.min.js``
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from flask import Flask, abort, current_app, send_file
+from flask_socketio import SocketIO
+
+socketio = SocketIO()
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULTS: dict[str, Any] = {
+    "DATABASE_URL": None,
+    "ASYNC_MODE": "threading",
+    "SOCKETIO_MESSAGE_QUEUE": None,
+    "PREVIEW": True,
+    "QUEUE_SIZE": 4,
+    "RATE_LIMIT": 30,
+    "IDLE_TIMEOUT": 600.0,
+    "SOCKETIO_CLIENT_JS": str(ROOT / "node_modules/socket.io-client/dist/socket.io.min.js"),
+}
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    """A configured server: store, Socket.IO, real-time scheduler and blueprints."""
+    app = Flask(__name__)
+    app.config.from_mapping(DEFAULTS)
+    app.config["SECRET_KEY"] = os.environ.get("SECRET_KEY") or secrets.token_hex(32)
+    for key in ("DATABASE_URL", "SOCKETIO_MESSAGE_QUEUE"):
+        app.config[key] = os.environ.get(key) or app.config[key]
+    app.config.from_prefixed_env("GRIDSTUDY")
+    app.config.from_mapping(config or {})
+    init_store(app)
+    init_realtime(app)
+    register_blueprints(app)
+    app.add_url_rule("/vendor/socket.io.min.js", "socketio_client", socketio_client)
+    return app
+
+
+def register_blueprints(app: Flask) -> None:
+    """Every HTTP area of the server, one line each: add yours here."""
+    from study_server import play
+
+    app.register_blueprint(play.bp)
+
+
+def init_store(app: Flask) -> None:
+    """The event store from ``DATABASE_URL``, as ``app.extensions["gridstudy.store"]``."""
+    from study_server.store import Store
+
+    app.extensions["gridstudy.store"] = Store(app.config["DATABASE_URL"] or "gridstudy.db")
+
+
+def init_realtime(app: Flask) -> None:
+    """Bind ``socketio``, attach the socket handlers and create the one scheduler
+    (``app.extensions["gridstudy.realtime"]``); its loop starts with the first session."""
+    from study_server import sockets
+    from study_server.realtime import Scheduler
+
+    options = {"async_mode": app.config["ASYNC_MODE"]}
+    if app.config["SOCKETIO_MESSAGE_QUEUE"]:
+        options["message_queue"] = app.config["SOCKETIO_MESSAGE_QUEUE"]
+    socketio.init_app(app, **options)
+    sockets.register_handlers(socketio)
+    app.extensions["gridstudy.realtime"] = Scheduler(
+        sockets.make_deliver(socketio),
+        start_task=socketio.start_background_task,
+        sleep=socketio.sleep,
+        idle_timeout=float(app.config["IDLE_TIMEOUT"]),
+    )
+
+
+def shutdown(app: Flask) -> None:
+    """Stop the scheduler and write everything still queued (serve's exit, test teardown)."""
+    app.extensions["gridstudy.realtime"].stop()
+    app.extensions["gridstudy.store"].close()
+
+
+def socketio_client():
+    """The Socket.IO browser client, installed from npm (``make setup``), not committed."""
+    path = Path(current_app.config["SOCKETIO_CLIENT_JS"])
+    if not path.is_file():
+        abort(404, f"{path.name} is missing: run `npm install` (make setup installs it)")
+    return send_file(path, mimetype="application/javascript", max_age=3600)

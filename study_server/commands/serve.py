@@ -1,0 +1,90 @@
+"""``gridstudy serve`` (the study server) and ``gridstudy demo`` (a demo database, served)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+ASYNC_MODES = ("threading", "gevent")
+
+
+def _patch_for(async_mode: str) -> None:
+    """gevent must patch the standard library before the server's modules use it."""
+    if async_mode == "gevent":
+        from gevent import monkey
+
+        monkey.patch_all()
+
+
+def run(config: dict[str, Any], host: str, port: int, announce: Any = None) -> None:
+    """Build the app from ``config`` and serve it until interrupted, then write out the
+    store's queue. ``announce(app, base_url)`` prints what the user should open."""
+    _patch_for(config.get("ASYNC_MODE", "threading"))
+    from study_server.app import create_app, shutdown, socketio
+
+    app = create_app(config)
+    base_url = f"http://{host}:{port}"
+    (announce or _announce_server)(app, base_url)
+    try:
+        socketio.run(app, host=host, port=port, allow_unsafe_werkzeug=True,
+                     log_output=False, use_reloader=False)
+    finally:
+        shutdown(app)
+
+
+def _announce_server(app: Any, base_url: str) -> None:
+    store = app.extensions["gridstudy.store"]
+    click.echo(f"gridstudy serving on {base_url} (store: {store.url}); previews at {base_url}/play/")
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--db", default=None,
+              help="Database URL or SQLite file (default: $DATABASE_URL, else gridstudy.db).")
+@click.option("--async-mode", type=click.Choice(ASYNC_MODES), default="threading",
+              show_default=True, help="Flask-SocketIO async mode (README: Async mode).")
+def serve(host: str, port: int, db: str | None, async_mode: str) -> None:
+    """Run the study server (HTTP pages, Socket.IO real-time play, agent API)."""
+    config: dict[str, Any] = {"ASYNC_MODE": async_mode}
+    if db:
+        config["DATABASE_URL"] = db
+    run(config, host, port)
+
+
+DEMO_LINKS_PER_CHALLENGE = 2
+
+
+def demo_links(base_url: str) -> list[str]:
+    """Preview links of a few registered problems, a couple per challenge."""
+    from tasks import registry
+
+    links, seen = [], {}
+    for spec in registry.list_problems():
+        seen[spec.challenge] = seen.get(spec.challenge, 0) + 1
+        if seen[spec.challenge] <= DEMO_LINKS_PER_CHALLENGE:
+            links.append(f"  {spec.challenge:<9} {base_url}/play/{spec.id}")
+    return links
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--data-dir", default="demo-data", show_default=True, type=click.Path(),
+              help="Where the demo database is created.")
+def demo(host: str, port: int, data_dir: str) -> None:
+    """Create a demo database under ./demo-data/ and serve it, printing preview links."""
+    directory = Path(data_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    config = {"DATABASE_URL": str(directory / "gridstudy.db")}
+
+    def announce(app: Any, base_url: str) -> None:
+        _announce_server(app, base_url)
+        links = demo_links(base_url)
+        click.echo("Preview a problem (nothing recorded; add ?record=1 to record):")
+        click.echo("\n".join(links) if links else "  (no problems are registered yet)")
+        click.echo(f"All problems: {base_url}/play/")
+
+    run(config, host, port, announce)

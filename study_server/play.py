@@ -1,0 +1,78 @@
+"""The preview blueprint: a researcher plays any registered problem without a study.
+
+``/play/`` lists the registered problems; ``/play/<problem_id>`` opens a real-time
+session and serves the browser client; nothing is recorded unless ``?record=1``.
+``POST /play/<problem_id>/session`` opens one for scripts (the load benchmark, the remote
+pygame client) and answers its token as JSON.
+
+:func:`open_session` is how every page (this one, the study flow) starts real-time play.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, current_app, jsonify, render_template, request
+
+from study_server.realtime import GameSession
+from tasks import registry
+from tasks.worldtest.problem import CHALLENGE_TITLES, Problem
+
+bp = Blueprint("play", __name__, url_prefix="/play")
+
+
+def open_session(
+    problem: Problem,
+    *,
+    record: bool,
+    study_id: str | None = None,
+    participant_id: int | None = None,
+) -> GameSession:
+    """A new live session of ``problem`` under the app's scheduler (ticking once a
+    client joins); its episode is recorded in the app's store when ``record``."""
+    config = current_app.config
+    store = current_app.extensions["gridstudy.store"] if record else None
+    session = GameSession.create(
+        problem, store, study_id=study_id, participant_id=participant_id,
+        queue_size=int(config["QUEUE_SIZE"]), rate_limit=int(config["RATE_LIMIT"]),
+    )
+    return current_app.extensions["gridstudy.realtime"].add(session)
+
+
+@bp.before_request
+def preview_enabled() -> None:
+    if not current_app.config["PREVIEW"]:
+        abort(404, "previews are switched off on this server (PREVIEW = False)")
+
+
+@bp.get("/")
+def index() -> str:
+    """Every registered problem, each a preview link."""
+    return render_template("play_index.html", problems=registry.list_problems(),
+                           titles=CHALLENGE_TITLES)
+
+
+@bp.get("/<path:problem_id>")
+def play(problem_id: str) -> str:
+    """The browser client on a fresh session of ``problem_id``."""
+    problem = _problem_or_404(problem_id)
+    record = request.args.get("record") == "1"
+    session = open_session(problem, record=record)
+    return render_template("play.html", problem=problem, token=session.token, record=record,
+                           title=CHALLENGE_TITLES[problem.challenge])
+
+
+@bp.post("/<path:problem_id>/session")
+def new_session(problem_id: str) -> Any:
+    """A fresh session for a script: ``{token, problem_id, frame_rate, episode_id}``."""
+    problem = _problem_or_404(problem_id)
+    session = open_session(problem, record=request.args.get("record") == "1")
+    return jsonify(token=session.token, problem_id=problem.id,
+                   frame_rate=session.episode.frame_rate, episode_id=session.episode_id)
+
+
+def _problem_or_404(problem_id: str) -> Problem:
+    try:
+        return registry.get_problem(problem_id)
+    except KeyError:
+        abort(404, f"no problem {problem_id!r} is registered; see /play/ for the list")

@@ -1,0 +1,150 @@
+"""Socket.IO events of real-time play, beside the HTTP routes.
+
+Every handler says who sends its event and what is emitted to whom. The browser client
+(``static/gridstudy/game.js``), the remote pygame client and the load benchmark all speak
+this protocol:
+
+* client -> ``join {token}``: bind this connection to the session ``token`` (opened by
+  an HTTP route) and start its clock; the reply is ``state`` and a first ``ping``.
+* server -> ``state {...}``: the session's view after every tick, to that session's
+  room only.
+* client -> ``input {token, action, client_time}``: one key, click or button.
+* server -> ``ping {sent}`` / client -> ``pong {sent, client_time}``: the clock-offset
+  exchange (a few rounds after joining).
+* server -> ``refused {reason}``: a message that was not acted on.
+
+Malformed and unknown messages are ignored with a logged warning; they never end a
+session.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from flask import current_app, request
+from flask_socketio import SocketIO, emit, join_room
+
+from study_server.realtime import GameSession, Scheduler, Tick
+
+log = logging.getLogger(__name__)
+
+PING_ROUNDS = 5
+"""Ping/pong rounds after joining; the shortest round trip sets the clock offset."""
+
+
+def register_handlers(socketio: SocketIO) -> None:
+    """Attach the handlers to ``socketio`` (called by the app factory after ``init_app``)."""
+    for name, handler in HANDLERS.items():
+        socketio.on_event(name, handler)
+
+
+def make_deliver(socketio: SocketIO):
+    """The scheduler's ``deliver``: a session's new state to its room only."""
+    server = socketio.server
+
+    def deliver(session: GameSession, tick: Tick) -> None:
+        server.emit("state", {**tick.state, "token": session.token}, to=session.token)
+
+    return deliver
+
+
+def _scheduler() -> Scheduler:
+    return current_app.extensions["gridstudy.realtime"]
+
+
+def _refuse(reason: str, payload: Any = None) -> dict[str, Any]:
+    log.warning("socket %s: %s (message %r)", request.sid, reason, _short(payload))
+    emit("refused", {"reason": reason})
+    return {"ok": False, "error": reason}
+
+
+def _short(payload: Any) -> str:
+    return repr(payload)[:200]
+
+
+def on_join(message: Any = None) -> dict[str, Any]:
+    """Client sends ``join {token}``. Binds this connection to the session, enters the
+    session's room, starts its ticks; emits ``state`` and ``ping`` to this client. A
+    session already bound to another live connection is refused."""
+    token = message.get("token") if isinstance(message, dict) else None
+    session = _scheduler().get(token)
+    if session is None:
+        return _refuse("join: unknown or missing session token", message)
+    if session.sid not in (None, request.sid):
+        return _refuse("join: this session is open in another connection", message)
+    session.sid, session.idle_since = request.sid, None
+    join_room(session.token)
+    _scheduler().start(session.token)
+    state = session.get_state()
+    emit("state", state)
+    emit("ping", {"sent": time.time()})
+    return {"ok": True, "state": state}
+
+
+def on_input(message: Any = None) -> dict[str, Any]:
+    """Client sends ``input {token, action, client_time}`` for a key, click or button.
+    Queues it for the session's next tick; nothing is emitted unless it is refused (the
+    next ``state`` shows its effect). Only the connection bound to the session may send."""
+    if not isinstance(message, dict) or not isinstance(message.get("action"), str):
+        return _refuse("input: expected {token, action, client_time}", message)
+    session = _owned_session(message.get("token"))
+    if session is None:
+        return _refuse("input: not your session", message)
+    client_time = message.get("client_time")
+    if not isinstance(client_time, int | float) or isinstance(client_time, bool):
+        client_time = None
+    status = session.enqueue_action(message["action"], client_time=client_time)
+    if status != "queued":
+        emit("refused", {"reason": status, "action": message["action"][:100]})
+    return {"ok": status == "queued", "status": status}
+
+
+def _owned_session(token: Any) -> GameSession | None:
+    session = _scheduler().get(token)
+    if session is None or session.sid != request.sid:
+        return None
+    return session
+
+
+def on_pong(message: Any = None) -> None:
+    """Client answers a ``ping`` with ``pong {sent, client_time}``. Adds a clock sample to
+    every session of this connection; emits the next ``ping`` until enough rounds."""
+    received = time.time()
+    if not isinstance(message, dict):
+        _refuse("pong: expected {sent, client_time}", message)
+        return
+    sent, client_time = message.get("sent"), message.get("client_time")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (sent, client_time)):
+        _refuse("pong: expected numbers sent and client_time", message)
+        return
+    sessions = [s for s in _scheduler().sessions.values() if s.sid == request.sid]
+    for session in sessions:
+        session.clock.add(sent, client_time, received)
+    if sessions and min(s.clock.samples for s in sessions) < PING_ROUNDS:
+        emit("ping", {"sent": time.time()})
+
+
+def on_disconnect(reason: Any = None) -> None:
+    """The connection closed (tab closed, network lost). Pauses its sessions, which wait
+    for a ``join`` from a new connection; nothing is emitted."""
+    scheduler = _scheduler()
+    for session in list(scheduler.sessions.values()):
+        if session.sid == request.sid:
+            scheduler.pause(session.token)
+            session.sid, session.idle_since = None, time.time()
+
+
+def on_unknown(event: str, *args: Any) -> None:
+    """Any event without a handler: ignored with a warning (the session goes on)."""
+    log.warning("socket %s: unknown event %r ignored", request.sid, _short(event))
+
+
+HANDLERS = {
+    "join": on_join,
+    "input": on_input,
+    "pong": on_pong,
+    "disconnect": on_disconnect,
+    "*": on_unknown,
+}

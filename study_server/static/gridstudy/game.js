@@ -1,0 +1,265 @@
+/* The gridstudy browser client: draws the server's state, sends keys, clicks and buttons.
+ *
+ * The server owns the game (study_server/realtime.py); this file only draws each `state`
+ * it is sent and turns what the person does into action texts (`up`, `click 3 4`,
+ * `choose_option_2` ...), each stamped with the client's clock. Protocol: sockets.py.
+ *
+ * GridStudy.mount(element, {onDone}) starts one game panel (templates/_game.html);
+ * panels marked data-gs-autostart start by themselves. The panel's data-phase and
+ * data-tick attributes mirror the state, for tests and for the page around it.
+ */
+(function () {
+  "use strict";
+
+  var KEYS = { ArrowUp: "up", ArrowDown: "down", ArrowLeft: "left", ArrowRight: "right" };
+  var MASK = "mask";
+
+  function now() { return Date.now() / 1000; }
+
+  /* Draw `frame` (rows of colour names) on `canvas`, `cell` pixels per cell. */
+  function drawFrame(canvas, frame, cell, shade) {
+    var height = frame.length, width = height ? frame[0].length : 0;
+    var ratio = window.devicePixelRatio || 1;
+    canvas.width = Math.round(width * cell * ratio);
+    canvas.height = Math.round(height * cell * ratio);
+    canvas.style.width = width * cell + "px";
+    canvas.style.height = height * cell + "px";
+    var ctx = canvas.getContext("2d");
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    for (var y = 0; y < height; y++) {
+      for (var x = 0; x < width; x++) {
+        paintCell(ctx, x, y, cell, frame[y][x]);
+        if (shade && shade(x, y)) { ctx.fillStyle = "rgba(40,40,40,0.8)"; ctx.fillRect(x * cell, y * cell, cell, cell); }
+      }
+    }
+    if (cell >= 8) { drawLines(ctx, width, height, cell); }
+  }
+
+  function paintCell(ctx, x, y, cell, colour) {
+    ctx.fillStyle = "black";
+    if (colour === MASK) {
+      ctx.fillStyle = "#555";
+      ctx.fillRect(x * cell, y * cell, cell, cell);
+      ctx.strokeStyle = "#999";
+      ctx.beginPath(); ctx.moveTo(x * cell, (y + 1) * cell); ctx.lineTo((x + 1) * cell, y * cell); ctx.stroke();
+      return;
+    }
+    ctx.fillStyle = colour || "black";  // an unknown colour name leaves black
+    ctx.fillRect(x * cell, y * cell, cell, cell);
+  }
+
+  function drawLines(ctx, width, height, cell) {
+    ctx.strokeStyle = "rgba(128,128,128,0.35)";
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    for (var x = 0; x <= width; x++) { ctx.moveTo(x * cell + 0.5, 0); ctx.lineTo(x * cell + 0.5, height * cell); }
+    for (var y = 0; y <= height; y++) { ctx.moveTo(0, y * cell + 0.5); ctx.lineTo(width * cell, y * cell + 0.5); }
+    ctx.stroke();
+  }
+
+  /* The mask region of an option: the bounding box of the mask, option colours on it. */
+  function optionFrame(mask, colours) {
+    var xs = mask.map(function (c) { return c[0]; }), ys = mask.map(function (c) { return c[1]; });
+    var x0 = Math.min.apply(null, xs), y0 = Math.min.apply(null, ys);
+    var w = Math.max.apply(null, xs) - x0 + 1, h = Math.max.apply(null, ys) - y0 + 1;
+    var frame = [];
+    for (var y = 0; y < h; y++) { frame.push(new Array(w).fill("#222")); }
+    mask.forEach(function (c, i) { frame[c[1] - y0][c[0] - x0] = colours[i]; });
+    return frame;
+  }
+
+  function Game(root, options) {
+    this.root = root;
+    this.options = options || {};
+    this.token = root.dataset.token;
+    this.state = null;
+    this.el = {};
+    var self = this;
+    root.querySelectorAll("[data-gs]").forEach(function (el) { self.el[el.dataset.gs] = el; });
+    this.mfpTarget = null;
+    this.mfpInflight = null;
+    this.goalDrawn = false;
+    this.connect();
+    this.bindControls();
+  }
+
+  Game.prototype.connect = function () {
+    var self = this;
+    var socket = this.socket = io({ transports: ["websocket", "polling"] });
+    socket.on("connect", function () { socket.emit("join", { token: self.token }); });
+    socket.on("ping", function (m) { socket.emit("pong", { sent: m.sent, client_time: now() }); });
+    socket.on("state", function (state) { self.update(state); });
+    socket.on("refused", function (m) { self.say("Not accepted: " + m.reason); });
+    socket.on("disconnect", function () { self.say("Connection lost; reconnecting..."); });
+  };
+
+  /* Send one action text, stamped with this client's clock. */
+  Game.prototype.send = function (action) {
+    if (!this.state || this.state.phase === "done") { return; }
+    this.socket.emit("input", { token: this.token, action: action, client_time: now() });
+  };
+
+  Game.prototype.allows = function (verb) {
+    return !!this.state && this.state.allowed.indexOf(verb) >= 0;
+  };
+
+  Game.prototype.say = function (text) { this.el.message.textContent = text; };
+
+  Game.prototype.bindControls = function () {
+    var self = this;
+    this.root.querySelectorAll("[data-gs-action]").forEach(function (button) {
+      button.addEventListener("click", function () { self.send(button.dataset.gsAction); });
+    });
+    document.addEventListener("keydown", function (event) { self.onKey(event); });
+    this.el.grid.addEventListener("click", function (event) { self.onGridClick(event); });
+    this.el["mfp-slider"].addEventListener("input", function () {
+      self.mfpTarget = Number(self.el["mfp-slider"].value);
+      self.stepTowardTarget();
+    });
+    this.el["cd-slider"].addEventListener("input", function () {
+      self.el["cd-frame"].textContent = self.el["cd-slider"].value;
+    });
+    this.el["cd-slider"].addEventListener("change", function () {
+      self.send("choose_frame_" + self.el["cd-slider"].value);
+    });
+    window.addEventListener("resize", function () { if (self.state) { self.draw(); } });
+  };
+
+  Game.prototype.onKey = function (event) {
+    var verb = KEYS[event.key];
+    var target = event.target;
+    if (!verb || (target && target.tagName === "INPUT")) { return; }  // sliders keep their arrows
+    event.preventDefault();
+    if (this.allows(verb)) { this.send(verb); }
+  };
+
+  Game.prototype.onGridClick = function (event) {
+    if (!this.allows("click")) { return; }
+    var rect = this.el.grid.getBoundingClientRect();
+    var x = Math.floor((event.clientX - rect.left) / this.cell);
+    var y = Math.floor((event.clientY - rect.top) / this.cell);
+    this.send("click " + x + " " + y);
+  };
+
+  /* The MFP slider moves one frame per tick (step/rewind are actions like any other). */
+  Game.prototype.stepTowardTarget = function () {
+    var test = this.state && this.state.test;
+    if (this.mfpTarget === null || !test || test.kind !== "mfp") { return; }
+    if (test.position === this.mfpTarget) { this.mfpTarget = null; return; }
+    if (this.mfpInflight !== null && this.mfpInflight.position === test.position
+        && now() - this.mfpInflight.at < 1) { return; }
+    this.mfpInflight = { position: test.position, at: now() };
+    this.send(test.position < this.mfpTarget ? "step" : "rewind");
+  };
+
+  Game.prototype.update = function (state) {
+    var first = !this.state || this.state.phase !== state.phase;
+    this.state = state;
+    this.root.dataset.phase = state.phase;
+    this.root.dataset.tick = state.tick;
+    this.el.phase.textContent = state.phase;
+    if (first) { this.showPhase(state); }
+    this.draw();
+    if (state.test) { this.updateTest(state.test); }
+    if (state.phase === "done") { this.finish(state); }
+  };
+
+  Game.prototype.showPhase = function (state) {
+    var kind = state.test && state.test.kind;
+    var phase = state.phase;
+    this.el.interaction.hidden = phase !== "interaction";
+    this.el.mfp.hidden = !(phase === "test" && kind === "mfp");
+    this.el.planning.hidden = !(phase === "test" && kind === "planning");
+    this.el["goal-panel"].hidden = !(phase === "test" && kind === "planning");
+    this.el.cd.hidden = !(phase === "test" && kind === "cd");
+    this.el["cd-select"].hidden = phase !== "select";
+    this.el.done.hidden = phase !== "done";
+    if (phase === "test" && kind === "mfp") { this.buildOptions(state.test); }
+    var focus = this.root.querySelector("[data-gs='" + (phase === "select" ? "cd-slider" : "grid") + "']");
+    if (focus && phase !== "done") { focus.focus(); }
+  };
+
+  /* Cell size: the largest that fits the window beside the controls. */
+  Game.prototype.cellSize = function (size, panels) {
+    var width = Math.max(200, (this.root.clientWidth || window.innerWidth) / panels - 24);
+    var height = Math.max(200, window.innerHeight - 260);
+    return Math.max(4, Math.floor(Math.min(width / size[0], height / size[1])));
+  };
+
+  Game.prototype.draw = function () {
+    var state = this.state;
+    var planning = state.test && state.test.kind === "planning" && state.phase === "test";
+    this.cell = this.cellSize(state.size, planning ? 2 : 1);
+    drawFrame(this.el.grid, state.frame, this.cell);
+    if (planning && !this.goalDrawn) { this.drawGoal(state); }
+  };
+
+  /* The planning goal on a static grid: target cells in their goal colours, the rest of
+   * the first test frame shaded out. */
+  Game.prototype.drawGoal = function (state) {
+    var test = state.test, goal = state.frame.map(function (row) { return row.slice(); });
+    var targets = {};
+    test.goal_cells.forEach(function (c, i) { goal[c[1]][c[0]] = test.goal_colours[i]; targets[c[0] + "," + c[1]] = true; });
+    drawFrame(this.el.goal, goal, this.cell, function (x, y) { return !targets[x + "," + y]; });
+    this.goalDrawn = true;
+  };
+
+  Game.prototype.buildOptions = function (test) {
+    var self = this, box = this.el.options;
+    box.textContent = "";
+    test.options.forEach(function (colours, i) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "gs-option";
+      button.setAttribute("aria-label", "Option " + (i + 1));
+      button.setAttribute("aria-pressed", "false");
+      button.dataset.option = i;
+      var canvas = document.createElement("canvas");
+      var frame = optionFrame(test.mask, colours);
+      drawFrame(canvas, frame, Math.max(8, Math.floor(64 / Math.max(frame.length, frame[0].length))));
+      button.appendChild(canvas);
+      button.appendChild(document.createTextNode(" " + (i + 1)));
+      button.addEventListener("click", function () { self.send("choose_option_" + i); });
+      box.appendChild(button);
+    });
+  };
+
+  Game.prototype.updateTest = function (test) {
+    if (test.kind === "mfp") {
+      var slider = this.el["mfp-slider"];
+      slider.max = test.length;
+      if (this.mfpTarget === null) { slider.value = test.position; }
+      this.el["mfp-position"].textContent = test.position;
+      this.el["mfp-length"].textContent = test.length;
+      this.el["mfp-action"].textContent = test.action_taken;
+      this.el.options.querySelectorAll(".gs-option").forEach(function (b) {
+        b.setAttribute("aria-pressed", String(Number(b.dataset.option) === test.chosen));
+      });
+      this.stepTowardTarget();
+    } else if (test.kind === "planning") {
+      this.el["plan-steps"].textContent = test.steps;
+      this.el["plan-horizon"].textContent = test.horizon;
+    } else if (test.kind === "cd" && this.state.phase === "select") {
+      this.el["cd-slider"].max = test.frame_count - 1;
+      this.el["cd-last"].textContent = test.frame_count - 1;
+    }
+  };
+
+  Game.prototype.finish = function (state) {
+    this.el.score.textContent = state.score;
+    this.say("Finished.");
+    if (this.options.onDone) { this.options.onDone(state); }
+    this.root.dispatchEvent(new CustomEvent("gridstudy:done", { detail: state, bubbles: true }));
+  };
+
+  window.GridStudy = {
+    mount: function (root, options) { return new Game(root, options); },
+    optionFrame: optionFrame
+  };
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-gs-autostart]").forEach(function (root) {
+      root.gridstudy = window.GridStudy.mount(root);
+    });
+  });
+})();
