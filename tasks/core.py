@@ -162,6 +162,14 @@ def is_available(action: Action, env: GridEnv) -> bool:
     return True
 
 
+def rollout(env: GridEnv, seed: int, actions: Iterable[Action | str]) -> list[Observation]:
+    """Reset ``env`` with ``seed``, apply ``actions`` in order, return every observation
+    (the initial one first): the one way derivation, checks and replays run a trajectory."""
+    observations = [env.reset(seed)]
+    observations += [env.step(action) for action in actions]
+    return observations
+
+
 # -- frames -------------------------------------------------------------------------------
 
 

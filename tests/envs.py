@@ -5,12 +5,21 @@
   reached column 3: a change-detection pair whose change is triggered by the agent.
 * ``Rain``: a deterministic walker plus one grey drop that falls from a random column
   drawn from the seeded generator: stochastic, but the walker's cell is not.
+  ``Rain(changed=True)`` changes clicks like the changed walker and draws randomness
+  exactly as ``Rain`` does (a valid change-detection pair); ``Rain(skewed=True)`` draws one
+  extra number on every click, so its randomness parts from ``Rain``'s before any frame
+  does (an invalid pair the checker must reject).
 
-``register_test_envs()`` registers them (and their problems) under ``test/...`` ids.
+Both keep the optional hooks the search and the checkers use when they exist:
+``snapshot()``/``restore()``, ``state_hash()`` and (``Rain``) ``random_state()``.
+
+``register_test_envs()`` registers them under ``test/...`` ids; ``make_test_env(env_id)``
+makes one without touching the registry (what the tests pass as ``make_env``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 
@@ -29,6 +38,20 @@ class Walker:
         self.position = (0, 0)
         self.painted: dict[tuple[int, int], str] = {}
         self.triggered = False
+
+    def snapshot(self) -> tuple:
+        """The whole state, to :meth:`restore` later (the search uses it)."""
+        return (self.position, dict(self.painted), self.triggered)
+
+    def restore(self, snapshot: tuple) -> None:
+        position, painted, self.triggered = snapshot[:3]
+        self.position, self.painted = position, dict(painted)
+
+    def state_hash(self) -> str:
+        """Equal for equal states, hidden ones included (the trigger, the generator)."""
+        position, painted, *rest = self.snapshot()
+        text = repr((position, sorted(painted.items()), *rest))
+        return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
     def reset(self, seed: int) -> Observation:
         self.position = (0, 0)
@@ -57,10 +80,10 @@ class Walker:
             self.triggered = True
         if action.verb == "click":
             self.painted[(action.x, action.y)] = "red" if self.triggered else "blue"
-        self._step_extra()
+        self._step_extra(action)
         return self._observe()
 
-    def _step_extra(self) -> None:
+    def _step_extra(self, action: Action) -> None:
         pass
 
     def render(self) -> list[list[str]]:
@@ -80,11 +103,30 @@ class Walker:
 class Rain(Walker):
     """A walker plus one grey drop falling down a column chosen at random."""
 
+    def __init__(self, width: int = 5, height: int = 5, changed: bool = False,
+                 skewed: bool = False) -> None:
+        super().__init__(width, height, changed)
+        self.skewed = skewed
+
+    def snapshot(self) -> tuple:
+        return (*super().snapshot(), self.drop, self.rng.getstate())
+
+    def restore(self, snapshot: tuple) -> None:
+        super().restore(snapshot)
+        self.drop = snapshot[3]
+        self.rng.setstate(snapshot[4])
+
+    def random_state(self) -> tuple:
+        """The generator's state: equal iff the same numbers were drawn since reset."""
+        return self.rng.getstate()
+
     def _reset_extra(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.drop = (self.rng.randrange(self.size[0]), 0)
 
-    def _step_extra(self) -> None:
+    def _step_extra(self, action: Action) -> None:
+        if self.skewed and action.verb == "click":
+            self.rng.random()
         x, y = self.drop
         self.drop = (self.rng.randrange(self.size[0]), 0) if y + 1 >= self.size[1] else (x, y + 1)
 
@@ -100,7 +142,18 @@ TEST_ENVS = {
     "test/walker": (Walker, {}),
     "test/walker-changed": (Walker, {"changed": True}),
     "test/rain": (Rain, {}),
+    "test/rain-changed": (Rain, {"changed": True}),
+    "test/rain-skewed": (Rain, {"skewed": True}),
 }
+
+
+def make_test_env(env_id: str) -> Walker:
+    """A fresh test environment by id, without the registry."""
+    try:
+        cls, kwargs = TEST_ENVS[env_id]
+    except KeyError:
+        raise KeyError(f"unknown environment {env_id!r}; known: {', '.join(TEST_ENVS)}") from None
+    return cls(**kwargs)
 
 
 def register_test_envs() -> None:
