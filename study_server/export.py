@@ -1,0 +1,265 @@
+"""Exports: the store's trajectories as plain files a researcher can share and reload.
+
+``export(url, out)`` writes, for the whole database or one study:
+
+* ``events.jsonl`` and ``events.parquet``: one row per event, ordered by episode and seq;
+* ``episodes.csv``: one row per attempt, with who made it (``agent_kind``) and whether
+  it counts (``included``, the exclusion reasons);
+* ``frames.jsonl``: each frame the events refer to, once, keyed by hash;
+* ``raw_inputs.jsonl``, ``agent_runs.jsonl``, ``participants.jsonl``;
+* ``data_dictionary.json`` and ``data_dictionary.md``: every column of every file.
+
+Participants' external ids (Prolific ids, join codes) are left out on purpose: an export
+is meant to be shared. ``analysis.load(out)`` reads an export as it reads the database.
+Rows are streamed in chunks, so an export of millions of events needs little memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from sqlalchemy import Boolean, Float, Integer, String, func, select, true
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.types import TypeDecorator
+
+from study_server.export_dictionary import COLUMNS, write_dictionary
+from study_server.models import AgentRun, EpisodeRow, Event, Frame, Participant, RawInput
+from study_server.store import database_url, make_engine
+
+CHUNK = 10_000
+_ARROW_TYPES = ((Boolean, pa.bool_()), (Integer, pa.int64()), (Float, pa.float64()),
+                (String, pa.string()))
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What an export wrote."""
+
+    out: Path
+    episodes: int
+    events: int
+    frames: int
+    raw_inputs: int
+
+    def __str__(self) -> str:
+        return (f"wrote {self.episodes} episodes, {self.events} events, {self.frames} frames "
+                f"and {self.raw_inputs} raw inputs to {self.out}")
+
+
+def export(url: str, out: str | Path, *, study: str | None = None) -> ExportSummary:
+    """Export the database at ``url`` (every study, or only ``study``) into ``out``."""
+    engine = open_existing(url)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with engine.connect() as connection:
+            scope = _Scope(study)
+            summary = ExportSummary(
+                out=out,
+                episodes=write_csv(out / "episodes.csv", episode_rows(connection, scope)),
+                events=write_events(out, connection, scope),
+                frames=write_jsonl(out / "frames.jsonl", frame_rows(connection, scope)),
+                raw_inputs=write_jsonl(out / "raw_inputs.jsonl", raw_rows(connection, scope)),
+            )
+            write_jsonl(out / "agent_runs.jsonl", run_rows(connection, scope))
+            write_jsonl(out / "participants.jsonl", participant_rows(connection, scope))
+    finally:
+        engine.dispose()
+    write_dictionary(out)
+    return summary
+
+
+def open_existing(url: str) -> Engine:
+    """An engine on a database that must already exist (never create an empty one)."""
+    url = database_url(url)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").is_file():
+        raise FileNotFoundError(f"no database at {parsed.database!r}: check --db / DATABASE_URL")
+    return make_engine(url)
+
+
+# -- what belongs to the export -----------------------------------------------------------
+
+
+class _Scope:
+    """The WHERE clauses that restrict each table to one study (or to nothing)."""
+
+    def __init__(self, study: str | None) -> None:
+        self.study = study
+
+    def episodes(self) -> Any:
+        return true() if self.study is None else EpisodeRow.study_id == self.study
+
+    def episode_ids(self) -> Any:
+        return select(EpisodeRow.id).where(self.episodes())
+
+    def events(self) -> Any:
+        return true() if self.study is None else Event.episode_id.in_(self.episode_ids())
+
+    def participants(self) -> Any:
+        return true() if self.study is None else Participant.study_id == self.study
+
+    def raw_inputs(self) -> Any:
+        if self.study is None:
+            return true()
+        ids = select(Participant.id).where(self.participants())
+        return RawInput.episode_id.in_(self.episode_ids()) | RawInput.participant_id.in_(ids)
+
+    def agent_runs(self) -> Any:
+        if self.study is None:
+            return true()
+        used = select(EpisodeRow.agent_run_id).where(self.episodes())
+        return (AgentRun.study_id == self.study) | AgentRun.id.in_(used)
+
+
+def _stream(connection: Connection, query: Any) -> Iterator[dict[str, Any]]:
+    result = connection.execution_options(yield_per=CHUNK).execute(query)
+    for row in result.mappings():
+        yield dict(row)
+
+
+def _columns(model: Any) -> list[Any]:
+    return [c for c in model.__table__.columns if c.name != "id"]
+
+
+def episode_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, Any]]:
+    """episodes.csv: each attempt joined with its agent run, participant and event count."""
+    counts = (select(Event.episode_id, func.count().label("n_events"))
+              .group_by(Event.episode_id).subquery())
+    query = (
+        select(
+            EpisodeRow.id.label("episode_id"), *_columns(EpisodeRow),
+            AgentRun.agent_kind.label("run_kind"), AgentRun.model,
+            Participant.status.label("participant_status"),
+            Participant.exclusion_reason.label("participant_exclusion_reason"),
+            counts.c.n_events,
+        )
+        .outerjoin(AgentRun, AgentRun.id == EpisodeRow.agent_run_id)
+        .outerjoin(Participant, Participant.id == EpisodeRow.participant_id)
+        .outerjoin(counts, counts.c.episode_id == EpisodeRow.id)
+        .where(scope.episodes())
+        .order_by(EpisodeRow.id)
+    )
+    for row in _stream(connection, query):
+        kind = row.pop("run_kind")
+        row["agent_kind"] = agent_kind(kind, row["agent_run_id"], row["participant_id"])
+        row["n_events"] = row["n_events"] or 0
+        yield {name: row[name] for name in COLUMNS["episodes.csv"]}
+
+
+def agent_kind(run_kind: str | None, agent_run_id: int | None, participant_id: int | None) -> str:
+    """``human`` for a participant's attempt, else the agent run's kind (``llm`` ...)."""
+    if agent_run_id is None and participant_id is not None:
+        return "human"
+    return run_kind or "unknown"
+
+
+def event_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, Any]]:
+    query = (select(*_columns(Event)).where(scope.events())
+             .order_by(Event.episode_id, Event.seq, Event.id))
+    return _stream(connection, query)
+
+
+def frame_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, Any]]:
+    used = select(Event.frame_hash).where(scope.events())
+    query = select(Frame.hash, Frame.data).where(Frame.hash.in_(used)).order_by(Frame.hash)
+    for row in _stream(connection, query):
+        yield {"hash": row["hash"], "frame": json.loads(row["data"])}
+
+
+def raw_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, Any]]:
+    query = select(*_columns(RawInput)).where(scope.raw_inputs()).order_by(RawInput.id)
+    return _stream(connection, query)
+
+
+def run_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, Any]]:
+    query = select(*AgentRun.__table__.columns).where(scope.agent_runs()).order_by(AgentRun.id)
+    return _stream(connection, query)
+
+
+def participant_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, Any]]:
+    columns = [Participant.__table__.c[name] for name in COLUMNS["participants.jsonl"]]
+    query = select(*columns).where(scope.participants()).order_by(Participant.id)
+    return _stream(connection, query)
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def plain(value: Any) -> Any:
+    """A value as JSON and CSV carry it: datetimes as ISO 8601 in UTC."""
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
+    return value
+
+
+def write_jsonl(path: Path, rows: Iterator[dict[str, Any]]) -> int:
+    n = 0
+    with path.open("w") as out:
+        for row in rows:
+            out.write(json.dumps({k: plain(v) for k, v in row.items()}) + "\n")
+            n += 1
+    return n
+
+
+def write_csv(path: Path, rows: Iterator[dict[str, Any]]) -> int:
+    """CSV with ``true``/``false``, empty cells for nulls and JSON for dict columns."""
+    n = 0
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(COLUMNS[path.name])
+        for row in rows:
+            writer.writerow(_csv_cell(v) for v in row.values())
+            n += 1
+    return n
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return plain(value)
+
+
+def write_events(out: Path, connection: Connection, scope: _Scope) -> int:
+    """events.jsonl and events.parquet from one pass over the event rows."""
+    schema = events_schema()
+    n, chunk = 0, []
+    with (out / "events.jsonl").open("w") as jsonl, pq.ParquetWriter(
+        out / "events.parquet", schema
+    ) as parquet:
+        for row in event_rows(connection, scope):
+            jsonl.write(json.dumps(row) + "\n")
+            chunk.append(row)
+            if len(chunk) == CHUNK:
+                parquet.write_table(pa.Table.from_pylist(chunk, schema))
+                n, chunk = n + len(chunk), []
+        if chunk or n == 0:
+            parquet.write_table(pa.Table.from_pylist(chunk, schema))
+    return n + len(chunk)
+
+
+def events_schema() -> pa.Schema:
+    """The Parquet schema of events, from the Event table's column types."""
+    fields = [pa.field(c.name, _arrow_type(c.type), nullable=c.nullable) for c in _columns(Event)]
+    return pa.schema(fields)
+
+
+def _arrow_type(column_type: Any) -> pa.DataType:
+    if isinstance(column_type, TypeDecorator):  # SQLModel's AutoString wraps String
+        column_type = column_type.impl_instance
+    for sql_type, arrow_type in _ARROW_TYPES:
+        if isinstance(column_type, sql_type):
+            return arrow_type
+    raise TypeError(f"no Parquet type for the event column type {column_type!r}")
