@@ -38,7 +38,7 @@ raises ``ValueError`` saying what is missing.
 from analysis.metrics.actions import action_type_distribution, reset_frequency, unique_action_counts
 from analysis.metrics.at_k import at_k, metric_at_k
 from analysis.metrics.baseline import random_baseline, random_baseline_table
-from analysis.metrics.loops import loop_ratio, loop_steps, pooled_loop_ratio
+from analysis.metrics.loops import cycles, loop_ratio, loop_steps, pooled_loop_ratio
 from analysis.metrics.parameters import parameters_of
 from analysis.metrics.perplexity import (
     final_perplexity,
@@ -62,6 +62,7 @@ __all__ = [
     "auv",
     "auv_by_window",
     "cd_score",
+    "cycles",
     "final_perplexity",
     "grounding_accuracy",
     "interaction_actions",

@@ -43,6 +43,40 @@ def _previous_visits(states: Sequence[Hashable]) -> list[int]:
     return previous
 
 
+def cycles(
+    states: Sequence[Hashable],
+    actions: Sequence[Hashable] | None = None,
+    overlapping: bool = OVERLAPPING,
+) -> list[tuple[int, int, bool]]:
+    """Every cycle Algorithm 1 records, as ``(i, j, is_loop)`` for ``l_ij``, in order.
+
+    ``states`` are ``s_0 .. s_n``. ``actions`` (optional, ``n`` of them) make two cycles
+    equal only when their actions match too, as the paper's cycles ``[s_i, a_i, ...,
+    a_{j-1}, s_j]`` do; without them cycles compare by states. ``overlapping`` (default
+    True, the paper's algorithm): whether a cycle that starts before the previous
+    cycle's end is still recorded. A return to a state with a nested sub-cycle in
+    between is not a cycle and is not listed.
+
+    >>> cycles(["A", "B", "C", "B", "A"])  # A..A holds B C B: only B C B is a cycle
+    [(1, 3, False)]
+    """
+    states = list(states)
+    if actions is not None and len(actions) != max(len(states) - 1, 0):
+        raise ValueError(
+            f"{len(states)} states need {max(len(states) - 1, 0)} actions, got {len(actions)}"
+        )
+    found: list[tuple[int, int, bool]] = []
+    end, prior = -1, None
+    nested_before = -1  # the latest previous-visit time among positions < t
+    for t, start in enumerate(_previous_visits(states)):
+        if start >= 0 and nested_before < start and (overlapping or start >= end):
+            cycle = _cycle(states, actions, start, t)
+            found.append((start, t, start == end and cycle == prior))
+            prior, end = cycle, t
+        nested_before = max(nested_before, start)
+    return found
+
+
 def loop_steps(
     states: Sequence[Hashable],
     actions: Sequence[Hashable] | None = None,
@@ -50,30 +84,13 @@ def loop_steps(
 ) -> tuple[int, int]:
     """``(loop steps, total steps)`` of one trajectory (Algorithm 1's two counters).
 
-    ``states`` are ``s_0 .. s_n``; the trajectory has ``n`` steps. ``actions``
-    (optional, ``n`` of them) make two cycles equal only when their actions match too,
-    as the paper's cycles ``[s_i, a_i, ..., a_{j-1}, s_j]`` do; without them cycles
-    compare by states. ``overlapping`` (default True, the paper's algorithm): whether a
-    cycle that starts before the previous cycle's end still counts as a cycle.
+    Parameters as for :func:`cycles`.
 
     >>> loop_steps(["A", "A", "A", "A"])
     (2, 3)
     """
     states = list(states)
-    if actions is not None and len(actions) != max(len(states) - 1, 0):
-        raise ValueError(
-            f"{len(states)} states need {max(len(states) - 1, 0)} actions, got {len(actions)}"
-        )
-    previous = _previous_visits(states)
-    loops, end, prior = 0, -1, None
-    nested_before = -1  # the latest previous-visit time among positions < t
-    for t, start in enumerate(previous):
-        if start >= 0 and nested_before < start and (overlapping or start >= end):
-            cycle = _cycle(states, actions, start, t)
-            if start == end and cycle == prior:
-                loops += t - start
-            prior, end = cycle, t
-        nested_before = max(nested_before, start)
+    loops = sum(j - i for i, j, is_loop in cycles(states, actions, overlapping) if is_loop)
     return loops, max(len(states) - 1, 0)
 
 
@@ -91,7 +108,7 @@ def loop_ratio(
 ) -> float | None:
     """Loop steps over total steps of one trajectory; ``None`` with no step.
 
-    Parameters as for :func:`loop_steps`.
+    Parameters as for :func:`cycles`.
 
     >>> loop_ratio(["A", "B", "A", "B", "A"])
     0.0
