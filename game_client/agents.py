@@ -1,0 +1,207 @@
+"""Agents that play without a language model, and what every agent is handed and returns.
+
+An agent is started on a problem (:meth:`start`) and then asked, once per turn, for a
+:class:`Decision` given a :class:`Turn`. Drivers (the in-process runner, or a client of
+the server's agent API) apply the decision and record it; agents never touch episodes.
+
+* :class:`RandomAgent`: the 002 App. C baseline: uniform over click, up, down, left,
+  right and noop (those the phase allows), a click at a uniform cell; uniform options and
+  frames when a choice is due.
+* :class:`ScriptedAgent`: replays a list of replies (any text: malformed ones too).
+* :class:`PlannerAgent`: a shortest plan found breadth first
+  (:func:`tasks.worldtest.search.shortest_plan`) for planning problems, the oracle's plan
+  for task-DAG maps.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tasks import registry
+from tasks.core import region
+from tasks.worldtest.problem import Problem
+
+RANDOM_TYPES = ("click", "up", "down", "left", "right", "noop")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What an agent sees on one turn: the episode state and how the last turn went."""
+
+    index: int
+    state: dict[str, Any]
+    """``Episode.view()`` plus ``text`` (the observation text) and ``actions`` (allowed
+    action patterns), as the runner and the agent API both report it."""
+    last_action: str | None = None
+    error: str | None = None
+    """Why the previous reply was not applied (None if it was)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An agent's answer: the action text (None if the reply named none) and the turn's
+    model fields (raw reply, tokens, cost, seconds)."""
+
+    action: str | None
+    raw_reply: str | None = None
+    error: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost: float | None = None
+    latency: float | None = None
+
+    def model_fields(self) -> dict[str, Any]:
+        return {"raw_reply": self.raw_reply, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cost": self.cost,
+                "latency": self.latency}
+
+
+class Agent(Protocol):
+    kind: str
+
+    def start(self, problem: Problem) -> None: ...
+
+    def decide(self, turn: Turn) -> Decision: ...
+
+    def config(self) -> dict[str, Any]: ...
+
+
+def state_of(episode: Any) -> dict[str, Any]:
+    """The state a driver reports to an agent (the agent API sends the same JSON)."""
+    return {**episode.view(), "text": episode.observation.text,
+            "actions": episode.allowed_actions()}
+
+
+# -- random -------------------------------------------------------------------------------
+
+
+@dataclass
+class RandomAgent:
+    """Uniform random play; ``interaction_steps`` random actions before ``go-to-test``."""
+
+    seed: int = 0
+    interaction_steps: int = 0
+    kind: str = "random"
+    rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    def start(self, problem: Problem) -> None:
+        self.steps = 0
+
+    def config(self) -> dict[str, Any]:
+        return {"seed": self.seed, "interaction_steps": self.interaction_steps}
+
+    def decide(self, turn: Turn) -> Decision:
+        return Decision(self.choose(turn.state))
+
+    def choose(self, state: dict[str, Any]) -> str:
+        allowed, test = state["allowed"], state.get("test") or {}
+        if state["phase"] == "interaction":
+            self.steps += 1
+            if self.steps > self.interaction_steps and "go-to-test" in allowed:
+                return "go-to-test"
+        if "choose_option" in allowed or "choose_frame" in allowed:
+            return self._choice(allowed, test)
+        return random_env_action(self.rng, allowed, state["size"])
+
+    def _choice(self, allowed: list[str], test: dict[str, Any]) -> str:
+        if test.get("chosen") is not None and "submit" in allowed:
+            return "submit"
+        if "choose_option" in allowed:
+            return f"choose_option_{self.rng.randrange(len(test['options']))}"
+        return f"choose_frame_{self.rng.randrange(test['frame_count'])}"
+
+
+def random_env_action(rng: random.Random, allowed: Iterable[str], size: list[int] | tuple[int, int]) -> str:
+    """One of click/up/down/left/right/noop uniformly (those allowed), a click at a uniform cell."""
+    types = [verb for verb in RANDOM_TYPES if verb in set(allowed)]
+    if not types:
+        raise ValueError(f"no random action is allowed now (allowed: {', '.join(allowed)})")
+    verb = rng.choice(types)
+    if verb == "click":
+        return f"click {rng.randrange(size[0])} {rng.randrange(size[1])}"
+    return verb
+
+
+# -- scripted -----------------------------------------------------------------------------
+
+
+@dataclass
+class ScriptedAgent:
+    """Replays ``replies`` in order, as raw replies; ``quit`` once they run out."""
+
+    replies: list[str]
+    kind: str = "scripted"
+
+    def start(self, problem: Problem) -> None:
+        self.position = 0
+
+    def config(self) -> dict[str, Any]:
+        return {"replies": list(self.replies)}
+
+    def decide(self, turn: Turn) -> Decision:
+        if self.position >= len(self.replies):
+            return Decision("quit", "quit")
+        reply = self.replies[self.position]
+        self.position += 1
+        return Decision(reply, reply)
+
+
+# -- planner ------------------------------------------------------------------------------
+
+
+@dataclass
+class PlannerAgent:
+    """Goes to the test at once and follows a shortest plan."""
+
+    clicks: str = "foreground"
+    max_depth: int = 30
+    max_states: int = 200_000
+    kind: str = "planner"
+
+    def config(self) -> dict[str, Any]:
+        return {"clicks": self.clicks, "max_depth": self.max_depth, "max_states": self.max_states}
+
+    def start(self, problem: Problem) -> None:
+        if problem.challenge == "planning":
+            self.plan = ["go-to-test", *self._planning_plan(problem)]
+        elif problem.challenge == "explore":
+            self.plan = self._explore_plan(problem)
+        else:
+            raise ValueError(
+                f"the planner plays planning and explore problems, not {problem.challenge} "
+                f"({problem.id}); use the random or an LLM agent"
+            )
+        self.position = 0
+
+    def _planning_plan(self, problem: Problem) -> list[str]:
+        from tasks.worldtest.search import shortest_plan
+
+        cells = [tuple(c) for c in problem.params["goal_cells"]]
+        colours = tuple(problem.params["goal_colours"])
+        result = shortest_plan(
+            problem.env_id, problem.seed, lambda obs: region(obs.frame, cells) == colours,
+            clicks=self.clicks, max_depth=self.max_depth, max_states=self.max_states,
+        )
+        if result.plan is None:
+            raise ValueError(f"no plan of at most {self.max_depth} actions found for {problem.id}")
+        return result.plan
+
+    @staticmethod
+    def _explore_plan(problem: Problem) -> list[str]:
+        from tasks.dagmap.oracle import plan
+
+        env = registry.make(problem.env_id)
+        env.reset(problem.seed)
+        return plan(env.map)
+
+    def decide(self, turn: Turn) -> Decision:
+        if self.position >= len(self.plan):
+            return Decision("quit")
+        self.position += 1
+        return Decision(self.plan[self.position - 1])

@@ -1,0 +1,1 @@
+"""The LLM text bridge: prompts, reply parsing, memory, and the chat provider."""

@@ -1,0 +1,102 @@
+"""Reading a model's reply: the action it chose and its scratchpad edits.
+
+Two reply styles. AutumnBench (002 App. D.2.2) asks for ``<action>click 1 2</action>``;
+the task-DAG maps (000 App. C.3) ask for one JSON object ``{"action": "up"}``. Either
+way the action text then goes through :func:`tasks.core.parse_action`, so a reply is
+valid exactly when the one action parser accepts what it names. Every failure is a
+:class:`ReplyError` whose message says what was expected; the runner logs it with the
+raw reply and does not step the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tasks.core import parse_action
+
+TAG, JSON = "tag", "json"
+STYLES = (TAG, JSON)
+
+_ACTION_TAG = re.compile(r"<\s*action\s*>(.*?)<\s*/\s*action\s*>", re.IGNORECASE | re.DOTALL)
+_ADD_TAG = re.compile(r"<scratchpad_add>(.*?)</scratchpad_add>", re.IGNORECASE | re.DOTALL)
+_DEL_TAG = re.compile(r"<scratchpad_del>(.*?)</scratchpad_del>", re.IGNORECASE | re.DOTALL)
+_FENCE = re.compile(r"```[a-zA-Z]*")
+
+
+class ReplyError(ValueError):
+    """A reply that names no valid action (the message says why and what was expected)."""
+
+
+def extract_action(reply: str, style: str = TAG) -> str:
+    """The canonical text of the action ``reply`` chooses, or :class:`ReplyError`.
+
+    >>> extract_action("I will go up. <ACTION> `Up` </ACTION>")
+    'up'
+    >>> extract_action('```json\\n{"action": "left"}\\n```', style="json")
+    'left'
+    """
+    if style not in STYLES:
+        raise ValueError(f"unknown reply style {style!r}: expected one of {', '.join(STYLES)}")
+    text = _tagged_action(reply) if style == TAG else _json_action(reply)
+    try:
+        return str(parse_action(text))
+    except ValueError as error:
+        raise ReplyError(f"the reply names {text!r}, which is not an action: {error}") from None
+
+
+def _clean(text: str) -> str:
+    """Forgive code fences, backticks, quotes and runs of blanks around an action."""
+    text = _FENCE.sub("", text).strip().strip("`'\"").strip()
+    return " ".join(text.split())
+
+
+def _tagged_action(reply: str) -> str:
+    found = _ACTION_TAG.findall(reply or "")
+    if not found:
+        raise ReplyError(
+            "the reply has no <action>...</action> tag: expected the chosen action inside "
+            "one, for example <action>click 1 2</action>"
+        )
+    text = _clean(found[-1])  # the final choice, when a model drafts several
+    if not text:
+        raise ReplyError("the <action> tag is empty: expected an action such as <action>up</action>")
+    return text
+
+
+def _json_action(reply: str) -> str:
+    for candidate in reversed(_json_objects(reply or "")):
+        value = candidate.get("action")
+        if isinstance(value, str) and value.strip():
+            return _clean(value)
+    raise ReplyError(
+        'the reply has no JSON object with an "action": expected exactly one, for '
+        'example {"action":"up"}'
+    )
+
+
+def _json_objects(text: str) -> list[dict]:
+    """Every JSON object that can be decoded starting at a ``{`` in ``text``."""
+    decoder, found = json.JSONDecoder(), []
+    for start in (i for i, ch in enumerate(text) if ch == "{"):
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
+
+
+def scratchpad_edits(reply: str) -> tuple[list[str], list[str]]:
+    """The lines ``reply`` adds to and deletes from the scratchpad (blank lines ignored).
+
+    >>> scratchpad_edits("<scratchpad_add>red wall\\nblue moves</scratchpad_add>"
+    ...                  "<scratchpad_del>old note</scratchpad_del>")
+    (['red wall', 'blue moves'], ['old note'])
+    """
+    def lines(pattern: re.Pattern) -> list[str]:
+        return [line.strip() for block in pattern.findall(reply or "")
+                for line in block.splitlines() if line.strip()]
+
+    return lines(_ADD_TAG), lines(_DEL_TAG)

@@ -1,0 +1,116 @@
+"""A small local HTTP server that speaks the OpenAI chat-completions API.
+
+It stands in for the remote paid service only: the bridge, the provider and the runner
+under test are the real ones, talking real HTTP to it. It replays a scripted policy:
+each request takes the next entry of ``script``, which is a reply text, a
+:class:`Failure` (an HTTP status with headers), or a :class:`Stall` (answer after a
+delay, to provoke a client timeout). A callable entry is called with the request's
+messages and returns a reply text. Every request body is kept in ``requests``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Failure:
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str = '{"error": {"message": "scripted failure"}}'
+
+
+@dataclass
+class Stall:
+    seconds: float
+    reply: str = "<action>noop</action>"
+
+
+Entry = str | Failure | Stall | Callable[[list[dict[str, str]]], str]
+
+
+class FakeOpenAI:
+    """``with FakeOpenAI(script) as fake: ... fake.base_url ...``"""
+
+    def __init__(self, script: list[Entry]) -> None:
+        self.script = list(script)
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def next_entry(self, body: dict[str, Any]) -> Entry:
+        with self.lock:
+            self.requests.append(body)
+            if not self.script:
+                return Failure(500, body='{"error": {"message": "script exhausted"}}')
+            return self.script.pop(0)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                if self.path != "/v1/chat/completions":
+                    return self._send(404, '{"error": {"message": "not found"}}')
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length))
+                entry = fake.next_entry(body)
+                if isinstance(entry, Failure):
+                    return self._send(entry.status, entry.body, entry.headers)
+                if isinstance(entry, Stall):
+                    time.sleep(entry.seconds)
+                    entry = entry.reply
+                if callable(entry):
+                    entry = entry(body["messages"])
+                self._send(200, json.dumps(completion(body, entry)))
+
+            def _send(self, status: int, text: str, headers: dict[str, str] | None = None) -> None:
+                data = text.encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+        return Handler
+
+
+def completion(body: dict[str, Any], reply: str) -> dict[str, Any]:
+    """A chat-completion response; tokens counted as whitespace-separated words."""
+    prompt_tokens = sum(len(m["content"].split()) for m in body["messages"])
+    completion_tokens = len(reply.split())
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "model": body["model"],
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": reply}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
