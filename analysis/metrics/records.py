@@ -34,7 +34,7 @@ _KIND_OF_VERB = {"click": CLICK, **dict.fromkeys(MOVES, DIRECTIONAL), "noop": NO
 
 def field(record: Any, name: str, default: Any = None) -> Any:
     """``record[name]`` for a mapping, ``record.name`` for an object, else ``default``."""
-    if isinstance(record, Mapping):
+    if type(record) is dict or isinstance(record, Mapping):  # dict first: it is the common, fast case
         return record.get(name, default)
     return getattr(record, name, default)
 
@@ -70,6 +70,9 @@ def classify(texts: Iterable[str]) -> dict[str, tuple[str, str]]:
     """
     out = {}
     for text in set(texts):
+        if text in _KIND_OF_VERB and text != "click":  # already canonical: skip the parser
+            out[text] = (text, _KIND_OF_VERB[text])
+            continue
         action = parse_action(text)
         kind = _KIND_OF_VERB.get(action.verb)
         if kind is None:

@@ -1,0 +1,163 @@
+"""Benchmark: every metric of :mod:`analysis.metrics` over one million synthetic events.
+
+A study the size of the papers' (2,000 episodes of 500 actions: clicks, arrows, no-ops,
+resets, then a test phase) must not make the report slow. This builds the events as
+plain records (``episode_id``, ``seq``, ``phase``, ``action``, ``applied``,
+``parse_valid``), groups them by episode, and times each metric over all episodes.
+Run with ``python -m bench.analysis [--episodes N] [--actions N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from analysis import metrics
+
+SIZE = 16
+MOVES = ("up", "down", "left", "right")
+STEP = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}
+VOCABULARY = (*[f"click {x} {y}" for y in range(SIZE) for x in range(SIZE)], *MOVES, "noop",
+              "reset")
+KIND_WEIGHTS = {"click": 0.3, "move": 0.4, "noop": 0.25, "reset": 0.05}
+ATTEMPTS = 20
+"""Episodes per synthetic problem (the papers' 20 human attempts per problem)."""
+
+
+def _action_codes(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Indices into VOCABULARY: a click at a uniform cell, an arrow, a noop or a reset."""
+    kinds = rng.choice(4, size=count, p=list(KIND_WEIGHTS.values()))
+    clicks = rng.integers(0, SIZE * SIZE, size=count)
+    moves = SIZE * SIZE + rng.integers(0, 4, size=count)
+    return np.choose(kinds, [clicks, moves, np.full(count, len(VOCABULARY) - 2),
+                             np.full(count, len(VOCABULARY) - 1)])
+
+
+def build_events(episodes: int, actions: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``episodes * actions`` event records; each episode explores, then goes to test."""
+    rng = np.random.default_rng(seed)
+    codes = _action_codes(rng, episodes * actions).reshape(episodes, actions)
+    switch = rng.integers(actions * 6 // 10, actions * 9 // 10, size=episodes)
+    valid = rng.random((episodes, actions)) > 0.05
+    events = []
+    for episode in range(episodes):
+        for seq in range(actions):
+            phase = "interaction" if seq <= switch[episode] else "test"
+            action = "go-to-test" if seq == switch[episode] else VOCABULARY[codes[episode, seq]]
+            ok = bool(valid[episode, seq])
+            events.append({"episode_id": episode, "seq": seq, "phase": phase,
+                           "action": action if ok else None, "applied": ok, "parse_valid": ok})
+    return events
+
+
+def group_by_episode(events: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    grouped: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for event in events:
+        grouped[event["episode_id"]].append(event)
+    return grouped
+
+
+def walker_states(records: list[dict[str, Any]]) -> list[int]:
+    """States of a walker the interaction-phase arrows move (walls stop it, reset
+    returns it to the start): hashable states with plenty of cycles to find."""
+    x = y = 0
+    states = [0]
+    for action in metrics.interaction_actions(records):
+        if action in STEP:
+            dx, dy = STEP[action]
+            x, y = min(max(x + dx, 0), SIZE - 1), min(max(y + dy, 0), SIZE - 1)
+        elif action == "reset":
+            x = y = 0
+        states.append(y * SIZE + x)
+    return states
+
+
+def planning_frames(records: list[dict[str, Any]]) -> list[list[list[str]]]:
+    """One 16x16 frame per test-phase step, from a few shared frames (goal cells lit
+    one by one), so that the match form has real frames to compare."""
+    lit = [[["black"] * SIZE for _ in range(SIZE)] for _ in range(4)]
+    for count, frame in enumerate(lit):
+        for x in range(count):
+            frame[0][x] = "red"
+    tests = sum(1 for r in records if r["phase"] == "test")
+    return [lit[min(3, i * 4 // max(tests, 1))] for i in range(tests + 1)]
+
+
+def _timed(label: str, run: Callable[[], Any], rows: list[tuple[str, float]]) -> Any:
+    start = time.perf_counter()
+    result = run()
+    rows.append((label, time.perf_counter() - start))
+    return result
+
+
+def _behaviour(episodes: list[list[dict[str, Any]]], rows: list[tuple[str, float]]) -> None:
+    for metric in (metrics.normalized_perplexity_curve, metrics.perplexity_auc,
+                   metrics.final_perplexity, metrics.action_type_distribution,
+                   metrics.unique_action_counts, metrics.reset_frequency,
+                   metrics.grounding_accuracy):
+        _timed(metric.__name__, lambda m=metric: [m(e) for e in episodes], rows)
+    texts = _timed("interaction_actions", lambda: [metrics.interaction_actions(e)
+                                                   for e in episodes], rows)
+    _timed("perplexity_auc (from texts)", lambda: [metrics.perplexity_auc(t) for t in texts], rows)
+
+
+def _trajectories(episodes: list[list[dict[str, Any]]], rows: list[tuple[str, float]]) -> None:
+    states = [walker_states(e) for e in episodes]
+    _timed("loop_ratio", lambda: [metrics.loop_ratio(s) for s in states], rows)
+    _timed("pooled_loop_ratio", lambda: metrics.pooled_loop_ratio(states), rows)
+    goal = {"goal_cells": [[0, 0], [1, 0], [2, 0]], "goal_colours": ["red"] * 3}
+    frames = [planning_frames(e) for e in episodes]
+    _timed("progress_curve (match)",
+           lambda: [metrics.progress_curve("planning", f, goal) for f in frames], rows)
+    nodes = list(range(8))
+    achieved = [[set(range(min(8, i // 40))) for i in range(len(s))] for s in states]
+    _timed("progress_curve (subgoal)",
+           lambda: [metrics.progress_curve("explore", a, nodes) for a in achieved], rows)
+
+
+def _aggregates(count: int, rows: list[tuple[str, float]], seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    scores = rng.random(count).round(1).reshape(-1, ATTEMPTS)
+    _timed("percentile_score", lambda: [metrics.percentile_score(s) for s in scores], rows)
+    _timed("percentile_interval", lambda: [metrics.percentile_interval(s) for s in scores], rows)
+    t = rng.integers(0, 60, size=count).tolist()
+    _timed("cd_score", lambda: [metrics.cd_score(a, 30) for a in t], rows)
+    solve = [int(s) if s <= 100 else None for s in rng.integers(1, 150, size=count)]
+    by_window = {0: solve[: count // 2], "full": solve[count // 2:]}
+    auvs = _timed("auv_by_window", lambda: metrics.auv_by_window(by_window, t_max=50), rows)
+    _timed("memory_index", lambda: metrics.memory_index(auvs["full"], auvs[0]), rows)
+    per_problem = [(ATTEMPTS, int(c)) for c in rng.integers(0, ATTEMPTS + 1, count // ATTEMPTS)]
+    _timed("metric_at_k", lambda: [metrics.metric_at_k(per_problem, k) for k in (1, 5, 10)], rows)
+    samples = {f"env{i}": {"cd": solve[i::43][:50], "planning": solve[i + 1::43][:50]}
+               for i in range(43)}
+    _timed("random_baseline_table", lambda: metrics.random_baseline_table(samples), rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=2000)
+    parser.add_argument("--actions", type=int, default=500)
+    options = parser.parse_args(argv)
+    rows: list[tuple[str, float]] = []
+    events = _timed("build events", lambda: build_events(options.episodes, options.actions), rows)
+    grouped = _timed("group by episode", lambda: group_by_episode(events), rows)
+    episodes = list(grouped.values())
+    print(f"{len(events):,} events in {len(episodes):,} episodes")
+    build = sum(seconds for _, seconds in rows)
+    _behaviour(episodes, rows)
+    _trajectories(episodes, rows)
+    _aggregates(len(episodes), rows)
+    width = max(len(label) for label, _ in rows)
+    for label, seconds in rows:
+        print(f"  {label:<{width}}  {seconds:8.3f} s")
+    total = sum(seconds for _, seconds in rows) - build
+    print(f"every metric over all episodes: {total:.2f} s (plus {build:.2f} s to build the data)")
+
+
+if __name__ == "__main__":
+    main()
