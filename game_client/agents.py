@@ -33,8 +33,9 @@ class Turn:
 
     index: int
     state: dict[str, Any]
-    """``Episode.view()`` plus ``text`` (the observation text) and ``actions`` (allowed
-    action patterns), as the runner and the agent API both report it."""
+    """``Episode.view()`` plus ``text`` (the observation text), ``actions`` (allowed
+    action patterns) and ``info`` (the observation's info), as the runner and the agent
+    API both report it."""
     last_action: str | None = None
     error: str | None = None
     """Why the previous reply was not applied (None if it was)."""
@@ -72,7 +73,7 @@ class Agent(Protocol):
 def state_of(episode: Any) -> dict[str, Any]:
     """The state a driver reports to an agent (the agent API sends the same JSON)."""
     return {**episode.view(), "text": episode.observation.text,
-            "actions": episode.allowed_actions()}
+            "actions": episode.allowed_actions(), "info": episode.observation.info}
 
 
 # -- random -------------------------------------------------------------------------------
@@ -194,11 +195,11 @@ class PlannerAgent:
 
     @staticmethod
     def _explore_plan(problem: Problem) -> list[str]:
-        from tasks.dagmap.oracle import plan
+        from tasks.dagmap.oracle import solve
 
         env = registry.make(problem.env_id)
         env.reset(problem.seed)
-        return plan(env.map)
+        return solve(env.map)
 
     def decide(self, turn: Turn) -> Decision:
         if self.position >= len(self.plan):
