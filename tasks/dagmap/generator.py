@@ -25,6 +25,9 @@ from tasks.dagmap.model import DagMap
 from tasks.dagmap.names import semantic_names, symbolic_names
 
 Options = list[list[int]]
+MAX_REDRAWS = 100
+"""Draws allowed for an alternative prerequisite set that differs from the node's others
+(fewer distinct sets than drawn can exist, e.g. one parent to choose from)."""
 
 
 def generate(config: DagMapConfig | str, seed: int) -> DagMap:
@@ -77,7 +80,8 @@ def draw_count(probs: Probs, rng: random.Random) -> int:
 
 
 def sample_options(node: int, layers: Sequence[int], config: DagMapConfig, rng: random.Random) -> Options:
-    """Node ``node``'s distinct prerequisite sets (node indices); ``[]`` for primitives."""
+    """Node ``node``'s distinct prerequisite sets (node indices); ``[]`` for primitives.
+    The first set always holds a parent from the layer just above."""
     depth = layers[node]
     if depth == 0:
         return []
@@ -88,10 +92,12 @@ def sample_options(node: int, layers: Sequence[int], config: DagMapConfig, rng: 
     options: Options = []
     for k in range(draw_count(config.option_count_probs, rng)):
         wanted = min(draw_count(arity, rng), len(candidates))
-        forced = [rng.choice([i for i in candidates if layers[i] == depth - 1])] if k == 0 else []
-        option = sorted(forced + weighted_sample(candidates, weights, wanted - len(forced), rng, forced))
-        if option not in options:
-            options.append(option)
+        for _ in range(MAX_REDRAWS):
+            forced = [rng.choice([i for i in candidates if layers[i] == depth - 1])] if k == 0 else []
+            option = sorted(forced + weighted_sample(candidates, weights, wanted - len(forced), rng, forced))
+            if option not in options:
+                options.append(option)
+                break
     return options
 
 
