@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.dagmap.prompts import ENVIRONMENT, HARNESS, REPLY_FORMAT, STRATEGIES, VARIANTS, system_prompt
+from tasks.dagmap.prompts import (
+    ENVIRONMENT,
+    HARNESS,
+    REPLY_FORMAT,
+    STRATEGIES,
+    VARIANTS,
+    system_prompt,
+)
 
 
 def test_variants_share_description_and_format():
