@@ -19,16 +19,9 @@ from study_server.store import (
     make_engine,
 )
 from tasks.core import frame_hash
-from tasks.worldtest import Episode, Problem
+from tasks.worldtest import Episode
 from tests.envs import register_test_envs
-
-PLAN = Problem(
-    id="test/walker-plan",
-    env_id="test/walker",
-    challenge="planning",
-    seed=3,
-    params={"goal_cells": [[2, 0]], "goal_colours": ["gold"], "horizon": 10},
-)
+from tests.sample_study import PLAN
 
 
 @pytest.fixture

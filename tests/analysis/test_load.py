@@ -1,0 +1,131 @@
+"""analysis.load: the database and an export give the same records."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from datetime import UTC
+
+import pytest
+
+from analysis.load import EventRecord, load
+from study_server.export import export
+from study_server.store import Store
+from tests.sample_study import PLAN, fill
+
+
+@pytest.fixture
+def stored(tmp_path):
+    path = tmp_path / "gridstudy.db"
+    with Store(f"sqlite:///{path}") as store:
+        sample = fill(store)
+    out = tmp_path / "export"
+    export(str(path), out)
+    return f"sqlite:///{path}", out, sample
+
+
+def test_database_and_export_load_equal_records(stored):
+    url, out, sample = stored
+    from_db, from_files = load(url), load(out)
+    assert from_db.episodes == from_files.episodes
+    assert [e.episode_id for e in from_db] == [
+        sample.human, sample.excluded_participant, sample.llm, sample.abandoned,
+        sample.excluded_attempt]
+    hashes = {ev.frame_hash for e in from_db for ev in e.events if ev.frame_hash}
+    assert {h: from_db.frame(h) for h in hashes} == {h: from_files.frame(h) for h in hashes}
+    assert {h: from_db.frame(h) for h in hashes} == sample.frames
+
+
+def test_jsonl_events_load_like_parquet(stored):
+    _, out, _ = stored
+    with_parquet = load(out).episodes
+    (out / "events.parquet").unlink()
+    assert load(out).episodes == with_parquet
+
+
+def test_records_are_typed_and_say_who_acted(stored):
+    url, _, sample = stored
+    episodes = {e.episode_id: e for e in load(url)}
+    human = episodes[sample.human]
+    assert (human.agent_kind, human.is_human, human.score, human.info) == (
+        "human", True, 1.0, {"resets": 0})
+    assert human.actions == ["right", "go-to-test", "right", "right"]
+    assert human.started_at.tzinfo == UTC and human.ended_at >= human.started_at
+    assert human.events[0] == EventRecord(
+        episode_id=sample.human, seq=0, study_id="pilot", participant_id=1, agent_run_id=None,
+        problem_id=PLAN.id, phase="interaction", tick=0, action="right", source="input",
+        applied=True, server_time=1000.0, client_time=999.5,
+        frame_hash=human.events[0].frame_hash, next_phase="interaction", score=None,
+        prompt_tokens=None, completion_tokens=None, cost=None, raw_reply=None,
+        parse_valid=None, latency=None, error=None)
+    assert human.frame(human.events[0]) == [
+        ["black", "gold", "black", "black", "black"], *[["black"] * 5] * 4]
+    llm = episodes[sample.llm]
+    assert (llm.agent_kind, llm.model, llm.actions) == ("llm", "m-1", ["go-to-test", "right",
+                                                                     "right"])
+    refused = llm.events[2]
+    assert (refused.applied, refused.action, refused.parse_valid, refused.raw_reply,
+            refused.cost) == (False, None, False, "I jump!", 0.0003)
+    assert llm.frame(refused) is None
+
+
+def test_exclusion_reasons_are_kept(stored):
+    url, _, sample = stored
+    dataset = load(url)
+    assert dataset.excluded() == {
+        sample.excluded_participant: ("participant excluded: failed 2 attention checks",),
+        sample.abandoned: ("episode abandoned",),
+        sample.excluded_attempt: ("idle for 130 s",),
+    }
+    assert [e.episode_id for e in dataset.included()] == [sample.human, sample.llm]
+
+
+@pytest.mark.parametrize("options, roles", [
+    ({"study": "other"}, ["abandoned"]),
+    ({"study": ["pilot", "other"], "included_only": True}, ["human", "llm"]),
+    ({"problems": ["test/walker-plan-far"]}, ["abandoned"]),
+    ({"agent_kind": "human"}, ["human", "excluded_participant", "excluded_attempt"]),
+    ({"agent_kind": ["llm", "random"]}, ["llm", "abandoned"]),
+    ({"agent_kind": "human", "included_only": True}, ["human"]),
+    ({"study": "nobody"}, []),
+])
+def test_selection_is_the_same_from_both_sources(stored, options, roles):
+    url, out, sample = stored
+    expected = [getattr(sample, role) for role in roles]
+    assert [e.episode_id for e in load(url, **options)] == expected
+    assert [e.episode_id for e in load(out, **options)] == expected
+    assert load(url, **options).episodes == load(out, **options).episodes
+
+
+def test_by_problem_groups_episodes(stored):
+    url, _, sample = stored
+    groups = load(url).by_problem()
+    assert {k: [e.episode_id for e in v] for k, v in groups.items()} == {
+        PLAN.id: [sample.human, sample.excluded_participant, sample.llm, sample.excluded_attempt],
+        "test/walker-plan-far": [sample.abandoned],
+    }
+
+
+def test_sources_that_are_neither_say_so(tmp_path):
+    with pytest.raises(FileNotFoundError, match="neither a database URL"):
+        load(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError, match="missing episodes.csv, frames.jsonl"):
+        load(tmp_path)
+    with pytest.raises(FileNotFoundError, match="no database at"):
+        load(f"sqlite:///{tmp_path / 'missing.db'}")
+    sqlite3.connect(tmp_path / "other.db").execute("create table t (x)").connection.close()
+    with pytest.raises(ValueError, match="not a gridstudy database: no table"):
+        load(f"sqlite:///{tmp_path / 'other.db'}")
+
+
+def test_loading_never_imports_the_server(stored):
+    url, out, _ = stored
+    code = (
+        "import sys\nfrom analysis.load import load\n"
+        f"load({url!r}); load({str(out)!r})\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'study_server'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout == "[]\n"

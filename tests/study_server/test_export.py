@@ -1,0 +1,143 @@
+"""``gridstudy export``: the files, their columns against the data dictionary, scoping."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from study_server.cli import main
+from study_server.export import ExportSummary, export
+from study_server.export_dictionary import COLUMNS, FILES
+from study_server.store import Store
+from tests.sample_study import fill
+
+
+@pytest.fixture
+def stored(tmp_path):
+    path = tmp_path / "gridstudy.db"
+    with Store(f"sqlite:///{path}") as store:
+        sample = fill(store)
+    return path, sample
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def read_csv(path):
+    with path.open(newline="") as rows:
+        return list(csv.DictReader(rows))
+
+
+def test_export_writes_every_file_and_counts_what_it_wrote(stored, tmp_path):
+    path, sample = stored
+    out = tmp_path / "out"
+    summary = export(f"sqlite:///{path}", out)
+    assert summary == ExportSummary(out=out, episodes=5, events=17, frames=len(sample.frames),
+                                    raw_inputs=1)
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
+    frames = {row["hash"]: row["frame"] for row in read_jsonl(out / "frames.jsonl")}
+    assert frames == sample.frames
+
+
+def test_every_column_of_every_file_is_in_the_data_dictionary(stored, tmp_path):
+    path, _ = stored
+    out = tmp_path / "out"
+    export(str(path), out)
+    found = {name: list(read_jsonl(out / name)[0]) for name in COLUMNS if name.endswith(".jsonl")}
+    found["episodes.csv"] = next(csv.reader((out / "episodes.csv").open()))
+    found["events.parquet"] = pq.read_schema(out / "events.parquet").names
+    assert found == COLUMNS
+    dictionary = json.loads((out / "data_dictionary.json").read_text())
+    assert {name: list(d["columns"]) for name, d in dictionary.items()} == COLUMNS
+    markdown = (out / "data_dictionary.md").read_text()
+    assert all(f"## {name}" in markdown for name in COLUMNS)
+    assert "| `frame_hash` | text |" in markdown
+
+
+def test_parquet_and_jsonl_hold_the_same_event_rows(stored, tmp_path):
+    path, sample = stored
+    out = tmp_path / "out"
+    export(str(path), out)
+    rows = read_jsonl(out / "events.jsonl")
+    assert pq.read_table(out / "events.parquet").to_pylist() == rows
+    assert [(r["episode_id"], r["seq"]) for r in rows][:6] == [
+        (sample.human, 0), (sample.human, 1), (sample.human, 2), (sample.human, 3),
+        (sample.excluded_participant, 0), (sample.excluded_participant, 1)]
+    refused = [r for r in rows if not r["applied"]]
+    assert [(r["episode_id"], r["raw_reply"], r["parse_valid"], r["tick"]) for r in refused] == [
+        (sample.llm, "I jump!", False, None)]
+
+
+def test_episode_summary_rows(stored, tmp_path):
+    path, sample = stored
+    out = tmp_path / "out"
+    export(str(path), out)
+    rows = {int(r["episode_id"]): r for r in read_csv(out / "episodes.csv")}
+    human = rows[sample.human]
+    assert {k: human[k] for k in ("agent_kind", "participant_id", "agent_run_id", "status",
+                                  "score", "included", "n_events", "info")} == {
+        "agent_kind": "human", "participant_id": "1", "agent_run_id": "", "status": "done",
+        "score": "1.0", "included": "true", "n_events": "4", "info": '{"resets":0}'}
+    assert (rows[sample.llm]["agent_kind"], rows[sample.llm]["model"]) == ("llm", "m-1")
+    assert rows[sample.excluded_participant]["participant_exclusion_reason"] == (
+        "failed 2 attention checks")
+    assert (rows[sample.excluded_attempt]["included"],
+            rows[sample.excluded_attempt]["exclusion_reason"]) == ("false", "idle for 130 s")
+    assert (rows[sample.abandoned]["status"], rows[sample.abandoned]["ended_at"] != "") == (
+        "abandoned", True)
+    assert human["started_at"].endswith("+00:00")
+
+
+def test_participants_are_exported_without_external_ids(stored, tmp_path):
+    path, _ = stored
+    out = tmp_path / "out"
+    export(str(path), out)
+    participants = read_jsonl(out / "participants.jsonl")
+    assert [(p["id"], p["status"]) for p in participants] == [(1, "complete"), (2, "excluded")]
+    assert "P1" not in (out / "participants.jsonl").read_text()
+    runs = read_jsonl(out / "agent_runs.jsonl")
+    assert [(r["id"], r["agent_kind"], r["config"]) for r in runs] == [
+        (1, "llm", {"temperature": 0}), (2, "random", {})]
+
+
+def test_study_option_exports_one_study_only(stored, tmp_path):
+    path, sample = stored
+    out = tmp_path / "other"
+    summary = export(str(path), out, study="other")
+    frames_used = {r["frame_hash"] for r in read_jsonl(out / "events.jsonl")}
+    assert (summary.episodes, summary.events, summary.raw_inputs) == (1, 2, 0)
+    assert [int(r["episode_id"]) for r in read_csv(out / "episodes.csv")] == [sample.abandoned]
+    assert {r["hash"] for r in read_jsonl(out / "frames.jsonl")} == frames_used
+    assert [r["id"] for r in read_jsonl(out / "agent_runs.jsonl")] == [2]
+    assert read_jsonl(out / "participants.jsonl") == []
+
+
+def test_an_empty_database_exports_empty_typed_files(tmp_path):
+    path = tmp_path / "empty.db"
+    Store(str(path)).close()
+    out = tmp_path / "out"
+    assert export(str(path), out).events == 0
+    assert pq.read_table(out / "events.parquet").num_rows == 0
+    assert (out / "events.jsonl").read_text() == ""
+    assert (out / "episodes.csv").read_text().splitlines() == [",".join(COLUMNS["episodes.csv"])]
+
+
+def test_command_line(stored, tmp_path):
+    path, _ = stored
+    runner = CliRunner()
+    out = tmp_path / "cli"
+    result = runner.invoke(main, ["export", "--db", str(path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.output == (
+        f"wrote 5 episodes, 17 events, {len(list((out / 'frames.jsonl').open()))} frames "
+        f"and 1 raw inputs to {out}\n")
+    missing = runner.invoke(main, ["export", "--db", str(tmp_path / "nope.db"), "--out", str(out)])
+    assert (missing.exit_code, "no database at" in missing.output) == (1, True)
+    assert not (tmp_path / "nope.db").exists()
+    result = runner.invoke(main, ["export", "--out", str(out)], env={"DATABASE_URL": str(path)})
+    assert result.exit_code == 0, result.output
