@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks import registry
-from tasks.core import Action, GridEnv, Observation, describe_verbs, parse_action
+from tasks.core import Action, GridEnv, Observation, parse_action
 from tasks.worldtest.challenges import TestPhase, make_test_phase
 from tasks.worldtest.problem import Problem
 
@@ -70,12 +70,9 @@ class Episode:
     def apply(self, action: Action | str) -> Step:
         """Apply one action in the current phase and say what happened."""
         parsed = parse_action(action)
-        allowed = self.allowed_verbs()
-        if parsed.verb not in allowed:
-            raise ValueError(
-                f"{parsed} is not allowed in the {self.phase} phase; "
-                f"allowed: {describe_verbs(allowed)}"
-            )
+        refusal = self.refusal(parsed)
+        if refusal is not None:
+            raise ValueError(refusal)
         phase = self.phase
         if phase == INTERACTION:
             self.observation = self._interact(parsed)
@@ -107,12 +104,6 @@ class Episode:
         if action.verb == "go-to-test":
             self.phase = TEST
             return self.test.start()
-        width, height = self.env.size
-        if action.verb == "click" and not (0 <= action.x < width and 0 <= action.y < height):
-            raise ValueError(
-                f"{action} is outside the {width}x{height} grid: expected 0 <= x < {width} "
-                f"and 0 <= y < {height}"
-            )
         return self.env.step(action)
 
     # -- what a driver asks -------------------------------------------------------------
@@ -142,17 +133,25 @@ class Episode:
     def is_allowed(self, action: Action | str) -> bool:
         """True if ``action`` would be accepted now (indices and cells in range)."""
         try:
-            parsed = parse_action(action)
+            return self.refusal(parse_action(action)) is None
         except ValueError:
             return False
-        if parsed.verb not in self.allowed_verbs():
-            return False
-        if parsed.verb == "click":
+
+    def refusal(self, action: Action) -> str | None:
+        """Why ``action`` would be refused now (naming what is allowed), or None."""
+        if self.phase == DONE:
+            return f"{action} is not allowed: the episode is over (score {self.score})"
+        allowed = "allowed: " + ", ".join(self.allowed_actions())
+        if action.verb not in self.allowed_verbs():
+            return f"{action} is not allowed in the {self.phase} phase; {allowed}"
+        if action.verb == "click":
             width, height = self.size
-            return 0 <= parsed.x < width and 0 <= parsed.y < height
-        if parsed.verb.startswith("choose_"):
-            return 0 <= parsed.index < self.test.choice_count(parsed.verb)
-        return True
+            if not (0 <= action.x < width and 0 <= action.y < height):
+                return f"{action} is outside the {width}x{height} grid; {allowed}"
+        if action.verb.startswith("choose_"):
+            if not 0 <= action.index < self.test.choice_count(action.verb):
+                return f"{action} is out of range; {allowed}"
+        return None
 
     @property
     def done(self) -> bool:
