@@ -84,3 +84,135 @@ def _play_local(target, seed, fps, scale, record, db):
     finally:
         if store:
             store.close()
+
+
+# -- agents -------------------------------------------------------------------------------
+
+
+@click.group()
+def agent() -> None:
+    """Evaluate agents (language models, random, planner) on problems."""
+
+
+@agent.command("run")
+@click.option("--problems", "patterns", multiple=True, required=True,
+              help="Problem ids or fnmatch patterns (repeat, or separate with commas).")
+@click.option("--agent", "kind", type=click.Choice(["llm", "random", "planner"]), default="llm", show_default=True)
+@click.option("--model", default=None, help="Model name at the endpoint (llm).")
+@click.option("--runs", default=1, show_default=True, help="Attempts per problem.")
+@click.option("--concurrency", default=1, show_default=True, help="Attempts played at once.")
+@click.option("--db", default=None, help="Database URL or SQLite file.")
+@click.option("--history", type=click.Choice(["full", "last", "none"]), default="full", show_default=True)
+@click.option("--k", default=0, help="Turns kept with --history last.")
+@click.option("--prompt-variant", default="base", show_default=True, help="Task-DAG prompt variant.")
+@click.option("--summary", is_flag=True, help="Task-DAG memory summary (000 App. D).")
+@click.option("--temperature", type=float, default=None)
+@click.option("--max-tokens", type=int, default=None)
+@click.option("--timeout", default=120.0, show_default=True, help="Seconds per model request.")
+@click.option("--retries", default=5, show_default=True, help="Retries on 429, 5xx and timeouts.")
+@click.option("--prices", "prices_file", default=None, help="JSON price table: {model: {input, output}} per million tokens.")
+@click.option("--max-turns", default=1000, show_default=True)
+@click.option("--max-invalid", default=5, show_default=True, help="Invalid replies in a row that end an attempt.")
+@click.option("--interaction-steps", default=0, show_default=True, help="Random agent: actions before go-to-test.")
+@click.option("--seed", default=0, show_default=True, help="Random agent seed (plus the run index).")
+def agent_run(patterns, kind, model, runs, concurrency, db, history, k, prompt_variant, summary,
+              temperature, max_tokens, timeout, retries, prices_file, max_turns, max_invalid,
+              interaction_steps, seed):
+    """Play problems with an agent and record every turn; a rerun resumes."""
+    from game_client.batch import find_or_create_run, run_batch, select_problems
+
+    try:
+        problem_ids = select_problems(patterns)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--problems") from None
+    make_agent, config = _agent_factory(
+        kind, model, dict(history=history, k=k, prompt_variant=prompt_variant, summary=summary,
+                          temperature=temperature, max_tokens=max_tokens, timeout=timeout,
+                          retries=retries, prices_file=prices_file,
+                          interaction_steps=interaction_steps, seed=seed))
+    config = {**config, "max_turns": max_turns, "max_invalid": max_invalid}
+    with open_store(db) as store:
+        run_id = find_or_create_run(store, kind, model, config)
+        results = run_batch(problem_ids, make_agent, store=store, agent_run_id=run_id, runs=runs,
+                            concurrency=concurrency, max_turns=max_turns, max_invalid=max_invalid)
+    _summarise(run_id, results)
+
+
+def _agent_factory(kind, model, options):
+    """``(make_agent(job), config)`` for the chosen kind of agent."""
+    from game_client.agents import PlannerAgent, RandomAgent
+
+    if kind == "random":
+        def make(job):
+            return RandomAgent(seed=options["seed"] + job.run_index,
+                               interaction_steps=options["interaction_steps"])
+        return make, {"seed": options["seed"], "interaction_steps": options["interaction_steps"]}
+    if kind == "planner":
+        return (lambda job: PlannerAgent()), PlannerAgent().config()
+    if not model:
+        raise click.UsageError("--model is required for --agent llm")
+    return _llm_factory(model, options)
+
+
+def _llm_factory(model, options):
+    from game_client.bridge.agent import LLMAgent
+    from game_client.bridge.provider import Backoff, ChatProvider, PriceTable
+
+    prices = PriceTable.load(options["prices_file"]) if options["prices_file"] else PriceTable()
+
+    def make(job):
+        provider = ChatProvider.from_env(
+            model, temperature=options["temperature"], max_tokens=options["max_tokens"],
+            timeout=options["timeout"], backoff=Backoff(retries=options["retries"]), prices=prices)
+        return LLMAgent(provider, history=options["history"], k=options["k"],
+                        prompt_variant=options["prompt_variant"], summary=options["summary"])
+
+    return make, make(None).config()
+
+
+def _summarise(run_id, results):
+    if not results:
+        click.echo(f"agent run {run_id}: nothing left to play (every attempt is finished)")
+        return
+    scores = [r.score or 0.0 for r in results]
+    turns = sum(r.turns for r in results)
+    invalid = sum(r.invalid for r in results)
+    statuses = ", ".join(f"{s} {sum(r.status == s for r in results)}" for s in ("done", "abandoned", "error"))
+    click.echo(f"agent run {run_id}: {len(results)} episodes ({statuses}); mean score "
+               f"{sum(scores) / len(scores):.3f}; grounding {(turns - invalid) / max(1, turns):.3f}; "
+               f"cost ${sum(r.cost for r in results):.4f}")
+
+
+# -- baselines ----------------------------------------------------------------------------
+
+
+@click.group()
+def baseline() -> None:
+    """Reference agents (002 App. C, Table E.3)."""
+
+
+@baseline.command("random")
+@click.option("--samples", default=50, show_default=True, help="Random runs per problem.")
+@click.option("--steps", default=1000, show_default=True, help="Step limit (timeout) per run.")
+@click.option("--problems", "patterns", multiple=True, help="Problem ids or patterns (default: every cd, planning and mfp problem).")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--csv", "csv_path", default="random_baseline.csv", show_default=True, help="Where to write the table.")
+def baseline_random(samples, steps, patterns, seed, csv_path):
+    """The random agent's success probability and mean steps per problem."""
+    from tqdm import tqdm
+
+    from game_client.baseline import format_table, run_baseline, write_csv
+    from game_client.batch import select_problems
+    from tasks import registry
+
+    ids = select_problems(patterns) if patterns else [s.id for s in registry.list_problems()]
+    problems = [registry.get_problem(i) for i in ids]
+    problems = [p for p in problems if p.challenge in ("cd", "planning", "mfp")]
+    if not problems:
+        raise click.UsageError("no cd, planning or mfp problems are registered")
+    sampled = sum(p.challenge != "mfp" for p in problems) * samples
+    with tqdm(total=sampled, unit="sample") as bar:
+        rows = run_baseline(problems, samples, steps, seed, on_sample=lambda: bar.update(1))
+    click.echo(format_table(rows))
+    write_csv(rows, csv_path)
+    click.echo(f"wrote {csv_path}")

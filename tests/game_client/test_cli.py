@@ -1,0 +1,63 @@
+"""``gridstudy agent run`` (resumable) and ``gridstudy baseline random``."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from sqlmodel import select
+
+from study_server.cli import main
+from study_server.models import AgentRun, EpisodeRow
+from study_server.store import Store
+from tasks import registry
+from tests.game_client.conftest import CD, MFP, PLANNING
+from tests.game_client.fake_openai import FakeOpenAI
+
+
+@pytest.fixture
+def test_problems():
+    for problem in (MFP, PLANNING, CD):
+        registry.add_problem(problem, replace=True)
+    yield
+    for problem in (MFP, PLANNING, CD):
+        registry.unregister(problem_id=problem.id)
+
+
+def test_an_llm_run_is_recorded_and_a_rerun_resumes(tmp_path, monkeypatch, test_problems):
+    db = str(tmp_path / "runs.db")
+    replies = ["<action>go-to-test</action>", "<action>right</action>", "<action>right</action>",
+               "<action>down</action>"]
+    args = ["agent", "run", "--problems", "test/walker-plan*", "--model", "fake", "--runs", "2",
+            "--db", db, "--retries", "0"]
+    with FakeOpenAI(replies * 2) as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        first = CliRunner().invoke(main, args)
+        second = CliRunner().invoke(main, args)
+    assert first.exit_code == 0, first.output
+    assert "2 episodes (done 2, abandoned 0, error 0); mean score 1.000; grounding 1.000" in first.output
+    assert "nothing left to play" in second.output and len(fake.requests) == 8
+    with Store(db) as store, store.session() as session:
+        runs = session.exec(select(AgentRun)).all()
+        episodes = session.exec(select(EpisodeRow)).all()
+    assert [(r.agent_kind, r.model, r.config["history"]) for r in runs] == [("llm", "fake", "full")]
+    assert [(e.problem_id, e.status, e.score) for e in episodes] == [("test/walker-planning", "done", 1.0)] * 2
+
+
+def test_unknown_problems_are_refused(tmp_path):
+    result = CliRunner().invoke(main, ["agent", "run", "--problems", "nope*", "--agent", "random",
+                                       "--db", str(tmp_path / "x.db")])
+    assert result.exit_code == 2 and "no registered problem matches nope*" in result.output
+
+
+def test_the_random_baseline_prints_a_table_and_writes_csv(tmp_path, test_problems):
+    out = tmp_path / "baseline.csv"
+    result = CliRunner().invoke(main, ["baseline", "random", "--samples", "5", "--steps", "100",
+                                       "--problems", "test/walker-*", "--csv", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = out.read_text().splitlines()
+    assert lines[0] == "env_id,problem_id,challenge,samples,steps,probability,mean_steps"
+    assert [line.split(",")[2] for line in lines[1:]] == ["cd", "mfp", "planning"]
+    rows = {line.split()[0]: line.split()[1:] for line in result.output.splitlines()
+            if line.startswith("test/")}
+    assert rows["test/walker-mfp"] == ["mfp", "0.167", "-", "0"]
+    assert rows["test/walker-cd"][:2] == ["cd", "1.000"]
