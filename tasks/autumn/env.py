@@ -1,0 +1,157 @@
+"""``AutumnEnv``: an Autumn program behind the gridstudy environment contract.
+
+It keeps ``tasks.core.GridEnv`` (``reset``, ``step``, ``frame_rate``, ``size``,
+``available_actions``) and adds what replay, planning and the metrics need:
+``state_hash`` (a digest of all hidden state), ``snapshot``/``restore`` (cheap copies
+of the full state) and ``random_state`` (the generator's state).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from tasks.autumn.errors import AutumnError, AutumnRuntimeError, AutumnSyntaxError
+from tasks.autumn.reader import read
+from tasks.autumn.runtime import Runtime, Snapshot
+from tasks.autumn.stdlib import builtins
+from tasks.autumn.values import Builtin, Cell, Instance, Lambda, Position, RenderedElem
+from tasks.core import Action, Observation, parse_action
+
+ACTIONS = ("noop", "up", "down", "left", "right", "click")
+
+
+class AutumnEnv:
+    """One loaded Autumn program; ``reset(seed)`` starts it, ``step(action)`` advances it."""
+
+    def __init__(self, source: str, name: str | None = None) -> None:
+        self.name = name
+        try:
+            self._rt = Runtime(read(source, name), source, name, builtins())
+            self._rt.reset(0)
+        except RecursionError:
+            raise AutumnSyntaxError("the program is nested too deeply", name=name) from None
+        self.steps = 0
+
+    # -- the GridEnv contract -----------------------------------------------------------
+
+    @property
+    def frame_rate(self) -> int:
+        rate = self._rt.globals.get("FRAME_RATE", 8)
+        return rate if type(rate) is int and rate > 0 else 8
+
+    @property
+    def size(self) -> tuple[int, int]:
+        n = self._rt.picture.size
+        return (n, n)
+
+    @property
+    def background(self) -> str:
+        return self._rt.globals.get("background", "black")
+
+    def available_actions(self) -> tuple[str, ...]:
+        return ACTIONS
+
+    def reset(self, seed: int = 0) -> Observation:
+        """Rebuild the program's state from its source with ``seed``."""
+        try:
+            self._rt.reset(seed)
+        except RecursionError:
+            raise AutumnRuntimeError("recursion too deep while loading", name=self.name) from None
+        self.steps = 0
+        return self.observe()
+
+    def step(self, action: Action | str) -> Observation:
+        """Apply ``noop``, an arrow or ``click X Y``; a failing step changes nothing."""
+        action = parse_action(action)
+        if not action.is_env_action:
+            raise ValueError(f"{action} is not an environment action: expected one of "
+                             "noop, up, down, left, right, click X Y")
+        click = (action.x, action.y) if action.verb == "click" else None
+        arrow = action.verb if action.verb in ("up", "down", "left", "right") else None
+        self._rt.step(click, arrow)
+        self.steps += 1
+        return self.observe()
+
+    def observe(self) -> Observation:
+        frame = self._rt.picture.frame()
+        return Observation(frame, json.dumps(frame), {"step": self.steps})
+
+    def frame(self) -> list[list[str]]:
+        return self._rt.picture.frame()
+
+    def grid(self):
+        """The current frame as (uint8 palette-index array, palette)."""
+        return self._rt.picture.indices()
+
+    # -- state --------------------------------------------------------------------------
+
+    def snapshot(self) -> tuple[Snapshot, int]:
+        """A cheap copy of the full state (values are immutable, so sharing is safe)."""
+        return (self._rt.snapshot(), self.steps)
+
+    def restore(self, snap: tuple[Snapshot, int]) -> None:
+        self._rt.restore(snap[0])
+        self.steps = snap[1]
+
+    def random_state(self) -> int:
+        return self._rt.rng
+
+    def state_hash(self) -> str:
+        """A digest of every hidden variable and the generator state (not identities)."""
+        rt = self._rt
+        items = [(name, _fingerprint(rt.globals[name])) for name in rt.order.names]
+        text = repr((items, rt.rng, sorted(rt.types.items())))
+        return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+    def value(self, name: str):
+        """The current value of global ``name`` (for tests and debugging)."""
+        return self._rt.globals[name]
+
+    def evaluate(self, source: str):
+        """Evaluate one expression in the current global state (changes persist)."""
+        from tasks.autumn.reader import read_all
+        nodes = read_all(source, self.name)
+        if len(nodes) != 1:
+            raise AutumnSyntaxError("expected exactly one expression", name=self.name)
+        fn = self._rt.compiler.expr(nodes[0])
+        try:
+            return fn(None)
+        except AutumnError:
+            raise
+        except RecursionError:
+            raise AutumnRuntimeError("recursion too deep", name=self.name) from None
+
+
+def _fingerprint(value):
+    kind = type(value)
+    if kind is list:
+        return tuple(_fingerprint(v) for v in value)
+    if kind is Instance:
+        fields = tuple((k, _fingerprint(v)) for k, v in value.fields.items())
+        return (value.cls.name, fields, value.origin.x, value.origin.y,
+                tuple(_fingerprint(c) for c in value.cells))
+    if kind is Position:
+        return ("P", value.x, value.y)
+    if kind is Cell:
+        return tuple(a if type(a) is int else ("lazy", a.node.start, _fingerprint(a.const))
+                     for a in (value.x, value.y, value.color))
+    if kind is RenderedElem:
+        return ("E", value.position.x, value.position.y, value.color)
+    if kind is Lambda:
+        return ("fn", value.node.start)
+    if kind is Builtin:
+        return ("builtin", value.name)
+    return value
+
+
+def load(source: str, name: str | None = None) -> AutumnEnv:
+    """Parse, compile and initialise an Autumn program (raises :class:`AutumnError`)."""
+    return AutumnEnv(source, name)
+
+
+def load_file(path: str | Path) -> AutumnEnv:
+    """:func:`load` the program in ``path``; errors name the file."""
+    path = Path(path)
+    return AutumnEnv(path.read_text(encoding="utf-8"), path.name)

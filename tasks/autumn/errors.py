@@ -1,0 +1,57 @@
+"""The exceptions an Autumn program can raise, each carrying its source position.
+
+Every failure of a program, at load or during a step, is an :class:`AutumnError`
+(a ``ValueError``) whose message names the program, the line and column, and quotes
+the offending source, so that an author can find the fault without a debugger.
+"""
+
+from __future__ import annotations
+
+
+class AutumnError(ValueError):
+    """Base class: a problem in an Autumn program, located when the position is known."""
+
+    kind = "error"
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None,
+                 snippet: str = "", name: str | None = None) -> None:
+        self.reason = message
+        self.line = line
+        self.column = column
+        self.snippet = snippet
+        self.name = name
+        super().__init__(self._compose())
+
+    def _compose(self) -> str:
+        where = self.name or "<program>"
+        if self.line is not None:
+            where += f":{self.line}:{self.column}"
+        text = f"{where}: {self.kind}: {self.reason}"
+        if self.snippet:
+            text += f"\n    {self.snippet}"
+        return text
+
+    def locate(self, line: int | None, column: int | None, snippet: str = "",
+               name: str | None = None) -> AutumnError:
+        """Fill in the position if it is still unknown (the innermost position wins)."""
+        if self.line is None and line is not None:
+            self.line, self.column, self.snippet = line, column, snippet
+        if self.name is None and name is not None:
+            self.name = name
+        self.args = (self._compose(),)
+        return self
+
+    def __str__(self) -> str:
+        return self._compose()
+
+
+class AutumnSyntaxError(AutumnError):
+    """The text is not a well-formed Autumn program (parentheses, arity, declarations)."""
+
+    kind = "syntax error"
+
+
+class AutumnRuntimeError(AutumnError):
+    """Evaluation failed: unknown name, type mismatch, bad argument, division by zero..."""
+
+    kind = "runtime error"

@@ -1,0 +1,123 @@
+"""Renderer: the globals painted onto a grid, and the occupancy the next step tests.
+
+A :class:`Picture` is a flat list of colour names (row-major) with the set of covered
+positions; ``indices()`` gives the numpy ``uint8`` palette-index grid when wanted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tasks.autumn.errors import AutumnError, AutumnRuntimeError
+from tasks.autumn.scope import Scope
+from tasks.autumn.values import Instance, Lazy, RenderedElem, show
+
+
+class Picture:
+    """One rendered frame: ``pixels[y * size + x]`` and the covered in-grid positions."""
+
+    __slots__ = ("size", "pixels", "occupied")
+
+    def __init__(self, size: int, pixels: list[str], occupied: set) -> None:
+        self.size = size
+        self.pixels = pixels
+        self.occupied = occupied
+
+    def frame(self) -> list[list[str]]:
+        """The frame as ``frame[y][x]`` colour names."""
+        n, p = self.size, self.pixels
+        return [p[i:i + n] for i in range(0, n * n, n)]
+
+    def indices(self) -> tuple[np.ndarray, tuple[str, ...]]:
+        """The frame as a ``uint8`` grid of palette indices, and the palette."""
+        palette = tuple(dict.fromkeys(self.pixels))
+        lookup = {c: i for i, c in enumerate(palette)}
+        flat = np.fromiter((lookup[c] for c in self.pixels), dtype=np.uint8, count=len(self.pixels))
+        return flat.reshape(self.size, self.size), palette
+
+    def is_free(self, x: int, y: int) -> bool:
+        """True unless ``(x, y)`` is inside the grid and covered (outside is always free)."""
+        n = self.size
+        return not (0 <= x < n and 0 <= y < n) or (x, y) not in self.occupied
+
+
+def cell_value(rt, arg, inst: Instance):
+    """The value of one Cell argument for ``inst`` (lazy ones evaluated now)."""
+    if type(arg) is int:
+        return arg
+    if arg.const is not None:
+        return arg.const
+    fields = dict(inst.fields) if inst is not None else {}
+    if inst is not None:
+        fields["origin"] = inst.origin
+    try:
+        return arg.fn(Scope(arg.snapshot or {}, Scope(fields, None)))
+    except AutumnError:
+        raise
+    except Exception as error:  # noqa: BLE001 - reported as the program's fault
+        raise AutumnRuntimeError(f"cannot evaluate a Cell argument: {error}") from None
+
+
+def instance_cells(rt, inst: Instance) -> list[tuple[int, int, str]]:
+    """The absolute cells ``(x, y, colour)`` of an object, in order (cached when static)."""
+    painted = inst.painted
+    if painted is not None:
+        return painted
+    ox, oy = inst.origin.x, inst.origin.y
+    out = []
+    static = True
+    for cell in inst.cells:
+        static = static and cell.static
+        x = cell_value(rt, cell.x, inst)
+        y = cell_value(rt, cell.y, inst)
+        colour = cell_value(rt, cell.color, inst)
+        if type(x) is not int or type(y) is not int or type(colour) is not str:
+            raise AutumnRuntimeError(
+                f"a cell of {inst.cls.name} must be (Cell Number Number String), got "
+                f"{show(x)} {show(y)} {show(colour)}")
+        out.append((ox + x, oy + y, colour))
+    if static:
+        inst.painted = out
+    return out
+
+
+def cells_of(rt, value, out: list | None = None) -> list[tuple[int, int, str]]:
+    """Every cell an object or (nested) list of objects paints, in order."""
+    if out is None:
+        out = []
+    kind = type(value)
+    if kind is Instance:
+        out.extend(instance_cells(rt, value))
+    elif kind is list:
+        for item in value:
+            if type(item) is Instance:
+                out.extend(instance_cells(rt, item))
+            elif type(item) is list:
+                cells_of(rt, item, out)
+    return out
+
+
+def rendered_elems(rt, value) -> list[RenderedElem]:
+    """``renderValue``: the cells as RenderedElem values."""
+    from tasks.autumn.values import Position
+    return [RenderedElem(Position(x, y), c) for x, y, c in cells_of(rt, value)]
+
+
+def paint(rt, names, size: int, background: str) -> Picture:
+    """Paint the values of ``names`` (in order) over ``background``."""
+    pixels = [background] * (size * size)
+    occupied = set()
+    glob = rt.globals
+    for name in names:
+        value = glob.get(name)
+        kind = type(value)
+        if kind is not Instance and kind is not list:
+            continue
+        for x, y, colour in cells_of(rt, value):
+            if 0 <= x < size and 0 <= y < size:
+                pixels[y * size + x] = colour.lower()
+                occupied.add((x, y))
+    return Picture(size, pixels, occupied)
+
+
+__all__ = ["Picture", "Lazy", "cells_of", "instance_cells", "paint", "rendered_elems"]
