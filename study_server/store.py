@@ -149,6 +149,31 @@ def event_from_step(
     return record
 
 
+def event_from_invalid_turn(
+    *,
+    episode_id: int,
+    seq: int,
+    problem_id: str,
+    phase: str,
+    raw_reply: str,
+    error: str,
+    source: str = "agent",
+    server_time: float | None = None,
+    **other_fields: Any,
+) -> dict[str, Any]:
+    """The event record of a model turn that was not applied: its reply named no action
+    available then. No tick, no action, no frame; ``parse_valid`` False, so grounding
+    accuracy counts it (METRICS.md). Shared by the agent runner and the agent API."""
+    record = {
+        "episode_id": episode_id, "seq": seq, "problem_id": problem_id, "phase": phase,
+        "tick": None, "action": None, "source": source, "applied": False,
+        "server_time": utcnow().timestamp() if server_time is None else server_time,
+        "raw_reply": raw_reply, "parse_valid": False, "error": error, **other_fields,
+    }
+    EVENT.check(record)
+    return record
+
+
 # -- the store ----------------------------------------------------------------------------
 
 
