@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from study_server.store import Store, event_from_step
+from study_server.store import Store, event_from_invalid_turn, event_from_step
 from tasks.worldtest.episode import DONE
 
 
@@ -68,13 +68,10 @@ class EpisodeRecorder:
 
     def on_invalid(self, *, raw_reply: str, error: str, **model_fields: Any) -> None:
         """Record a turn that was not applied (grounding failure): no tick, no frame."""
-        self.store.write_event({
-            "episode_id": self.episode_id, "seq": self._next_seq(),
-            "problem_id": self.problem.id, "phase": self.driver.phase, "tick": None,
-            "action": None, "source": "agent", "applied": False,
-            "server_time": time.time(), "raw_reply": raw_reply, "parse_valid": False,
-            "error": error, **self.ids, **model_fields,
-        })
+        self.store.write_event(event_from_invalid_turn(
+            episode_id=self.episode_id, seq=self._next_seq(), problem_id=self.problem.id,
+            phase=self.driver.phase, raw_reply=raw_reply, error=error, **self.ids, **model_fields,
+        ))
 
     def on_raw(self, text: str, *, status: str, reason: str,
                client_time: float | None = None) -> None:
