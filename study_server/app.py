@@ -58,9 +58,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
 def register_blueprints(app: Flask) -> None:
     """Every HTTP area of the server, one line each: add yours here."""
-    from study_server import play
+    from study_server import agent_api, dashboard, flow, play
 
     app.register_blueprint(play.bp)
+    flow.init_app(app)
+    dashboard.init_app(app)
+    agent_api.init_app(app)
 
 
 def init_store(app: Flask) -> None:

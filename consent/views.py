@@ -1,0 +1,104 @@
+"""The participant-facing pages: Prolific entry, one page per stage, the end.
+
+``/study/<study_id>?PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=...`` is the link given to
+Prolific. The participant is remembered in the signed session cookie, and found again by
+their Prolific id if they come back from another browser, so they resume where they were.
+Finishing sends them to Prolific's completion URL with the study's completion code; a
+screen-out (declined consent, failed screening or quiz, study full, time limit) ends on a
+polite page with the screen-out code.
+
+The views are thin: the flow's state lives behind ``app.extensions["gridstudy.flow"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import (
+    Blueprint,
+    Flask,
+    abort,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+
+bp = Blueprint("consent", __name__, url_prefix="/study", template_folder="templates")
+
+PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
+
+
+def init_app(app: Flask) -> None:
+    """Register the pages; the server provides ``gridstudy.flow`` and ``gridstudy.csrf``."""
+    app.register_blueprint(bp)
+
+
+@bp.before_request
+def check_csrf() -> None:
+    """Every form of the flow carries the server's CSRF token (see study_server.auth)."""
+    current_app.extensions["gridstudy.csrf"]()
+
+
+def prolific_url(code: str) -> str:
+    """Prolific's completion link for ``code``.
+
+    >>> prolific_url("C1A2B3")
+    'https://app.prolific.com/submissions/complete?cc=C1A2B3'
+    """
+    return f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}"
+
+
+def _flow() -> Any:
+    return current_app.extensions["gridstudy.flow"]
+
+
+def _key(study_id: str) -> str:
+    return f"participant:{study_id}"
+
+
+@bp.get("/<study_id>")
+def enter(study_id: str) -> Any:
+    """Prolific's link: find or create the participant, then show their current stage."""
+    pid = request.args.get("PROLIFIC_PID", "").strip()
+    error = None
+    if not pid:
+        error = "This link must be opened from Prolific (it has no PROLIFIC_PID)."
+    elif len(pid) > 64:
+        error = "This Prolific id is not valid."
+    if error is not None:
+        return render_template("consent/error.html", error=error), 400
+    try:
+        participant_id = _flow().enter(study_id, pid, request.args.get("STUDY_ID"), request.args.get("SESSION_ID"))
+    except LookupError:
+        return render_template("consent/error.html", error="This study is not open."), 404
+    session[_key(study_id)] = participant_id
+    return redirect(url_for("consent.stage", study_id=study_id))
+
+
+@bp.route("/<study_id>/flow", methods=("GET", "POST"))
+def stage(study_id: str) -> Any:
+    """The current stage (GET), or its submitted form (POST, then back here)."""
+    participant_id = session.get(_key(study_id))
+    if participant_id is None:
+        abort(403, "open the study from its Prolific link")
+    error = None
+    if request.method == "POST":
+        error = _flow().submit(study_id, participant_id, request.form.to_dict())
+        if error is None:
+            return redirect(url_for("consent.stage", study_id=study_id))
+    page = _flow().page(study_id, participant_id)
+    if page.stage is None:
+        return _end(page)
+    return render_template(page.stage.template, page=page, study=page.definition, error=error, **page.context)
+
+
+def _end(page: Any) -> Any:
+    definition, status = page.definition, page.participant.status
+    if status == "complete":
+        return redirect(prolific_url(definition.completion_code))
+    return render_template("consent/end.html", status=status, study=definition,
+                           code=definition.screenout_code, link=prolific_url(definition.screenout_code))

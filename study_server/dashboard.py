@@ -1,0 +1,156 @@
+"""The researcher dashboard: watch a study fill, read timelines, replay sessions, export.
+
+Behind the admin login (``gridstudy admin create``); every form carries the CSRF token.
+Participants' free text (debrief feedback) is shown through Jinja's autoescaping only,
+never marked safe.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from flask import (
+    Blueprint,
+    Flask,
+    abort,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    send_file,
+    url_for,
+)
+from sqlmodel import Session, func, select
+
+from consent.definition import from_stored
+from study_server import assignment, auth
+from study_server.models import EpisodeRow, Event, Frame, Participant, Study
+
+bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
+bp.before_request(auth.check_csrf)
+
+
+def init_app(app: Flask) -> None:
+    auth.init_app(app)
+    app.register_blueprint(bp)
+
+
+def _store() -> Any:
+    return current_app.extensions["gridstudy.store"]
+
+
+@bp.route("/login", methods=("GET", "POST"))
+def login() -> Any:
+    """The login form; a wrong name or password gets one message, whichever was wrong."""
+    error = None
+    if request.method == "POST":
+        username, password = request.form.get("username", ""), request.form.get("password", "")
+        if not auth.verify(_store().engine, username, password):
+            error = "Wrong username or password."
+        if error is None:
+            auth.login(username)
+            target = request.args.get("next", "")
+            return redirect(target if target.startswith("/dashboard") else url_for("dashboard.index"))
+    return render_template("dashboard/login.html", error=error)
+
+
+@bp.post("/logout")
+def logout() -> Any:
+    auth.logout()
+    return redirect(url_for("dashboard.login"))
+
+
+@bp.get("/")
+@auth.login_required
+def index() -> str:
+    """Every study with its fill, the live sessions and recent participants."""
+    with _store().session() as db:
+        studies = [study_summary(db, study) for study in db.exec(select(Study)).all()]
+    return render_template("dashboard/index.html", studies=studies, live=live_sessions())
+
+
+def study_summary(db: Session, study: Study) -> dict[str, Any]:
+    definition = from_stored(study.definition)
+    problems = list(definition.problems)
+    fill = assignment.fill_counts(db, study.id, problems)
+    done = dict(db.exec(
+        select(EpisodeRow.problem_id, func.count()).where(
+            EpisodeRow.study_id == study.id, EpisodeRow.status == "done", EpisodeRow.included)
+        .group_by(EpisodeRow.problem_id)).all())
+    participants = db.exec(select(Participant).where(Participant.study_id == study.id)
+                           .order_by(Participant.id.desc())).all()
+    excluded = db.exec(select(EpisodeRow).where(EpisodeRow.study_id == study.id,
+                                                EpisodeRow.included.is_(False))).all()
+    return {
+        "study": study, "definition": definition, "participants": participants, "excluded": excluded,
+        "fill": [(p, done.get(p, 0), fill[p], definition.attempts_per_problem) for p in problems],
+    }
+
+
+def live_sessions() -> list[dict[str, Any]]:
+    """Sessions ticking now, with who plays them."""
+    scheduler = current_app.extensions["gridstudy.realtime"]
+    out = []
+    for session in list(scheduler.sessions.values()):
+        view = session.get_state()
+        out.append({"episode_id": session.episode_id, "study_id": session.study_id,
+                    "participant_id": session.participant_id, "problem_id": session.problem_id,
+                    "phase": view["phase"], "tick": view["tick"], "connected": session.sid is not None})
+    return out
+
+
+@bp.get("/participant/<int:participant_id>")
+@auth.login_required
+def participant(participant_id: int) -> str:
+    """One participant's timeline: every stage record and every attempt, in order."""
+    with _store().session() as db:
+        row = db.get(Participant, participant_id) or abort(404, f"no participant {participant_id}")
+        episodes = db.exec(select(EpisodeRow).where(EpisodeRow.participant_id == participant_id)
+                           .order_by(EpisodeRow.id)).all()
+    return render_template("dashboard/participant.html", participant=row, episodes=episodes,
+                           records=(row.data or {}).get("records", []))
+
+
+@bp.get("/episode/<int:episode_id>")
+@auth.login_required
+def episode(episode_id: int) -> str:
+    """A replay of one attempt: its events and the frame after each (live: reload)."""
+    _store().flush()
+    with _store().session() as db:
+        row = db.get(EpisodeRow, episode_id) or abort(404, f"no episode {episode_id}")
+        events = db.exec(select(Event).where(Event.episode_id == episode_id).order_by(Event.seq)).all()
+        hashes = {e.frame_hash for e in events if e.frame_hash}
+        frames = {f.hash: json.loads(f.data) for f in db.exec(select(Frame).where(Frame.hash.in_(hashes)))}
+    replay = [{"seq": e.seq, "action": e.action, "phase": e.phase, "frame": frames.get(e.frame_hash)}
+              for e in events]
+    return render_template("dashboard/episode.html", episode=row, events=events, replay=replay,
+                           live=row.status in assignment.HOLDING)
+
+
+@bp.post("/export")
+@auth.login_required
+def export_download() -> Any:
+    """The store engineer's export of one study (or all), zipped for download."""
+    from study_server.export import export
+
+    study = request.form.get("study") or None
+    store = _store()
+    store.flush()
+    work = Path(tempfile.mkdtemp(prefix="gridstudy-export-"))
+    try:
+        export(store.url, work / "export", study=study)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted((work / "export").rglob("*")):
+                archive.write(path, path.relative_to(work / "export"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    buffer.seek(0)
+    name = f"gridstudy-{study or 'all'}-export.zip"
+    return send_file(buffer, mimetype="application/zip", as_attachment=True, download_name=name)

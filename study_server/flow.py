@@ -1,0 +1,264 @@
+"""The participant flow's persistence: where each participant is, what they answered,
+which live game session plays their current problem.
+
+The stages themselves are pure (:mod:`consent.stages`); the blueprint is thin
+(:mod:`consent.views`). This module is what stands between them and the database and the
+real-time scheduler: it finds or creates the participant from Prolific's parameters,
+builds their flow, stores each stage's one record, reserves their problems
+(:mod:`study_server.assignment`) and opens, or after a restart rebuilds by replay, the
+game session of their current problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from flask import Flask
+from sqlmodel import Session, select
+
+from consent import exclusion
+from consent.definition import StudyDefinition
+from consent.screening import study_palette
+from consent.stages import CONTINUE, RETRY, FlowState, Stage, build_steps
+from study_server import assignment
+from study_server.models import EpisodeRow, Event, Participant, utcnow
+from study_server.realtime import GameSession
+from tasks import registry
+from tasks.worldtest.episode import Episode
+
+ENDED = ("complete", "declined", "screened-out", "timed-out", "full")
+
+
+@dataclass
+class Page:
+    """What the participant sees now: a stage, or the end of their flow."""
+
+    participant: Participant
+    definition: StudyDefinition
+    stage: Stage | None = None
+    state: FlowState | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+def init_app(app: Flask) -> None:
+    """Register the participant flow (``/study/...``) on ``app``."""
+    from consent import views
+    from study_server import auth
+
+    auth.init_app(app)
+    app.extensions["gridstudy.flow"] = Flow(app)
+    views.init_app(app)
+
+
+class Flow:
+    def __init__(self, app: Flask) -> None:
+        self.app = app
+        self.palettes: dict[str, list[str]] = {}
+
+    @property
+    def store(self) -> Any:
+        return self.app.extensions["gridstudy.store"]
+
+    @property
+    def scheduler(self) -> Any:
+        return self.app.extensions["gridstudy.realtime"]
+
+    # -- entry ----------------------------------------------------------------------------
+
+    def enter(self, study_id: str, pid: str, prolific_study: str | None, prolific_session: str | None) -> int:
+        """The participant with this Prolific id (created on first arrival); their id."""
+        with self.store.session() as db:
+            study, _ = assignment.load_study(db, study_id)
+            if study.status != "open":
+                raise LookupError(f"study {study_id!r} is not taking participants")
+            found = db.exec(select(Participant).where(
+                Participant.study_id == study_id, Participant.external_id == pid)).first()
+            if found is None:
+                found = Participant(study_id=study_id, external_id=pid, prolific_study_id=prolific_study,
+                                    prolific_session_id=prolific_session, data={"step": 0, "records": []})
+                db.add(found)
+                db.flush()
+            return found.id
+
+    # -- the current page -----------------------------------------------------------------
+
+    def page(self, study_id: str, participant_id: int) -> Page:
+        """Where the participant is, after enforcing the study's time limit."""
+        with self.store.session() as db:
+            participant, definition = self._load(db, study_id, participant_id)
+            if participant.status == "active" and self._over_time(participant, definition):
+                self._end(db, participant, "timed-out")
+            participant.updated_at = utcnow()
+            if participant.status != "active":
+                return Page(participant, definition)
+            steps, state = self._steps(db, participant, definition)
+            stage, argument = steps[participant.data["step"]]
+            state.argument = argument
+            page = Page(participant, definition, stage, state)
+        page.context = {**stage.context(state), **self._live_context(page)}
+        return page
+
+    def submit(self, study_id: str, participant_id: int, form: dict[str, str]) -> str | None:
+        """Evaluate the current stage's form; an error message when it must be redone."""
+        self.store.flush()  # the current episode's events, before judging it
+        page = self.page(study_id, participant_id)
+        if page.stage is None:
+            return None
+        page.state.episode_done = self._episode_done(page)
+        outcome = page.stage.evaluate(page.state, form)
+        with self.store.session() as db:
+            participant = db.get(Participant, participant_id)
+            data = dict(participant.data)
+            if outcome.status == RETRY:
+                if page.stage.name == "quiz":  # a wrong try; missing answers count as wrong
+                    data["tries"] = data.get("tries", 0) + 1
+                participant.data = data
+                return outcome.error
+            data["records"] = [*data.get("records", []), outcome.record]
+            data["step"], data["tries"] = data["step"] + 1, 0
+            participant.data = data
+            if outcome.record.get("stage") == "consent" and outcome.record.get("agreed"):
+                participant.consent_version = outcome.record["version"]
+            self._after(db, participant, page, outcome.status)
+        return None
+
+    def _after(self, db: Session, participant: Participant, page: Page, status: str) -> None:
+        if status != CONTINUE:
+            self._end(db, participant, status)
+            return
+        name = page.stage.name
+        if name == "screening":
+            self._reserve(db, participant)
+        elif name == "task":
+            self._judge_episode(db, page)
+        elif name == "attention":
+            self._judge_participant(db, participant, page.definition)
+        if participant.status == "active":
+            steps, _ = self._steps(db, participant, page.definition)
+            if participant.data["step"] >= len(steps):
+                self._end(db, participant, "complete")
+            else:
+                participant.stage = steps[participant.data["step"]][0].name
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _load(self, db: Session, study_id: str, participant_id: int) -> tuple[Participant, StudyDefinition]:
+        _, definition = assignment.load_study(db, study_id)
+        participant = db.get(Participant, participant_id)
+        if participant is None or participant.study_id != study_id:
+            raise LookupError(f"participant {participant_id} is not in study {study_id!r}")
+        return participant, definition
+
+    def _over_time(self, participant: Participant, definition: StudyDefinition) -> bool:
+        started = assignment._aware(participant.created_at)
+        return utcnow() - started > timedelta(seconds=definition.time_limit_seconds)
+
+    def _end(self, db: Session, participant: Participant, status: str) -> None:
+        participant.status, participant.stage = status, "end"
+        if status != "complete":
+            held = [r.id for r in assignment.participant_episodes(db, participant.id)
+                    if r.status in assignment.HOLDING]
+            assignment.mark_abandoned(db, held, f"released: participant {status}")
+
+    def _steps(self, db: Session, participant: Participant, definition: StudyDefinition) -> tuple[list, FlowState]:
+        rows = assignment.participant_episodes(db, participant.id)
+        problems = [r.problem_id for r in rows]
+        challenges = {p: registry.problem_spec(p).challenge for p in [*problems, *definition.tutorials.values()]}
+        state = FlowState(definition, participant.id, problems, challenges,
+                          palette=self.palette(definition), tries=participant.data.get("tries", 0))
+        return build_steps(definition, problems, challenges), state
+
+    def palette(self, definition: StudyDefinition) -> list[str]:
+        if definition.id not in self.palettes:
+            self.palettes[definition.id] = study_palette(definition.problems)
+        return self.palettes[definition.id]
+
+    def _reserve(self, db: Session, participant: Participant) -> None:
+        db.commit()  # the assignment takes the study lock in its own transaction
+        try:
+            assignment.assign(self.store.engine, participant.study_id, participant.id)
+        except assignment.StudyFull:
+            self._end(db, participant, "full")
+
+    def _judge_episode(self, db: Session, page: Page) -> None:
+        row = self._task_row(db, page)
+        events = db.exec(select(Event).where(Event.episode_id == row.id).order_by(Event.seq)).all()
+        if not events:
+            return
+        inputs = [e.server_time for e in events if e.source == "input"]
+        reason = exclusion.episode_reason(page.definition.exclusion, inputs,
+                                          events[0].server_time, events[-1].server_time)
+        if reason:
+            row.included, row.exclusion_reason = False, reason
+
+    def _judge_participant(self, db: Session, participant: Participant, definition: StudyDefinition) -> None:
+        results = [r["passed"] for r in participant.data["records"] if r.get("stage") == "attention"]
+        reason = exclusion.participant_reason(definition.exclusion, results)
+        if reason:
+            participant.exclusion_reason = reason
+            for row in assignment.participant_episodes(db, participant.id, every=True):
+                row.included, row.exclusion_reason = False, reason
+
+    # -- live play ------------------------------------------------------------------------
+
+    def _task_row(self, db: Session, page: Page) -> EpisodeRow:
+        return assignment.participant_episodes(db, page.participant.id)[page.state.argument]
+
+    def _live_context(self, page: Page) -> dict[str, Any]:
+        if page.stage.name not in ("task", "tutorial"):
+            return {}
+        # Written events first: the writer needs the lock a session below may take, and a
+        # session rebuilt by replay needs every action logged so far.
+        self.store.flush()
+        with self.store.session() as db:
+            row = self._tutorial_row(db, page) if page.stage.name == "tutorial" else self._task_row(db, page)
+            if row.status == assignment.ABANDONED and page.stage.name == "task":
+                new = assignment.replace_abandoned(self.store.engine, page.definition.id, page.participant.id,
+                                                   page.state.argument)
+                row = db.get(EpisodeRow, new) if new else row
+            problem = registry.get_problem(row.problem_id)
+            done = row.status == "done"
+            token = None if done else self.session_for(db, row).token
+            return {"token": token, "episode_done": done, "problem": problem, "episode_id": row.id}
+
+    def _tutorial_row(self, db: Session, page: Page) -> EpisodeRow:
+        challenge = page.state.argument
+        key = f"tutorial:{challenge}"
+        episode_id = page.participant.data.get(key)
+        if episode_id is not None:
+            return db.get(EpisodeRow, episode_id)
+        problem = registry.get_problem(page.definition.tutorials[challenge])
+        episode_id = self.store.start_episode(problem=problem, participant_id=page.participant.id,
+                                              info={"tutorial": challenge})
+        row = db.get(EpisodeRow, episode_id)
+        row.included, row.exclusion_reason = False, "tutorial"
+        participant = db.get(Participant, page.participant.id)
+        participant.data = {**participant.data, key: episode_id}
+        return row
+
+    def _episode_done(self, page: Page) -> bool:
+        if page.stage.name not in ("task", "tutorial"):
+            return False
+        with self.store.session() as db:
+            row = self._tutorial_row(db, page) if page.stage.name == "tutorial" else self._task_row(db, page)
+            return row.status == "done"
+
+    def session_for(self, db: Session, row: EpisodeRow) -> GameSession:
+        """The live session of this attempt: the running one, or one rebuilt by replaying
+        its logged actions (after a restart), or a new one for a reserved slot."""
+        for session in list(self.scheduler.sessions.values()):
+            if session.episode_id == row.id:
+                return session
+        problem = registry.get_problem(row.problem_id)
+        events = db.exec(select(Event).where(Event.episode_id == row.id).order_by(Event.seq)).all()
+        actions = [e.action for e in events if e.applied and e.tick is not None]
+        session = GameSession(Episode.replay(problem, actions), store=self.store, episode_id=row.id,
+                              study_id=row.study_id, participant_id=row.participant_id,
+                              queue_size=int(self.app.config["QUEUE_SIZE"]),
+                              rate_limit=int(self.app.config["RATE_LIMIT"]))
+        session.seq = max((e.seq for e in events), default=-1) + 1
+        if row.status == assignment.ASSIGNED:
+            row.status, row.started_at = assignment.ACTIVE, utcnow()
+        return self.scheduler.add(session)

@@ -1,0 +1,130 @@
+"""The participant flow through Flask's test client, stages answered by their simulate mode."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlmodel import select
+
+from consent.stages import FlowState
+from study_server.app import create_app, shutdown
+from study_server.models import EpisodeRow, Participant, Study
+from tests.consent.helpers import make_definition, register_walker_problems
+
+PROBLEMS = ["test/p0", "test/p1", "test/p2", "test/tutorial"]
+ENTRY = "/study/pilot?PROLIFIC_PID=abc123&STUDY_ID=s1&SESSION_ID=x9"
+
+
+@pytest.fixture
+def app(tmp_path):
+    register_walker_problems(PROBLEMS)
+    app = create_app({"DATABASE_URL": str(tmp_path / "flow.db"), "TESTING": True})
+    definition = make_definition()
+    with app.extensions["gridstudy.store"].session() as db:
+        db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
+    yield app
+    shutdown(app)
+
+
+def current(app, client):
+    """The stage and state the flow would show now."""
+    with client.session_transaction() as cookie:
+        participant_id = cookie["participant:pilot"]
+    return app.extensions["gridstudy.flow"].page("pilot", participant_id)
+
+
+def post(client, form):
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/study/pilot/flow").text).group(1)
+    return client.post("/study/pilot/flow", data={**form, "csrf_token": token})
+
+
+def finish_game(app, page):
+    """Play the current game to its end on the server: go to test, walk right twice."""
+    session = app.extensions["gridstudy.realtime"].get(page.context["token"])
+    for action in ("go-to-test", "right", "right", "right"):
+        session.enqueue_action(action)
+        if session.tick().done:
+            return
+
+
+def answer(app, client, behaviour="pass"):
+    page = current(app, client)
+    if page.stage.name in ("task", "tutorial"):
+        finish_game(app, page)
+    return post(client, page.stage.simulate(page.state, behaviour))
+
+
+def test_whole_flow_redirects_to_prolific_with_the_completion_code(app):
+    client = app.test_client()
+    assert client.get(ENTRY).status_code == 302
+    seen = []
+    while True:
+        page = current(app, client)
+        if page.stage is None:
+            break
+        seen.append(page.stage.name)
+        response = answer(app, client)
+        assert response.status_code == 302, response.text
+    assert seen == ["consent", "screening", "instructions", "tutorial", "quiz", "task", "attention", "task", "debrief"]
+    final = client.get("/study/pilot/flow")
+    assert final.headers["Location"] == "https://app.prolific.com/submissions/complete?cc=DONE1234"
+    with app.extensions["gridstudy.store"].session() as db:
+        participant = db.exec(select(Participant)).one()
+        episodes = db.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all()
+    assert (participant.status, participant.consent_version, participant.prolific_session_id) == ("complete", "v1", "x9")
+    assert [r["stage"] for r in participant.data["records"]] == seen
+    assert [(e.status, e.included) for e in episodes] == [("done", True), ("done", True), ("done", False)]
+    assert episodes[2].exclusion_reason == "tutorial"
+
+
+def test_declining_consent_shows_the_screenout_code(app):
+    client = app.test_client()
+    client.get(ENTRY)
+    answer(app, client, "fail")
+    page = client.get("/study/pilot/flow")
+    assert "SCREEN99" in page.text and "chose not to take part" in page.text
+    with app.extensions["gridstudy.store"].session() as db:
+        assert db.exec(select(Participant.status)).one() == "declined"
+
+
+def test_quiz_failed_twice_screens_out_and_releases_the_slots(app):
+    client = app.test_client()
+    client.get(ENTRY)
+    for _ in range(4):  # consent, screening, instructions, tutorial
+        answer(app, client)
+    retry = answer(app, client, "fail")
+    assert retry.status_code == 200 and "You have 1 try left" in retry.text
+    assert current(app, client).stage.name == "quiz"
+    answer(app, client, "fail")
+    with app.extensions["gridstudy.store"].session() as db:
+        participant = db.exec(select(Participant)).one()
+        held = db.exec(select(EpisodeRow).where(EpisodeRow.study_id == "pilot")).all()
+    assert participant.status == "screened-out"
+    assert {row.status for row in held} == {"abandoned"}
+
+
+def test_missing_prolific_id_and_forged_form_are_refused(app):
+    client = app.test_client()
+    assert client.get("/study/pilot").status_code == 400
+    client.get(ENTRY)
+    assert client.post("/study/pilot/flow", data={"choice": "agree"}).status_code == 400
+
+
+def test_returning_participant_resumes_at_the_same_stage(app):
+    client = app.test_client()
+    client.get(ENTRY)
+    answer(app, client)
+    answer(app, client)
+    other_browser = app.test_client()
+    other_browser.get(ENTRY)
+    assert current(app, other_browser).stage.name == "instructions"
+
+
+def test_flow_state_needs_no_database():
+    state = FlowState(make_definition(), 7, ["test/p0"], {"test/p0": "planning"}, palette=["black", "gold"])
+    from consent.stages import Screening
+
+    stage = Screening(items=4, min_correct=4)
+    assert stage.evaluate(state, stage.simulate(state, "pass")).status == "continue"
+    assert stage.evaluate(state, stage.simulate(state, "fail")).status == "screened-out"
