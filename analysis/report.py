@@ -1,0 +1,227 @@
+"""The study report: every table as CSV and one self-contained HTML page.
+
+:func:`write_report` runs each :class:`Section` (a table function, optionally a figure,
+and the metrics whose parameters it used) over a loaded Dataset, writes
+``<section>.csv`` per table and ``report.html`` with the figures embedded as base64
+PNG, so the page can be mailed or archived on its own. A section with no data, or
+one whose metric refuses the data (pass@k with too few attempts), says so on the page
+instead of failing the whole report.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from tqdm import tqdm
+
+from analysis import figures, tables
+from analysis.load import Dataset
+from analysis.metrics import (
+    action_type_distribution,
+    at_k,
+    auv,
+    final_perplexity,
+    percentile_interval,
+    percentile_score,
+    perplexity_auc,
+    pooled_loop_ratio,
+    random_baseline,
+    reset_frequency,
+    unique_action_counts,
+)
+from analysis.metrics.explore_exploit import explore_exploit
+from analysis.metrics.parameters import parameters_of
+
+Row = dict[str, Any]
+T_MAX = 50
+"""Default AUV horizon in scored steps (004 leaves it to the problem family)."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the report: a table, an optional figure, the metrics it applies."""
+
+    name: str
+    title: str
+    table: Callable[[Dataset], list[Row]]
+    figure: Callable[[Dataset, list[Row]], bytes | None] | None = None
+    metrics: tuple[tuple[Callable[..., Any], dict[str, Any]], ...] = ()
+
+
+@dataclass
+class Result:
+    """What a section produced: rows, a PNG, or a note saying why there is nothing."""
+
+    section: Section
+    rows: list[Row]
+    image: bytes | None
+    note: str | None
+
+
+def sections(t_max: int = T_MAX, k: int = 1) -> list[Section]:
+    """The report's sections in page order, with the parameters the CLI chose."""
+    percentile = ((percentile_score, {}), (percentile_interval, {}))
+    perplexity = ((perplexity_auc, {}), (final_perplexity, {}))
+    return [
+        Section("task_type_scores", "Score by task type (002 Fig. 4)", tables.task_type_scores,
+                lambda d, rows: figures.task_type_figure(rows), percentile),
+        Section("problem_scores", "Score by problem: humans' 80th percentile with n, mean and "
+                "bootstrap 95% interval", tables.problem_scores,
+                lambda d, rows: figures.human_interval_figure(rows), percentile),
+        Section("environment_scores", "Score by environment (002 Table E.1)",
+                tables.environment_scores, metrics=percentile),
+        Section("action_types", "Action-type distribution (002 Fig. 5)", tables.action_types,
+                lambda d, rows: figures.action_type_figure(rows),
+                ((action_type_distribution, {}),)),
+        Section("unique_actions", "Unique clicks and directional actions (002 Table E.2)",
+                tables.unique_actions, metrics=((unique_action_counts, {}),)),
+        Section("reset_rates", "Reset frequency", tables.reset_rates,
+                metrics=((reset_frequency, {}),)),
+        Section("perplexity", "Normalized perplexity: AUC and final value (002 Fig. 6)",
+                tables.perplexity,
+                lambda d, rows: figures.perplexity_figure(tables.perplexity_curves(d)),
+                perplexity),
+        Section("score_cost", "Score versus cost, grounding accuracy (002 Fig. 3)",
+                tables.score_cost, lambda d, rows: figures.score_cost_figure(rows)),
+        Section("random_baseline", "Random-agent baseline (002 Table E.3)",
+                tables.random_baseline_rows, metrics=((random_baseline, {}),)),
+        Section("progress", "Progress rate, easy and hard problems (001)", tables.progress_rows,
+                lambda d, rows: figures.progress_figure(tables.progress_curves(d))),
+        Section("auv", "Test-time improvement: AUV and loop ratio (004)",
+                partial(tables.auv_rows, t_max=t_max),
+                metrics=((auv, {"t_max": t_max}), (pooled_loop_ratio, {}))),
+        Section("memory_index", "Memory index (004 Eq. 5)", tables.memory_rows),
+        Section("at_k", f"pass@{k}, discovery@{k}, interaction@{k} (003)",
+                partial(tables.at_k_rows, k=k), metrics=((at_k, {"k": k}),)),
+        Section("explore_exploit", "Exploration and exploitation error (000 Fig. 1)",
+                tables.explore_exploit_rows, lambda d, rows: figures.explore_exploit_figure(rows),
+                ((explore_exploit, {}),)),
+    ]
+
+
+def run_section(section: Section, dataset: Dataset) -> Result:
+    """The section's rows and figure; a refusal becomes the note shown in its place."""
+    try:
+        rows = section.table(dataset)
+    except ValueError as refusal:
+        return Result(section, [], None, f"Omitted: {refusal}.")
+    if not rows:
+        return Result(section, [], None, "No data for this section in the selected episodes.")
+    image = section.figure(dataset, rows) if section.figure else None
+    return Result(section, rows, image, None)
+
+
+def write_report(dataset: Dataset, out: Path, *, t_max: int = T_MAX, k: int = 1,
+                 progress: bool = True) -> Path:
+    """Write every table as CSV and ``report.html`` into ``out``; return the page's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    chosen = sections(t_max, k)
+    results = [run_section(s, dataset)
+               for s in tqdm(chosen, desc="report", unit="section", file=sys.stderr,
+                             disable=not progress)]
+    for result in results:
+        if result.rows:
+            write_csv(out / f"{result.section.name}.csv", result.rows)
+    page = out / "report.html"
+    page.write_text(render_page(dataset, results), encoding="utf-8")
+    return page
+
+
+def write_csv(path: Path, rows: Sequence[Row]) -> None:
+    """Rows as CSV, columns in first-seen order; missing values as empty cells."""
+    columns = list(dict.fromkeys(name for row in rows for name in row))
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+# -- the page -----------------------------------------------------------------------------
+
+
+def render_page(dataset: Dataset, results: Sequence[Result]) -> str:
+    """The HTML page: data used, metric parameters, then every section."""
+    template = Template(resources.files("analysis").joinpath("templates/report.html").read_text())
+    return template.substitute(
+        source=html.escape(dataset.source),
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        header=data_used(dataset),
+        parameters=html_table(parameter_rows(results)),
+        sections="\n".join(render_section(r) for r in results),
+    )
+
+
+def data_used(dataset: Dataset) -> str:
+    """Studies, episodes per agent (counted and excluded) and the exclusion reasons."""
+    studies = sorted({e.study_id or "(none)" for e in dataset})
+    return (f"<p>Studies: {html.escape(', '.join(studies) or 'none')}.</p>"
+            + html_table(episode_counts(dataset)) + "<h3>Exclusions</h3>"
+            + (html_table(exclusion_rows(dataset)) or "<p>None.</p>"))
+
+
+def episode_counts(dataset: Dataset) -> list[Row]:
+    """Per agent: episodes loaded, counted, excluded."""
+    loaded = Counter(tables.agent_of(e) for e in dataset)
+    kept = Counter(tables.agent_of(e) for e in dataset.included())
+    return [{"agent": a, "episodes": n, "counted": kept[a], "excluded": n - kept[a]}
+            for a, n in sorted(loaded.items())]
+
+
+def exclusion_rows(dataset: Dataset) -> list[Row]:
+    """How many episodes each exclusion reason left out, per agent."""
+    reasons = Counter((tables.agent_of(e), reason) for e in dataset
+                      for reason in e.exclusion_reasons)
+    return [{"agent": a, "reason": r, "episodes": n} for (a, r), n in sorted(reasons.items())]
+
+
+def parameter_rows(results: Sequence[Result]) -> list[Row]:
+    """Each metric a section applied, with the parameters it was computed with."""
+    seen: dict[str, str] = {}
+    for result in results:
+        for metric, used in result.section.metrics:
+            params = parameters_of(metric, **used)
+            seen[metric.__name__] = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "none"
+    return [{"metric": name, "parameters": text} for name, text in sorted(seen.items())]
+
+
+def render_section(result: Result) -> str:
+    section = result.section
+    parts = [f'<section id="{section.name}"><h2>{html.escape(section.title)}</h2>']
+    if result.note:
+        parts.append(f'<p class="note">{html.escape(result.note)}</p>')
+    if result.image:
+        data = base64.b64encode(result.image).decode("ascii")
+        parts.append(f'<img alt="{html.escape(section.title)}" src="data:image/png;base64,{data}">')
+    parts.append(html_table(result.rows))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def html_table(rows: Sequence[Row]) -> str:
+    """Rows as an HTML table; numbers right-aligned to three decimals, text left."""
+    if not rows:
+        return ""
+    columns = list(dict.fromkeys(name for row in rows for name in row))
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(cell(row.get(c)) for c in columns) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"<td>{value:.3f}</td>"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"<td>{value}</td>"
+    return f'<td class="text">{html.escape("" if value is None else str(value))}</td>'

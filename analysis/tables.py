@@ -1,0 +1,392 @@
+"""The report's tables, each a pure function from a loaded Dataset to a list of rows.
+
+A row is a flat dict (one CSV line). Agents are named by :func:`agent_of`: every
+participant's attempt belongs to the one ``human`` agent, a model run to
+``kind:model``. Only attempts that count (:attr:`EpisodeRecord.is_included`) enter a
+table; the report's header lists the others with their reasons.
+
+A table with nothing to show returns ``[]``; one that cannot be computed at all (pass@k
+with fewer than k attempts) raises ``ValueError`` saying why, and the report prints the
+reason in place of the table.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from analysis.load import Dataset, EpisodeRecord
+from analysis.metrics import (
+    action_type_distribution,
+    at_k,
+    auv,
+    final_perplexity,
+    grounding_accuracy,
+    normalized_perplexity_curve,
+    percentile_interval,
+    percentile_score,
+    perplexity_auc,
+    pooled_loop_ratio,
+    progress_curve,
+    random_baseline,
+    reset_frequency,
+    unique_action_counts,
+)
+from analysis.metrics.explore_exploit import explore_exploit
+from analysis.metrics.records import KINDS
+
+HUMAN = "human"
+Row = dict[str, Any]
+
+
+# -- shared readings of an episode ----------------------------------------------------
+
+
+def agent_of(episode: EpisodeRecord) -> str:
+    """``human`` for any participant; ``kind:model`` (or ``kind``) for an agent run."""
+    if episode.is_human:
+        return HUMAN
+    return f"{episode.agent_kind}:{episode.model}" if episode.model else episode.agent_kind
+
+
+def counted(dataset: Dataset) -> list[EpisodeRecord]:
+    """The episodes that enter aggregation (done, included, participant not excluded)."""
+    return dataset.included()
+
+
+def score_of(episode: EpisodeRecord) -> float:
+    """The episode's score; a finished attempt without an answer scores 0 (METRICS.md)."""
+    return 0.0 if episode.score is None else float(episode.score)
+
+
+def solved(episode: EpisodeRecord) -> bool:
+    return score_of(episode) >= 1.0
+
+
+def group(episodes: Iterable[EpisodeRecord], *keys: Callable[[EpisodeRecord], Any]) -> dict:
+    """Episodes grouped by the tuple of ``keys`` applied to each, in sorted key order."""
+    out: dict[tuple, list[EpisodeRecord]] = defaultdict(list)
+    for episode in episodes:
+        out[tuple(key(episode) for key in keys)].append(episode)
+    return dict(sorted(out.items(), key=lambda item: tuple(map(str, item[0]))))
+
+
+def mean_of(values: Iterable[float | None]) -> float | None:
+    """Mean of the values that exist; ``None`` when none does (no value, not 0)."""
+    present = [v for v in values if v is not None]
+    return float(np.mean(present)) if present else None
+
+
+def env_of(episode: EpisodeRecord) -> str:
+    return episode.env_id
+
+
+def problem_of(episode: EpisodeRecord) -> str:
+    return episode.problem_id
+
+
+def challenge_of(episode: EpisodeRecord) -> str:
+    return episode.challenge
+
+
+def scored_steps(episode: EpisodeRecord) -> list[Any]:
+    """The applied events of the scored phase: the test phase, or the whole run of an
+    ``explore`` problem (it has no separate test phase)."""
+    applied = [e for e in episode.events if e.applied and e.action is not None]
+    if episode.challenge == "explore":
+        return applied
+    return [e for e in applied if e.phase == "test"]
+
+
+def solve_step(episode: EpisodeRecord) -> int | None:
+    """Scored-phase steps taken when the episode was solved, or ``None`` if it was not."""
+    if not solved(episode):
+        return None
+    return len(scored_steps(episode)) or None
+
+
+# -- scores (002 Fig. 4, Table E.1) ---------------------------------------------------
+
+
+def problem_scores(dataset: Dataset, q: float = 80, resamples: int = 1000,
+                   seed: int = 0) -> list[Row]:
+    """Per problem and agent: attempts, mean, and the agent's score. The human score is
+    the ``q``-th percentile of the attempts with its bootstrap 95% interval; a model's is
+    its mean score."""
+    rows = []
+    for (problem, agent), episodes in group(counted(dataset), problem_of, agent_of).items():
+        scores = [score_of(e) for e in episodes]
+        row = {"problem": problem, "challenge": episodes[0].challenge,
+               "env": episodes[0].env_id, "agent": agent, "n": len(scores),
+               "mean": float(np.mean(scores)), "score": float(np.mean(scores)),
+               "ci_low": None, "ci_high": None}
+        if agent == HUMAN:
+            row["score"] = percentile_score(scores, q)
+            row["ci_low"], row["ci_high"] = percentile_interval(scores, q, resamples, seed)
+        rows.append(row)
+    return rows
+
+
+def _mean_by(rows: list[Row], *keys: str) -> list[Row]:
+    """Problem scores averaged over problems within each ``keys`` group."""
+    groups: dict[tuple, list[Row]] = defaultdict(list)
+    for row in rows:
+        groups[tuple(row[k] for k in keys)].append(row)
+    return [{**dict(zip(keys, key)), "problems": len(group_rows),
+             "attempts": sum(r["n"] for r in group_rows),
+             "score": float(np.mean([r["score"] for r in group_rows]))}
+            for key, group_rows in sorted(groups.items())]
+
+
+def task_type_scores(dataset: Dataset, q: float = 80) -> list[Row]:
+    """Per challenge and agent, the mean over problems of the problem scores (Fig. 4)."""
+    return _mean_by(problem_scores(dataset, q), "challenge", "agent")
+
+
+def environment_scores(dataset: Dataset, q: float = 80) -> list[Row]:
+    """Per environment and agent, the mean over its problems of the scores (Table E.1)."""
+    return _mean_by(problem_scores(dataset, q), "env", "agent")
+
+
+# -- exploration behaviour (002 Fig. 5, Table E.2, App. D.1) ------------------------------
+
+
+def action_types(dataset: Dataset) -> list[Row]:
+    """Per agent, the mean action-type distribution over its episodes (Fig. 5)."""
+    rows = []
+    for (agent,), episodes in group(counted(dataset), agent_of).items():
+        shares = [d for d in (action_type_distribution(e.events) for e in episodes) if d]
+        if shares:
+            rows.append({"agent": agent, "episodes": len(shares),
+                         **{kind: mean_of(d[kind] for d in shares) for kind in KINDS}})
+    return rows
+
+
+def unique_actions(dataset: Dataset) -> list[Row]:
+    """Per environment and agent, mean unique clicks and directional keys (Table E.2)."""
+    rows = []
+    for (env, agent), episodes in group(counted(dataset), env_of, agent_of).items():
+        counts = [unique_action_counts(e.events) for e in episodes]
+        rows.append({"env": env, "agent": agent, "episodes": len(counts),
+                     "unique_clicks": mean_of(c["clicks"] for c in counts),
+                     "unique_directional": mean_of(c["directional"] for c in counts)})
+    return rows
+
+
+def reset_rates(dataset: Dataset, per: int = 100) -> list[Row]:
+    """Per environment and agent, resets per interaction phase and per ``per`` actions."""
+    rows = []
+    for (env, agent), episodes in group(counted(dataset), env_of, agent_of).items():
+        found = [reset_frequency(e.events, per) for e in episodes]
+        rows.append({"env": env, "agent": agent, "episodes": len(found),
+                     "resets": mean_of(f["resets"] for f in found),
+                     f"per_{per}_actions": mean_of(f["rate"] for f in found)})
+    return rows
+
+
+def perplexity(dataset: Dataset, window: int = 10, include: tuple[str, ...] = ()) -> list[Row]:
+    """Per environment and agent, mean normalized-perplexity AUC and final value over
+    the episodes that have exploration symbols (Fig. 6)."""
+    rows = []
+    for (env, agent), episodes in group(counted(dataset), env_of, agent_of).items():
+        aucs = [perplexity_auc(e.events, window, include) for e in episodes]
+        finals = [final_perplexity(e.events, window, include) for e in episodes]
+        measured = sum(a is not None for a in aucs)
+        if measured:
+            rows.append({"env": env, "agent": agent, "episodes": measured,
+                         "auc": mean_of(aucs), "final": mean_of(finals)})
+    return rows
+
+
+def perplexity_curves(dataset: Dataset, window: int = 10,
+                      include: tuple[str, ...] = ()) -> dict[str, list[list[tuple[float, float]]]]:
+    """Per agent, the normalized-perplexity curve of each episode that has one."""
+    curves: dict[str, list] = defaultdict(list)
+    for episode in counted(dataset):
+        curve = normalized_perplexity_curve(episode.events, window, include)
+        if curve is not None:
+            curves[agent_of(episode)].append(curve)
+    return dict(curves)
+
+
+def memory_rows(dataset: Dataset) -> list[Row]:
+    """AUV by history setting and the memory index (004 Eq. 5): needs each agent run's
+    ``config["history"]``, which the loaded records do not carry yet."""
+    if any(not e.is_human for e in counted(dataset)):
+        raise ValueError("the loaded episodes do not carry their agent run's config, so "
+                         "runs cannot be paired by history setting")
+    return []
+
+
+# -- models: cost and grounding (002 Fig. 3, 001 Sec. 5.3) --------------------------------
+
+
+def score_cost(dataset: Dataset) -> list[Row]:
+    """Per model agent: mean score, cost and tokens, grounding accuracy (Fig. 3)."""
+    rows = []
+    for (agent,), episodes in group(counted(dataset), agent_of).items():
+        if agent == HUMAN:
+            continue
+        events = [ev for e in episodes for ev in e.events]
+        cost = sum(ev.cost or 0.0 for ev in events)
+        rows.append({"agent": agent, "episodes": len(episodes),
+                     "score": mean_of(score_of(e) for e in episodes),
+                     "cost": cost, "cost_per_episode": cost / len(episodes),
+                     "prompt_tokens": sum(ev.prompt_tokens or 0 for ev in events),
+                     "completion_tokens": sum(ev.completion_tokens or 0 for ev in events),
+                     "grounding_accuracy": grounding_accuracy(events)})
+    return rows
+
+
+# -- the random baseline (002 Table E.3) --------------------------------------------------
+
+
+def random_baseline_rows(dataset: Dataset, timeout: int = 1000) -> list[Row]:
+    """Per environment, the random agent's chance of solving its planning problems within
+    ``timeout`` scored steps and the mean steps it took. Change detection's "triggered
+    the change" is not in the event record, so only planning is tabulated."""
+    rows = []
+    runs = [e for e in counted(dataset) if e.agent_kind == "random" and e.challenge == "planning"]
+    for (env,), episodes in group(runs, env_of).items():
+        summary = random_baseline([solve_step(e) for e in episodes], timeout)
+        rows.append({"env": env, "challenge": "planning", **summary})
+    return rows
+
+
+# -- curiosity (003): pass@k and friends ------------------------------------------------
+
+AT_K_FLAGS: dict[str, Callable[[EpisodeRecord], bool | None]] = {
+    "pass": solved,
+    "discovery": lambda e: e.info.get("discovered"),
+    "interaction": lambda e: e.info.get("interacted"),
+}
+"""What counts for each metric@k. Discovery and interaction are read from the episode's
+info (``discovered``, ``interacted``) and left out when an episode does not say."""
+
+
+def at_k_rows(dataset: Dataset, k: int = 1) -> list[Row]:
+    """Per agent, pass@k (and discovery@k, interaction@k where recorded) over problems.
+
+    Raises ``ValueError`` naming the problem when an agent has fewer than ``k`` attempts
+    at one, since the estimator is undefined there (003 Eq. 1)."""
+    rows = []
+    for (agent,), episodes in group(counted(dataset), agent_of).items():
+        problems = group(episodes, problem_of)
+        short = {p[0]: len(es) for p, es in problems.items() if len(es) < k}
+        if short:
+            problem, n = next(iter(short.items()))
+            raise ValueError(f"{agent} has {n} attempt(s) at {problem}; @{k} needs n >= {k}")
+        row: Row = {"agent": agent, "problems": len(problems), "k": k}
+        for name, flag in AT_K_FLAGS.items():
+            row[f"{name}@{k}"] = _at_k_mean(problems.values(), flag, k)
+        rows.append(row)
+    return rows
+
+
+def _at_k_mean(problems: Iterable[list[EpisodeRecord]], flag: Callable, k: int) -> float | None:
+    values = []
+    for episodes in problems:
+        flags = [flag(e) for e in episodes]
+        if any(f is None for f in flags):
+            return None
+        values.append(at_k(len(flags), sum(map(bool, flags)), k))
+    return mean_of(values)
+
+
+# -- test-time improvement (004): AUV and loop ratio -----------------------------------
+
+
+def auv_rows(dataset: Dataset, t_max: int = 50) -> list[Row]:
+    """Per challenge (planning, explore) and agent: success rate, AUV over ``t_max``
+    scored steps, and the pooled loop ratio over the scored-phase frames."""
+    rows = []
+    scored = [e for e in counted(dataset) if e.challenge in ("planning", "explore")]
+    for (challenge, agent), episodes in group(scored, challenge_of, agent_of).items():
+        rows.append({"challenge": challenge, "agent": agent, "episodes": len(episodes),
+                     "t_max": t_max, "success": mean_of(float(solved(e)) for e in episodes),
+                     "auv": auv([solve_step(e) for e in episodes], t_max),
+                     "loop_ratio": pooled_loop_ratio(_states(e) for e in episodes)})
+    return rows
+
+
+def _states(episode: EpisodeRecord) -> list[str]:
+    """The scored phase as a sequence of frame hashes (the state the record keeps)."""
+    return [e.frame_hash for e in scored_steps(episode) if e.frame_hash is not None]
+
+
+# -- progress rate (001) and task-DAG errors (000) -------------------------------------
+
+
+def known_problem(problem_id: str) -> Any | None:
+    """The registered Problem, or ``None`` when this machine does not know it."""
+    from tasks import registry
+
+    try:
+        return registry.get_problem(problem_id)
+    except KeyError:
+        return None
+
+
+def planning_progress(episode: EpisodeRecord, goal: dict) -> list[float]:
+    """``r_t`` over the test phase: the frame entering it, then one per test step."""
+    states = [episode.frame(e) for e in episode.events
+              if e.applied and e.frame_hash and (e.phase == "test" or e.next_phase == "test")]
+    return progress_curve("planning", states, goal) if states else []
+
+
+def progress_curves(dataset: Dataset) -> dict[str, list[list[float]]]:
+    """Per agent, the progress curve of each planning episode of a registered problem."""
+    curves: dict[str, list[list[float]]] = defaultdict(list)
+    for episode in counted(dataset):
+        problem = known_problem(episode.problem_id) if episode.challenge == "planning" else None
+        if problem is not None:
+            curve = planning_progress(episode, problem.params)
+            if curve:
+                curves[agent_of(episode)].append(curve)
+    return dict(curves)
+
+
+def progress_rows(dataset: Dataset) -> list[Row]:
+    """Per agent and difficulty (easy/hard when problems are labelled), the mean final
+    progress rate and success rate of planning episodes of registered problems."""
+    found = []
+    for episode in counted(dataset):
+        problem = known_problem(episode.problem_id) if episode.challenge == "planning" else None
+        curve = planning_progress(episode, problem.params) if problem else []
+        if curve:
+            found.append((agent_of(episode), problem.difficulty or "unlabelled", curve[-1],
+                          solved(episode)))
+    rows: dict[tuple, list] = defaultdict(list)
+    for agent, difficulty, rate, ok in found:
+        rows[(agent, difficulty)].append((rate, ok))
+    return [{"agent": a, "difficulty": d, "episodes": len(v),
+             "progress_rate": mean_of(r for r, _ in v), "success": mean_of(float(o) for _, o in v)}
+            for (a, d), v in sorted(rows.items())]
+
+
+def dag_errors(episode: EpisodeRecord) -> Any:
+    """The exploration/exploitation reading of a task-DAG episode (its map regenerated
+    from the registered environment and the episode's seed)."""
+    from tasks import registry
+
+    env = registry.make(episode.env_id)
+    env.reset(episode.seed)
+    moves = [a for a in episode.actions if a in ("up", "down", "left", "right")]
+    return explore_exploit(env.map, env.map.follow(moves))
+
+
+def explore_exploit_rows(dataset: Dataset) -> list[Row]:
+    """Per agent: mean exploration and exploitation error and success rate on task-DAG
+    (``explore``) problems (000 Fig. 1)."""
+    rows = []
+    runs = [e for e in counted(dataset) if e.challenge == "explore"]
+    for (agent,), episodes in group(runs, agent_of).items():
+        readings = [dag_errors(e) for e in episodes]
+        rows.append({"agent": agent, "episodes": len(episodes),
+                     "exploration_error": mean_of(r.exploration_error for r in readings),
+                     "exploitation_error": mean_of(r.exploitation_error for r in readings),
+                     "success": mean_of(float(solved(e)) for e in episodes)})
+    return rows
