@@ -37,6 +37,12 @@ def run(config: dict[str, Any], host: str, port: int, announce: Any = None) -> N
 def _announce_server(app: Any, base_url: str) -> None:
     store = app.extensions["gridstudy.store"]
     click.echo(f"gridstudy serving on {base_url} (store: {store.url}); previews at {base_url}/play/")
+    from study_server.commands.study import study_links
+
+    links = study_links(app, base_url)
+    if links:
+        click.echo("Studies (paste the link into Prolific); dashboard at " + base_url + "/dashboard/")
+        click.echo("\n".join(links))
 
 
 @click.command()

@@ -1,0 +1,117 @@
+"""``gridstudy study create FILE`` and ``gridstudy admin create``.
+
+A study file is validated against the problem registry before anything is stored, so a
+typo in a problem id is reported with its field (``problems[2]: unknown problem ...``)
+instead of surfacing when the first participant arrives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from consent.definition import DefinitionError, StudyDefinition, load_definition
+
+PROLIFIC_QUERY = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+"""Prolific's placeholders, filled in for each participant."""
+
+
+def study_link(base_url: str, study_id: str) -> str:
+    """The URL to paste into Prolific for ``study_id``."""
+    return f"{base_url}/study/{study_id}?{PROLIFIC_QUERY}"
+
+
+def study_links(app: Any, base_url: str) -> list[str]:
+    """One line per open study with its Prolific link (``gridstudy serve`` prints them)."""
+    from sqlmodel import select
+
+    from study_server.models import Study
+
+    with app.extensions["gridstudy.store"].session() as db:
+        studies = db.exec(select(Study).where(Study.status == "open").order_by(Study.id)).all()
+    return [f"  {s.id}: {study_link(base_url, s.id)}" for s in studies]
+
+
+def check_tutorials(definition: StudyDefinition) -> None:
+    """Every task type in the study needs a tutorial problem of the same type."""
+    from tasks import registry
+
+    kinds = {registry.problem_spec(p).challenge for p in definition.problems}
+    for kind in sorted(kinds):
+        tutorial = definition.tutorials.get(kind)
+        if tutorial is None:
+            raise DefinitionError(f"tutorials.{kind}: missing; expected a practice problem of type {kind}")
+        if registry.problem_spec(tutorial).challenge != kind:
+            raise DefinitionError(f"tutorials.{kind}: {tutorial!r} is not a {kind} problem")
+
+
+def create_study(url: str, path: str, replace: bool = False) -> StudyDefinition:
+    """Validate the file at ``path`` and store it; the definition stored."""
+    from study_server.models import Study
+    from study_server.store import Store
+    from tasks import registry
+
+    known = {spec.id for spec in registry.list_problems()}
+    definition = load_definition(path, known_problems=known)
+    try:
+        check_tutorials(definition)
+    except DefinitionError as error:
+        raise DefinitionError(f"{path}: {error}") from None
+    with Store(url) as store, store.session() as db:
+        existing = db.get(Study, definition.id)
+        if existing is not None and not replace:
+            raise DefinitionError(f"{path}: study {definition.id!r} exists already; pass --replace to update it")
+        row = existing or Study(id=definition.id)
+        row.title, row.definition = definition.title, definition.to_dict()
+        db.add(row)
+    return definition
+
+
+@click.group()
+def study() -> None:
+    """Create and list studies."""
+
+
+@study.command("create")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--db", "db", default=None, help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
+@click.option("--replace", is_flag=True, help="Update a study that already exists.")
+@click.option("--base-url", default="http://127.0.0.1:5000", show_default=True, help="Where the server will run.")
+def create(file: str, db: str | None, replace: bool, base_url: str) -> None:
+    """Validate a study definition FILE (YAML) and store it."""
+    import os
+
+    url = db or os.environ.get("DATABASE_URL") or "gridstudy.db"
+    try:
+        definition = create_study(url, file, replace=replace)
+    except DefinitionError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"study {definition.id!r} stored: {len(definition.problems)} problems, "
+               f"{definition.attempts_per_problem} included attempts each, "
+               f"{definition.problems_per_participant} per participant")
+    click.echo(f"Prolific link: {study_link(base_url, definition.id)}")
+
+
+@click.group()
+def admin() -> None:
+    """Manage researcher accounts for the dashboard."""
+
+
+@admin.command("create")
+@click.argument("username")
+@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True)
+@click.option("--db", "db", default=None, help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
+def create_admin(username: str, password: str, db: str | None) -> None:
+    """Create (or reset the password of) the admin USERNAME."""
+    import os
+
+    from study_server import auth
+    from study_server.store import Store
+
+    with Store(db or os.environ.get("DATABASE_URL") or "gridstudy.db") as store:
+        try:
+            auth.create_admin(store.engine, username, password)
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None
+    click.echo(f"admin {username!r} can now log in at /dashboard/")
