@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tasks import registry
 from tasks.core import Frame, GridEnv, parse_action, region, rollout
@@ -34,9 +35,8 @@ CHECK_SAMPLES = 16
 """Seeds sampled by default when a problem is checked (derivation samples more)."""
 
 
-@dataclass(frozen=True)
-class CheckReport:
-    """Whether a problem is valid, and every reason it is not."""
+class CheckReport(NamedTuple):
+    """Whether a problem is valid, and every reason it is not (unpacks as a pair)."""
 
     valid: bool
     reasons: list[str]
