@@ -1,0 +1,103 @@
+"""The agent API: runs, episodes and turns over HTTP, recorded like any other play."""
+
+from __future__ import annotations
+
+import pytest
+
+from game_client.agents import ScriptedAgent
+from game_client.api_client import AgentAPIClient, AgentAPIError, run_remote_episode
+from game_client.bridge.agent import LLMAgent
+from game_client.bridge.provider import ChatProvider
+from game_client.runner import run_episode
+from tasks.worldtest.episode import Episode
+from tests.game_client.fake_openai import FakeOpenAI
+
+PLAN = ["go-to-test", "click 4 4", "right", "right", "down", "down"]
+
+
+@pytest.fixture
+def api(live_server):
+    return AgentAPIClient(live_server.url)
+
+
+def test_a_scripted_run_over_http_is_stored_like_an_in_process_one(api, live_server, test_problems):
+    run_id = api.create_run("scripted", None, {"note": "test"})
+    result = run_remote_episode(ScriptedAgent(PLAN), "test/rt-walker-planning", api, run_id)
+    assert (result.status, result.score, result.turns, result.invalid) == ("done", 1.0, 6, 0)
+    events = live_server.events(result.episode_id)
+    assert [(e.tick, e.action, e.source, e.agent_run_id) for e in events] == \
+        [(i, a, "agent", run_id) for i, a in enumerate(PLAN)]
+    row = live_server.episode(result.episode_id)
+    assert (row.status, row.score, row.agent_run_id, row.info["turns"]) == ("done", 1.0, run_id, 6)
+    local = run_episode(ScriptedAgent(PLAN), test_problems["planning"], store=live_server.store)
+    local_events = live_server.events(local.episode_id)
+    columns = ("phase", "tick", "action", "frame_hash", "next_phase", "score", "applied", "parse_valid")
+    assert [tuple(getattr(e, c) for c in columns) for e in events] == \
+        [tuple(getattr(e, c) for c in columns) for e in local_events]
+
+
+def test_invalid_turns_are_logged_and_end_the_attempt(api, live_server, test_problems):
+    run_id = api.create_run("llm", "fake", {})
+    started = api.start_episode(run_id, "test/rt-walker-mfp", max_invalid=2)
+    episode_id = started["episode_id"]
+    assert started["state"]["phase"] == "interaction"
+    assert started["state"]["actions"] == ["noop", "up", "down", "left", "right",
+                                           "click [0-4] [0-4]", "reset", "go-to-test"]
+    first = api.act(episode_id, {"action": "step", "raw_reply": "<action>step</action>"})
+    assert first["applied"] is False and first["error"].startswith("step is not available now")
+    ok = api.act(episode_id, {"action": "right", "raw_reply": "<action>right</action>",
+                              "prompt_tokens": 10, "completion_tokens": 2, "cost": 0.5})
+    assert ok["applied"] is True and ok["state"]["tick"] == 1
+    api.act(episode_id, {"action": None, "error": "no tag", "raw_reply": "hm"})
+    last = api.act(episode_id, {"action": "jump", "raw_reply": "<action>jump</action>"})
+    assert last["state"]["ended"] is True and last["state"]["actions"] == []
+    with pytest.raises(AgentAPIError, match="answered 409: episode .* is over"):
+        api.act(episode_id, {"action": "right"})
+    events = live_server.events(episode_id)
+    assert [(e.action, e.tick, e.applied, e.parse_valid, e.raw_reply) for e in events] == [
+        (None, None, False, False, "<action>step</action>"),
+        ("right", 0, True, True, "<action>right</action>"),
+        (None, None, False, False, "hm"),
+        (None, None, False, False, "<action>jump</action>")]
+    assert (events[1].prompt_tokens, events[1].cost) == (10, 0.5) and events[2].error == "no tag"
+    row = live_server.episode(episode_id)
+    assert (row.status, row.score, row.info["reason"]) == ("abandoned", 0.0, "2 invalid replies in a row")
+
+
+def test_a_lost_episode_is_rebuilt_by_replay(api, live_server, test_problems):
+    run_id = api.create_run("scripted", None, {})
+    episode_id = api.start_episode(run_id, "test/rt-walker-cd", max_invalid=3)["episode_id"]
+    for action in ["go-to-test", "right", "bogus", "right"]:
+        api.act(episode_id, {"action": action})
+    live_server.app.extensions["gridstudy.agent_episodes"].clear()  # as after a restart
+    state = api.http.get(f"/episodes/{episode_id}").json()
+    expected = Episode.replay(test_problems["cd"], ["go-to-test", "right", "right"])
+    assert (state["turns"], state["invalid"]) == (4, 1)
+    assert state["state"]["frame"] == expected.observation.frame
+    answer = api.act(episode_id, {"action": "right"})
+    assert answer["state"]["tick"] == 4 and [e.seq for e in live_server.events(episode_id)] == [0, 1, 2, 3, 4]
+
+
+def test_requests_are_checked(api, live_server, test_problems):
+    with pytest.raises(AgentAPIError, match="answered 404: no agent run 99"):
+        api.start_episode(99, "test/rt-walker-cd", 3)
+    run_id = api.create_run("llm", "m", {})
+    with pytest.raises(AgentAPIError, match="answered 404: unknown problem 'nope'"):
+        api.start_episode(run_id, "nope", 3)
+    with pytest.raises(AgentAPIError, match="max_invalid must be a positive integer"):
+        api.start_episode(run_id, "test/rt-walker-cd", 0)
+    response = api.http.post("/runs", content=b"not json")
+    assert (response.status_code, response.json()["error"]) == (
+        400, "send a JSON object (Content-Type: application/json)")
+
+
+def test_a_model_plays_through_the_api(api, live_server, test_problems):
+    replies = [f"<action>{a}</action>" for a in ["go-to-test", "right", "right", "right",
+                                                  "click 0 4", "found-change", "choose_frame_3", "submit"]]
+    with FakeOpenAI(replies) as fake:
+        agent = LLMAgent(ChatProvider("fake", base_url=fake.base_url))
+        run_id = api.create_run("llm", "fake", agent.config())
+        result = run_remote_episode(agent, "test/rt-walker-cd", api, run_id)
+    assert (result.status, result.score, result.turns) == ("done", 1.0, 8)
+    events = live_server.events(result.episode_id)
+    assert all(e.raw_reply.startswith("<action>") and e.prompt_tokens > 0 for e in events)
