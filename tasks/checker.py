@@ -116,6 +116,8 @@ def _run(env: GridEnv, seed: int, actions: Sequence[Action], problems: list[str]
     observation violations go to ``problems`` (the first of each kind only)."""
     start = env.reset(seed)
     hashes = [_observe(start, env.size, "reset", problems)]
+    if not isinstance(start, Observation):
+        return hashes
     observation = start
     for action in actions:
         if observation.done:
@@ -124,6 +126,8 @@ def _run(env: GridEnv, seed: int, actions: Sequence[Action], problems: list[str]
                 problems.append("reset after the end does not return to the seed's initial frame")
         observation = env.step(action)
         hashes.append(_observe(observation, env.size, f"step({action})", problems))
+        if not isinstance(observation, Observation):
+            break
     return hashes
 
 
@@ -160,7 +164,7 @@ def observation_violations(observation: object, size: tuple[int, int]) -> list[s
 
 
 def _is_grid(observation: Observation) -> bool:
-    frame = observation.frame
+    frame = getattr(observation, "frame", None)
     return isinstance(frame, list) and all(isinstance(row, list) for row in frame)
 
 
