@@ -12,7 +12,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from tasks.autumn.errors import AutumnError, AutumnRuntimeError, AutumnSyntaxError
+from tasks.autumn.errors import AutumnRuntimeError, AutumnSyntaxError
 from tasks.autumn.reader import read
 from tasks.autumn.runtime import Runtime, Snapshot
 from tasks.autumn.stdlib import builtins
@@ -115,13 +115,14 @@ class AutumnEnv:
         nodes = read_all(source, self.name)
         if len(nodes) != 1:
             raise AutumnSyntaxError("expected exactly one expression", name=self.name)
-        fn = self._rt.compiler.expr(nodes[0])
+        rt = self._rt
+        program_source, rt.source = rt.source, source  # positions refer to ``source``
         try:
-            return fn(None)
-        except AutumnError:
-            raise
+            return rt.compiler.expr(nodes[0])(None)
         except RecursionError:
             raise AutumnRuntimeError("recursion too deep", name=self.name) from None
+        finally:
+            rt.source = program_source
 
 
 def _fingerprint(value):

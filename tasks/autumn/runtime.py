@@ -138,7 +138,8 @@ class Runtime:
         """Fresh state: built-ins, the built-in module, the program's statements, INITs."""
         self.globals.clear()
         self.order = compat.HashOrder()
-        self.defined_order, self.types, self.updated = [], {}, set()
+        self.defined_order, self.updated = [], set()
+        self.types.clear()  # compiled declarations hold this very dictionary
         self.prev, self.prev_order = None, []
         self.rng, self.next_id, self.depth = compat.seed_state(seed), 0, 0
         self.click = self.arrow = None
@@ -276,7 +277,8 @@ class Runtime:
         self.globals.update(snap.globals)
         self.order = snap.order.copy()
         self.defined_order = list(snap.defined_order)
-        self.types = dict(snap.types)
+        self.types.clear()
+        self.types.update(snap.types)
         self.prev, self.prev_order = snap.prev, list(snap.prev_order)
         self.rng, self.next_id, self.picture = snap.rng, snap.next_id, snap.picture
         self.updated, self.click, self.arrow, self.depth = set(), None, None, 0

@@ -1,0 +1,18 @@
+; Water drops fall and spread like liquid; clicking the sun toggles whether ice grows.
+(program
+  (= GRID_SIZE 9)
+  (object Sun (: shining Bool) (Cell 0 0 (if shining then "gold" else "gray")))
+  (object Water (Cell 0 0 "lightblue"))
+  (object Ice (Cell 0 0 "white"))
+  (= sun (initnext (Sun true (Position 0 0)) (prev sun)))
+  (= water (initnext (list) (updateObj (prev water) nextLiquid)))
+  (= ice (initnext (list) (prev ice)))
+  (= counter (initnext 0 (% (+ (prev counter) 1) 4)))
+  (on (clicked sun) (= sun (updateObj sun "shining" (! (.. sun shining)))))
+  (on (& clicked (& (isFreePos click) (! (clicked sun))))
+      (= water (addObj water (Water click))))
+  (on (& (! (.. sun shining)) (& (== counter 0) (> (length water) 0)))
+      (let (= frozen (head water))
+           (= ice (addObj ice (Ice (.. frozen origin))))
+           (= water (removeObj water frozen))))
+)

@@ -1,0 +1,15 @@
+; Two magnets: clicking one flips its pole; unlike poles attract, like poles repel.
+(program
+  (= GRID_SIZE 12)
+  (object Magnet (: north Bool) (list (Cell 0 0 (if north then "red" else "blue")) (Cell 1 0 "gray")))
+  (= fixed (initnext (Magnet true (Position 2 5)) (prev fixed)))
+  (= free (initnext (Magnet false (Position 8 5))
+    (let (= d (unitVector (prev free) (prev fixed)))
+         (if (== (.. (prev free) north) (.. (prev fixed) north))
+             then (moveNoCollision (prev free) (- (.. d x)) (- (.. d y)))
+             else (moveNoCollision (prev free) (.. d x) (.. d y))))))
+  (on (clicked fixed) (= fixed (updateObj fixed "north" (! (.. fixed north)))))
+  (on (clicked free) (= free (updateObj free "north" (! (.. free north)))))
+  (on up (= free (moveUpNoCollision free)))
+  (on down (= free (moveDownNoCollision free)))
+)

@@ -1,0 +1,16 @@
+; A brush moved by the arrows leaves a trail; a click changes the colour at random.
+(program
+  (= GRID_SIZE 8)
+  (object Brush (: colour String) (Cell 0 0 colour))
+  (object Dab (: colour String) (Cell 0 0 colour))
+  (= palette (list "red" "gold" "blue" "green"))
+  (= brush (initnext (Brush "red" (Position 4 4)) (prev brush)))
+  (= dabs (initnext (list) (prev dabs)))
+  (on clicked (= brush (updateObj brush "colour" (uniformChoice palette))))
+  (on (| left (| right (| up down)))
+      (= dabs (addObj dabs (Dab (.. brush colour) (.. brush origin)))))
+  (on left (= brush (moveLeft brush)))
+  (on right (= brush (moveRight brush)))
+  (on up (= brush (moveUp brush)))
+  (on down (= brush (moveDown brush)))
+)
