@@ -1,0 +1,100 @@
+"""The researcher dashboard: login, live sessions, escaped feedback, export read back."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+
+import pytest
+
+from analysis.load import load
+from study_server import auth
+from study_server.app import create_app, shutdown
+from study_server.models import Participant, Study
+from tests.consent.helpers import make_definition, register_walker_problems
+
+PROBLEMS = ["test/p0", "test/p1", "test/p2", "test/tutorial"]
+
+
+@pytest.fixture
+def app(tmp_path):
+    register_walker_problems(PROBLEMS)
+    app = create_app({"DATABASE_URL": str(tmp_path / "dash.db"), "TESTING": True})
+    definition = make_definition()
+    store = app.extensions["gridstudy.store"]
+    with store.session() as db:
+        db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
+    auth.create_admin(store.engine, "researcher", "correct horse")
+    yield app
+    shutdown(app)
+
+
+def csrf(client, path):
+    return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text).group(1)
+
+
+def log_in(client, password="correct horse"):
+    token = csrf(client, "/dashboard/login")
+    return client.post("/dashboard/login", data={"username": "researcher", "password": password,
+                                                 "csrf_token": token})
+
+
+def play_one_episode(app):
+    """A participant of the study playing test/p0 to its end, through the flow's session."""
+    store = app.extensions["gridstudy.store"]
+    with store.session() as db:
+        participant = Participant(study_id="pilot", external_id="pid-1",
+                                  data={"records": [{"stage": "debrief", "feedback": "<b>hi</b>"}]})
+        db.add(participant)
+        db.flush()
+        participant_id = participant.id
+    from study_server import assignment
+
+    first, _ = assignment.assign(store.engine, "pilot", participant_id)
+    with app.app_context(), store.session() as db:
+        from study_server.models import EpisodeRow
+
+        session = app.extensions["gridstudy.flow"].session_for(db, db.get(EpisodeRow, first))
+    for action in ("go-to-test", "right", "right", "right"):
+        session.enqueue_action(action)
+        if session.tick().done:
+            break
+    store.flush()
+    return participant_id, first, session.problem_id
+
+
+def test_dashboard_requires_login_and_refuses_a_wrong_password(app):
+    client = app.test_client()
+    assert client.get("/dashboard/").headers["Location"].startswith("/dashboard/login")
+    response = log_in(client, password="wrong")
+    assert response.status_code == 200 and "Wrong username or password." in response.text
+    assert client.post("/dashboard/login", data={"username": "researcher", "password": "correct horse"}).status_code == 400
+
+
+def test_logged_in_sees_live_session_fill_and_escaped_feedback(app):
+    participant_id, episode_id, problem_id = play_one_episode(app)
+    client = app.test_client()
+    assert log_in(client).headers["Location"] == "/dashboard/"
+    home = client.get("/dashboard/").text
+    assert f'data-live-episode="{episode_id}"' in home
+    assert f'<tr data-problem="{problem_id}"><td>{problem_id}</td><td>1</td><td>1</td><td>5</td></tr>' in home
+    timeline = client.get(f"/dashboard/participant/{participant_id}").text
+    assert "&lt;b&gt;hi&lt;/b&gt;" in timeline and "<b>hi</b>" not in timeline
+    replay = client.get(f"/dashboard/episode/{episode_id}").text
+    assert "go-to-test" in replay
+
+
+def test_export_download_is_read_back_by_analysis(app, tmp_path):
+    _, _, problem_id = play_one_episode(app)
+    client = app.test_client()
+    log_in(client)
+    token = csrf(client, "/dashboard/")
+    response = client.post("/dashboard/export", data={"study": "pilot", "csrf_token": token})
+    assert response.status_code == 200 and response.mimetype == "application/zip"
+    zipfile.ZipFile(io.BytesIO(response.data)).extractall(tmp_path / "export")
+    dataset = load(tmp_path / "export")
+    episodes = list(dataset.episodes)
+    assert [e.problem_id for e in episodes].count(problem_id) == 1
+    played = next(e for e in episodes if e.problem_id == problem_id)
+    assert [event.action for event in played.events][:2] == ["go-to-test", "right"]
