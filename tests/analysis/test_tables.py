@@ -1,0 +1,153 @@
+"""analysis.tables: every table against numbers worked out by hand on a stored study.
+
+The study is tests/analysis/report_study.py; each expected value below says how it
+comes about from the actions played there.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis import tables
+from analysis.load import load
+from study_server.store import Store
+from tests.analysis.report_study import fill
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('study') / 'gridstudy.db'}"
+    with Store(url) as store:
+        fill(store)
+    return load(url)
+
+
+def pick(rows, **where):
+    """The one row matching ``where``."""
+    found = [r for r in rows if all(r[k] == v for k, v in where.items())]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_problem_scores_give_humans_the_80th_percentile_with_interval(dataset):
+    rows = tables.problem_scores(dataset)
+    # easy: humans 1, 0, 0 (the excluded participant's success is left out);
+    # p80 of [0, 0, 1] sits at 1.6 -> 0 + 0.6 * 1
+    easy = pick(rows, problem="test/report-easy", agent="human")
+    assert (easy["n"], easy["mean"], easy["score"]) == (3, pytest.approx(1 / 3),
+                                                       pytest.approx(0.6))
+    # all-zero resamples (p = 8/27) and two-or-more ones (7/27) both exceed 2.5%
+    assert (easy["ci_low"], easy["ci_high"]) == (0.0, 1.0)
+    hard = pick(rows, problem="test/report-hard", agent="human")
+    assert (hard["n"], hard["mean"], hard["score"]) == (2, 0.5, pytest.approx(0.8))
+    llm = pick(rows, problem="test/report-easy", agent="llm:m-1")
+    assert (llm["n"], llm["score"], llm["ci_low"]) == (1, 1.0, None)
+
+
+def test_task_type_and_environment_scores_average_problems(dataset):
+    by_type = {(r["challenge"], r["agent"]): (r["problems"], r["attempts"], r["score"])
+               for r in tables.task_type_scores(dataset)}
+    assert by_type == {
+        ("planning", "human"): (2, 5, pytest.approx(0.7)),  # (0.6 + 0.8) / 2
+        ("planning", "llm:m-1"): (2, 2, 0.5),
+        ("planning", "random"): (2, 2, 0.5),
+        ("explore", "scripted"): (1, 1, 0.0),
+    }
+    walker = pick(tables.environment_scores(dataset), env="test/walker", agent="human")
+    assert walker["score"] == pytest.approx(0.7)
+
+
+def test_action_types_average_unique_action_shares(dataset):
+    rows = {r["agent"]: r for r in tables.action_types(dataset)}
+    # human episodes with interaction actions: {up, click 1 1}, {click 2 2, reset}, {left}
+    assert rows["human"] == {"agent": "human", "episodes": 3, "click": pytest.approx(1 / 3),
+                             "directional": 0.5, "reset": pytest.approx(1 / 6), "noop": 0.0}
+    # random: {click 0 0, noop} and {noop}
+    assert rows["random"] == {"agent": "random", "episodes": 2, "click": 0.25,
+                              "directional": 0.0, "reset": 0.0, "noop": 0.75}
+    assert "llm:m-1" not in rows  # it went to the test at once: no value, not zeros
+
+
+def test_unique_actions_and_reset_rates(dataset):
+    human = pick(tables.unique_actions(dataset), env="test/walker", agent="human")
+    assert (human["episodes"], human["unique_clicks"], human["unique_directional"]) == (
+        5, 0.4, 0.4)  # clicks 1+1+0+0+0, arrows 1+0+1+0+0 over five episodes
+    resets = pick(tables.reset_rates(dataset), env="test/walker", agent="human")
+    # one reset in five episodes; rates 0, 100/3 and 0 (the others have no action)
+    assert (resets["resets"], resets["per_100_actions"]) == (0.2, pytest.approx(100 / 9))
+
+
+def test_perplexity_per_environment(dataset):
+    rows = tables.perplexity(dataset)
+    # [up, click 1 1] has two symbols in one window: value 1; [click 2 2 x2] and [left]: 0
+    human = pick(rows, agent="human")
+    assert (human["episodes"], human["auc"], human["final"]) == (
+        3, pytest.approx(1 / 3), pytest.approx(1 / 3))
+    assert [r["agent"] for r in rows] == ["human", "random"]
+    curves = tables.perplexity_curves(dataset)
+    assert sorted(curves["human"]) == [[(0.0, 0.0)], [(0.0, 0.0)], [(0.0, 1.0)]]
+
+
+def test_score_cost_counts_every_model_turn(dataset):
+    llm = pick(tables.score_cost(dataset), agent="llm:m-1")
+    # six turns at 0.01 except the refused one at 0.02; 5 of 6 turns grounded
+    assert llm == {"agent": "llm:m-1", "episodes": 2, "score": 0.5,
+                   "cost": pytest.approx(0.07), "cost_per_episode": pytest.approx(0.035),
+                   "prompt_tokens": 600, "completion_tokens": 30,
+                   "grounding_accuracy": pytest.approx(5 / 6)}
+    assert "human" not in {r["agent"] for r in tables.score_cost(dataset)}
+
+
+def test_random_baseline_from_random_runs(dataset):
+    # easy solved at its first test step, hard quit
+    assert tables.random_baseline_rows(dataset) == [
+        {"env": "test/walker", "challenge": "planning", "samples": 2, "probability": 0.5,
+         "mean_steps": 1.0}]
+
+
+def test_progress_by_difficulty(dataset):
+    rows = {(r["agent"], r["difficulty"]): (r["episodes"], r["progress_rate"], r["success"])
+            for r in tables.progress_rows(dataset)}
+    # a step off the start cell earns 1/2 (it turns black), reaching the goal 1
+    assert rows == {
+        ("human", "easy"): (3, 0.5, pytest.approx(1 / 3)),  # 1, 1/2 (down), 0 (quit)
+        ("human", "hard"): (2, 0.75, 0.5),  # 1, 1/2 (one step right)
+        ("llm:m-1", "easy"): (1, 1.0, 1.0),
+        ("llm:m-1", "hard"): (1, 0.5, 0.0),
+        ("random", "easy"): (1, 1.0, 1.0),
+        ("random", "hard"): (1, 0.0, 0.0),  # up into the wall
+    }
+    assert tables.progress_curves(dataset)["llm:m-1"] == [[0.0, 1.0], [0.0, 0.5, 0.5]]
+
+
+def test_auv_over_scored_steps(dataset):
+    rows = tables.auv_rows(dataset, t_max=3)
+    human = pick(rows, challenge="planning", agent="human")
+    # solved at test steps 1 and 3 of five episodes: P = 0, .2, .2, .4
+    assert (human["success"], human["auv"]) == (0.4, pytest.approx(0.2))
+    llm = pick(rows, challenge="planning", agent="llm:m-1")
+    # the refused reply is not a step: solved at 1 of two episodes: P = 0, .5, .5, .5
+    assert llm["auv"] == pytest.approx(5 / 12)
+    assert human["loop_ratio"] == 0.0
+
+
+def test_at_k_and_its_refusal(dataset):
+    human = pick(tables.at_k_rows(dataset, k=1), agent="human")
+    assert human["pass@1"] == pytest.approx((1 / 3 + 1 / 2) / 2)
+    assert human["discovery@1"] is None  # not recorded
+    with pytest.raises(ValueError, match=r"llm:m-1 has 1 attempt\(s\) at test/report-easy; "
+                                         r"@2 needs n >= 2"):
+        tables.at_k_rows(dataset, k=2)
+
+
+def test_explore_exploit_on_task_dag_episode(dataset):
+    # down enters a new cell (progress, no error); up returns to the start (no gain):
+    # two exploration-case steps, one error; no step needed exploitation
+    assert tables.explore_exploit_rows(dataset) == [
+        {"agent": "scripted", "episodes": 1, "exploration_error": 0.5,
+         "exploitation_error": None, "success": 0.0}]
+
+
+def test_memory_index_says_what_it_lacks(dataset):
+    with pytest.raises(ValueError, match="do not carry their agent run's config"):
+        tables.memory_rows(dataset)
