@@ -20,6 +20,7 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Table, insert
@@ -28,6 +29,9 @@ from sqlalchemy.engine import Engine
 from study_server.models import Frame
 
 log = logging.getLogger(__name__)
+
+POLL = 0.25
+"""Longest the writer sleeps before checking whether the program is ending."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,10 +71,6 @@ class TableSpec:
         missing = {name for name in self.required if record.get(name) is None}
         if missing:
             raise ValueError(f"{self.name} record is missing required field(s) {sorted(missing)}")
-
-    def row(self, record: dict[str, Any]) -> dict[str, Any]:
-        """Every column, so that one executemany statement fits every row of a batch."""
-        return {name: record.get(name, default) for name, default in self.defaults.items()}
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,30 @@ class _SeenHashes:
             self._old, self._new = self._new, set()
 
 
+class BulkInsert:
+    """One INSERT, compiled once for the engine's dialect, run as a driver executemany.
+
+    SQLAlchemy's per-row parameter processing costs as much as SQLite's own insert; the
+    store's columns hold plain numbers, text and booleans, which every driver takes as
+    they are, so the rows go to the driver directly.
+    """
+
+    def __init__(self, statement: Any, defaults: dict[str, Any], engine: Engine) -> None:
+        compiled = statement.compile(dialect=engine.dialect, column_keys=list(defaults))
+        self.sql = str(compiled)
+        self.defaults = defaults
+        self.values = itemgetter(*compiled.positiontup) if compiled.positional else None
+
+    def run(self, connection: Any, records: list[dict[str, Any]]) -> None:
+        defaults = self.defaults
+        if self.values is None:
+            params: list = [{**defaults, **r} for r in records]
+        else:
+            values = self.values
+            params = [values({**defaults, **r}) for r in records]
+        connection.exec_driver_sql(self.sql, params)
+
+
 def frame_insert_ignoring_duplicates(engine: Engine) -> Any:
     """INSERT into ``frame`` that skips hashes already stored, in the engine's dialect."""
     dialect = engine.dialect.name
@@ -152,7 +176,9 @@ class BatchWriter:
         self.flush_interval = flush_interval
         self.batch_size = batch_size
         self.retries = retries
-        self._frame_insert = frame_insert_ignoring_duplicates(engine)
+        self._frame_insert = BulkInsert(
+            frame_insert_ignoring_duplicates(engine), {"hash": None, "data": None}, engine)
+        self._inserts: dict[TableSpec, BulkInsert] = {}
         self._seen = _SeenHashes(frame_cache)
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -199,18 +225,21 @@ class BatchWriter:
     def _run(self) -> None:
         batch, deadline = _Batch(), None
         while True:
-            wait = self.flush_interval if deadline is None else deadline - time.monotonic()
+            wait = POLL if deadline is None else min(POLL, deadline - time.monotonic())
             try:
                 item = self._queue.get(timeout=max(wait, 0.0))
             except queue.Empty:
                 item = None
-            if isinstance(item, tuple):
+            if item is None:
+                if not threading.main_thread().is_alive():
+                    self._queue.put(_Marker(stop=True))
+                if deadline is None or time.monotonic() < deadline:
+                    continue
+            elif isinstance(item, tuple):
                 batch.add(*item)
                 deadline = deadline or time.monotonic() + self.flush_interval
                 if batch.size < self.batch_size:
                     continue
-            elif item is None and not threading.main_thread().is_alive():
-                self._queue.put(_Marker(stop=True))
             if batch.size or batch.frames:
                 self._write_safely(batch)
                 batch, deadline = _Batch(), None
@@ -241,9 +270,9 @@ class BatchWriter:
             try:
                 with self.engine.begin() as connection:
                     if frame_rows:
-                        connection.execute(self._frame_insert, frame_rows)
+                        self._frame_insert.run(connection, frame_rows)
                     for spec, records in batch.rows.items():
-                        connection.execute(insert(spec.table), [spec.row(r) for r in records])
+                        self._insert(spec).run(connection, records)
             except Exception as error:  # any failure: retry, then isolate the bad rows
                 log.warning(
                     "store writer: a batch of %d rows failed (attempt %d of %d): %s",
@@ -260,14 +289,18 @@ class BatchWriter:
             if self._write_row(self._frame_insert, "frame", row, row):
                 self._seen.add_all([row["hash"]])
         for spec, records in batch.rows.items():
-            statement = insert(spec.table)
             for record in records:
-                self._write_row(statement, spec.name, spec.row(record), record)
+                self._write_row(self._insert(spec), spec.name, record, record)
 
-    def _write_row(self, statement: Any, table: str, row: dict, record: dict) -> bool:
+    def _insert(self, spec: TableSpec) -> BulkInsert:
+        if spec not in self._inserts:
+            self._inserts[spec] = BulkInsert(insert(spec.table), spec.defaults, self.engine)
+        return self._inserts[spec]
+
+    def _write_row(self, statement: BulkInsert, table: str, row: dict, record: dict) -> bool:
         try:
             with self.engine.begin() as connection:
-                connection.execute(statement, [row])
+                statement.run(connection, [row])
         except Exception as error:  # kept and reported, never dropped
             self._fail(table, record, error)
             return False

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 
@@ -295,3 +297,16 @@ def test_from_env_prefers_database_url(tmp_path, monkeypatch):
     monkeypatch.delenv("DATABASE_URL")
     with Store.from_env(str(tmp_path / "default.db")) as store:
         assert store.engine.url.database == str(tmp_path / "default.db")
+
+
+def test_a_program_that_never_closes_its_store_still_writes_everything(tmp_path):
+    path = tmp_path / "g.db"
+    code = (
+        "from study_server.store import Store\n"
+        f"store = Store({str(path)!r}, flush_interval=60.0)\n"
+        "store.write_events([{'episode_id': 1, 'seq': n, 'problem_id': 'p', 'phase': 'test',\n"
+        "                     'source': 'auto', 'server_time': 1.0} for n in range(1000)])\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    with sqlite3.connect(path) as reader:
+        assert reader.execute("select count(*) from event").fetchone()[0] == 1000
