@@ -1,0 +1,62 @@
+"""Study definitions: defaults, round trip through the database, and errors that name the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from consent.definition import DefinitionError, from_stored, load_definition, parse_definition
+from tests.consent.helpers import definition_data
+
+
+def test_defaults_and_round_trip():
+    definition = parse_definition(definition_data(attempts_per_problem=None) | {"attempts_per_problem": 20})
+    assert (definition.attempts_per_problem, definition.quiz_tries, definition.time_limit_minutes) == (20, 2, 60.0)
+    assert definition.exclusion.max_failed_attention_checks == 0
+    assert from_stored(definition.to_dict()) == definition
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"problems_per_participant": "two"}, "problems_per_participant: expected a positive integer, got 'two'"),
+        ({"problems_per_participant": 4}, "problems_per_participant: expected at most the number of problems (3), got 4"),
+        ({"id": "Pilot 1"}, "id: expected a slug"),
+        ({"problems": []}, "problems: expected a non-empty list of problem ids"),
+        ({"problems": ["test/p0", "test/p0"]}, "problems: expected each problem once, got 'test/p0' twice"),
+        ({"completion_code": "x"}, "completion_code: expected 4-32 letters or digits, got 'x'"),
+        ({"screenout_code": "DONE1234"}, "screenout_code: expected a code different from completion_code"),
+        ({"consent": {"version": "v1"}}, "consent.text: missing; expected the consent text shown to participants"),
+        ({"consent": {"version": "v1", "text": "t", "extra": 1}}, "consent.extra: unknown field"),
+        ({"exclusion": {"min_input_actions": -1}}, "exclusion.min_input_actions: expected an integer >= 0, got -1"),
+        ({"exclusion": {"max_idle": 3}}, "exclusion.max_idle: unknown rule"),
+        ({"time_limit_minutes": 0}, "time_limit_minutes: expected a positive number, got 0"),
+        ({"attention_checks": "yes"}, "attention_checks: expected true or false, got 'yes'"),
+        ({"colour": "red"}, "unknown field 'colour'"),
+    ],
+)
+def test_errors_name_the_field(change, message):
+    with pytest.raises(DefinitionError) as caught:
+        parse_definition(definition_data(**change))
+    assert message in str(caught.value)
+
+
+def test_missing_required_field():
+    data = definition_data()
+    del data["completion_code"]
+    with pytest.raises(DefinitionError, match="^completion_code: missing; expected the Prolific code"):
+        parse_definition(data)
+
+
+def test_unknown_problem_is_reported_with_its_index():
+    with pytest.raises(DefinitionError, match=r"problems\[2\]: unknown problem 'test/p2'"):
+        parse_definition(definition_data(), known_problems={"test/p0", "test/p1", "test/tutorial"})
+
+
+def test_file_errors_start_with_the_file_name(tmp_path):
+    path = tmp_path / "study.yaml"
+    path.write_text("id: [unclosed\n")
+    with pytest.raises(DefinitionError, match=f"^{path}: not valid YAML"):
+        load_definition(path)
+    path.write_text("id: pilot\n")
+    with pytest.raises(DefinitionError, match=f"^{path}: consent: missing"):
+        load_definition(path)

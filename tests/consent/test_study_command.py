@@ -1,0 +1,54 @@
+"""``gridstudy study create`` and ``gridstudy admin create`` through click's runner."""
+
+from __future__ import annotations
+
+import yaml
+from click.testing import CliRunner
+from sqlmodel import Session
+
+from study_server import auth
+from study_server.cli import main
+from study_server.models import Study
+from study_server.store import Store
+from tests.consent.helpers import definition_data, register_walker_problems
+
+
+def write_study(tmp_path, **overrides):
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(definition_data(**overrides)))
+    return path
+
+
+def test_study_create_stores_the_definition_and_prints_the_link(tmp_path):
+    register_walker_problems(["test/p0", "test/p1", "test/p2", "test/tutorial"])
+    db = tmp_path / "s.db"
+    result = CliRunner().invoke(main, ["study", "create", str(write_study(tmp_path)), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert "study 'pilot' stored: 3 problems, 5 included attempts each, 2 per participant" in result.output
+    assert "/study/pilot?PROLIFIC_PID={{%PROLIFIC_PID%}}" in result.output
+    with Store(str(db)) as store, Session(store.engine) as session:
+        assert session.get(Study, "pilot").definition["completion_code"] == "DONE1234"
+    again = CliRunner().invoke(main, ["study", "create", str(write_study(tmp_path)), "--db", str(db)])
+    assert again.exit_code == 1 and "exists already; pass --replace" in again.output
+
+
+def test_study_create_reports_the_bad_field(tmp_path):
+    register_walker_problems(["test/p0", "test/p1", "test/p2", "test/tutorial"])
+    path = write_study(tmp_path, problems=["test/p0", "test/nope"], problems_per_participant=1)
+    result = CliRunner().invoke(main, ["study", "create", str(path), "--db", str(tmp_path / "s.db")])
+    assert result.exit_code == 1
+    assert f"{path}: problems[1]: unknown problem 'test/nope'" in result.output
+    path = write_study(tmp_path, tutorials={})
+    result = CliRunner().invoke(main, ["study", "create", str(path), "--db", str(tmp_path / "s.db")])
+    assert "tutorials.planning: missing; expected a practice problem of type planning" in result.output
+
+
+def test_admin_create_hashes_the_password(tmp_path):
+    db = str(tmp_path / "s.db")
+    result = CliRunner().invoke(main, ["admin", "create", "researcher", "--db", db], input="long enough\nlong enough\n")
+    assert result.exit_code == 0, result.output
+    with Store(db) as store:
+        assert auth.verify(store.engine, "researcher", "long enough")
+        assert not auth.verify(store.engine, "researcher", "wrong one")
+    short = CliRunner().invoke(main, ["admin", "create", "x", "--db", db, "--password", "short"])
+    assert short.exit_code == 1 and "at least 8 characters" in short.output
