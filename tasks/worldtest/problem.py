@@ -31,9 +31,11 @@ class Problem:
 
     * ``mfp``: ``actions`` (the recorded trajectory's action texts), ``mask`` (cells
       ``[x, y]``), ``masked_from`` (first frame index shown masked), ``options`` (six
-      colour tuples, one per mask cell), ``answer`` (index of the correct option).
+      colour tuples, one per mask cell), ``answer`` (index of the correct option); derived
+      problems add ``samples`` (realisations sampled) and ``stochastic``.
     * ``planning``: ``goal_cells`` (``[x, y]``), ``goal_colours``, ``horizon`` (test steps
-      allowed), ``optimal_length`` (a shortest known plan, or null), ``plan`` (one plan).
+      allowed), ``optimal_length`` (the length of a shortest plan when a search proved
+      it, or null), ``plan`` (the shortest plan known), ``stochastic``.
     * ``cd``: ``changed_env_id``, ``horizon`` (test steps allowed), ``witness`` (action
       texts that trigger the change) and ``witness_t_star`` (its defect time).
     * ``explore``: nothing required.
