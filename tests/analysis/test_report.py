@@ -1,0 +1,105 @@
+"""gridstudy report end to end: a stored study in, CSV tables and an HTML page out."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from click.testing import CliRunner
+
+from analysis.cli import report
+from study_server.store import Store
+from tests.analysis.report_study import fill
+
+FIGURES = 6
+"""Scores by task type and by problem, action types, perplexity, score vs cost,
+progress (the task-DAG episode has no exploitation step, so no error scatter)."""
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """The study stored in SQLite and reported by the command line, once per module."""
+    root = tmp_path_factory.mktemp("report")
+    database = root / "gridstudy.db"
+    with Store(f"sqlite:///{database}") as store:
+        fill(store)
+    result = CliRunner().invoke(report, ["--db", str(database), "--out", str(root / "out"),
+                                         "--t-max", "3", "--k", "2"])
+    assert result.exit_code == 0, result.output
+    return root / "out", result
+
+
+def read(path):
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_command_says_what_it_wrote(written):
+    out, result = written
+    assert result.stdout == f"wrote {out / 'report.html'} (11 episodes)\n"
+    assert "report: 100%" in result.stderr  # the progress bar
+
+
+def test_csv_numbers(written):
+    out, _ = written
+    human = [r for r in read(out / "problem_scores.csv") if r["agent"] == "human"]
+    assert [(r["problem"], r["n"], float(r["score"]), r["ci_low"], r["ci_high"])
+            for r in human] == [("test/report-easy", "3", pytest.approx(0.6), "0.0", "1.0"),
+                                ("test/report-hard", "2", pytest.approx(0.8), "0.0", "1.0")]
+    auv = {r["agent"]: float(r["auv"]) for r in read(out / "auv.csv")
+           if r["challenge"] == "planning"}
+    assert auv == {"human": pytest.approx(0.2), "llm:m-1": pytest.approx(5 / 12),
+                   "random": pytest.approx(5 / 12)}
+    cost = read(out / "score_cost.csv")[0]
+    assert (cost["agent"], float(cost["cost"]), float(cost["grounding_accuracy"])) == (
+        "llm:m-1", pytest.approx(0.07), pytest.approx(5 / 6))
+
+
+def test_sections_without_data_or_refused_say_why(written):
+    out, _ = written
+    assert not (out / "at_k.csv").exists() and not (out / "memory_index.csv").exists()
+    page = (out / "report.html").read_text()
+    assert "Omitted: llm:m-1 has 1 attempt(s) at test/report-easy; @2 needs n &gt;= 2." in page
+    assert "Omitted: the loaded episodes do not carry their agent run&#x27;s config" in page
+
+
+def test_header_lists_data_and_parameters(written):
+    out, _ = written
+    page = (out / "report.html").read_text()
+    assert "<p>Studies: report.</p>" in page
+    assert ('<tr><td class="text">human</td><td>6</td><td>5</td><td>1</td></tr>') in page
+    assert ('<td class="text">participant excluded: failed 2 attention checks</td>'
+            '<td>1</td>') in page
+    assert '<td class="text">auv</td><td class="text">t_max=3</td>' in page
+    assert ('<td class="text">percentile_interval</td><td class="text">q=80, resamples=1000, '
+            'seed=0, level=0.95</td>') in page
+
+
+def test_empty_database_reports_no_data(tmp_path):
+    database = tmp_path / "empty.db"
+    Store(f"sqlite:///{database}").close()
+    result = CliRunner().invoke(report, ["--db", str(database), "--out", str(tmp_path / "out"),
+                                         "--quiet"])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert page.count("No data for this section") == 14
+    assert list((tmp_path / "out").iterdir()) == [tmp_path / "out" / "report.html"]
+
+
+def test_missing_database_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(report, ["--db", f"sqlite:///{tmp_path / 'no.db'}",
+                                         "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert "no database at" in result.output
+
+
+def test_page_opens_in_chromium_with_its_figures(written, page):
+    out, _ = written
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((out / "report.html").resolve().as_uri())
+    widths = page.eval_on_selector_all("img", "images => images.map(i => i.naturalWidth)")
+    assert len(widths) == FIGURES and all(w > 0 for w in widths)
+    page.screenshot(path=str(out / "report.png"), full_page=True)
+    assert errors == []
