@@ -128,3 +128,55 @@ def test_flow_state_needs_no_database():
     stage = Screening(items=4, min_correct=4)
     assert stage.evaluate(state, stage.simulate(state, "pass")).status == "continue"
     assert stage.evaluate(state, stage.simulate(state, "fail")).status == "screened-out"
+
+
+def walk_to_first_task(app, client):
+    client.get(ENTRY)
+    while current(app, client).stage.name != "task":
+        answer(app, client)
+    return current(app, client)
+
+
+def test_session_lost_by_the_server_is_rebuilt_by_replay(app):
+    client = app.test_client()
+    page = walk_to_first_task(app, client)
+    scheduler = app.extensions["gridstudy.realtime"]
+    session = scheduler.get(page.context["token"])
+    for action in ("right", "go-to-test"):
+        session.enqueue_action(action)
+        session.tick()
+    session.tick()  # an automatic noop
+    frame = session.episode.observation.frame
+    scheduler.remove(session.token)  # as after a restart: only the store remembers
+    rebuilt = scheduler.get(current(app, client).context["token"])
+    assert rebuilt is not session and rebuilt.episode_id == session.episode_id
+    assert (rebuilt.episode.phase, rebuilt.episode.observation.frame, rebuilt.seq) == ("test", frame, 3)
+    rebuilt.enqueue_action("right")
+    rebuilt.tick()
+    events = app.extensions["gridstudy.store"]
+    events.flush()
+    from study_server.models import Event
+
+    with events.session() as db:
+        rows = db.exec(select(Event).where(Event.episode_id == session.episode_id).order_by(Event.seq)).all()
+    assert [(e.seq, e.action, e.source) for e in rows] == [
+        (0, "right", "input"), (1, "go-to-test", "input"), (2, "noop", "auto"), (3, "right", "input")]
+
+
+def test_time_limit_ends_the_visit_and_releases_the_slots(app):
+    client = app.test_client()
+    walk_to_first_task(app, client)
+    from datetime import timedelta
+
+    from study_server.models import utcnow
+
+    with app.extensions["gridstudy.store"].session() as db:
+        participant = db.exec(select(Participant)).one()
+        participant.created_at = utcnow() - timedelta(minutes=61)
+    page = client.get("/study/pilot/flow")
+    assert "The time allowed for this study has passed" in page.text and "SCREEN99" in page.text
+    with app.extensions["gridstudy.store"].session() as db:
+        rows = db.exec(select(EpisodeRow).where(EpisodeRow.study_id == "pilot")).all()
+        status = db.exec(select(Participant.status)).one()
+    assert status == "timed-out"
+    assert [(r.status, r.included) for r in rows] == [("abandoned", False), ("abandoned", False)]
