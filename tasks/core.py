@@ -31,8 +31,9 @@ TEST_VERBS = ("step", "rewind", "found-change", "submit", "quit")
 INDEXED_VERBS = ("choose_option", "choose_frame")
 """Test-phase verbs written ``choose_option_I`` / ``choose_frame_I``."""
 
-_CLICK = re.compile(r"click\s+(-?\d+)\s+(-?\d+)")
-_INDEXED = re.compile(r"(choose_option|choose_frame)_(\d+)")
+# ASCII digits only: \d would also take other scripts' digits ("click ٣ 4").
+_CLICK = re.compile(r"click\s+(-?\d+)\s+(-?\d+)", re.ASCII)
+_INDEXED = re.compile(r"(choose_option|choose_frame)_(\d+)", re.ASCII)
 _PLAIN = frozenset(("noop", *MOVES, *CONTROL_VERBS, *TEST_VERBS))
 
 

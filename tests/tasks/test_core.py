@@ -85,6 +85,8 @@ def test_parse_action_returns_an_action_unchanged() -> None:
         ("choose_option_-1", "malformed choice 'choose_option_-1'"),
         ("choose_frame_x", "malformed choice 'choose_frame_x'"),
         ("choose_grid_1", "unknown action 'choose_grid_1'"),
+        ("click \u0663 4", "malformed click 'click \u0663 4'"),
+        ("choose_frame_\u0661", "malformed choice 'choose_frame_\u0661'"),
     ],
 )
 def test_parse_action_rejects_malformed_text(text: str, message: str) -> None:
