@@ -196,7 +196,8 @@ def load(
     agent_kind: str | Iterable[str] | None = None,
     included_only: bool = False,
 ) -> Dataset:
-    """Load episodes with their events from a database URL or an export directory.
+    """Load episodes with their events from a database (a URL, or a SQLite file) or
+    from an export directory.
 
     ``study``, ``problems`` and ``agent_kind`` (``human``, ``llm`` ...) restrict what is
     loaded; each takes one value or several.
@@ -204,6 +205,8 @@ def load(
     selection = Selection(_set(study), _set(problems), _set(agent_kind), included_only)
     path = Path(source)
     if "://" not in str(source):
+        if path.is_file():
+            return read_database(f"sqlite:///{path}", selection)
         if not path.is_dir():
             raise FileNotFoundError(
                 f"{source}: neither a database URL (sqlite:///file.db, postgresql://...) "

@@ -18,6 +18,7 @@ A failed write is retried; rows that still cannot be written are kept in
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -138,7 +139,7 @@ def event_from_step(
         "tick": step.index,
         "action": step.action,
         "source": source,
-        "server_time": utcnow().timestamp() if server_time is None else server_time,
+        "server_time": time.time() if server_time is None else server_time,
         "client_time": client_time,
         "next_phase": step.next_phase,
         "score": step.score,
@@ -167,7 +168,7 @@ def event_from_invalid_turn(
     record = {
         "episode_id": episode_id, "seq": seq, "problem_id": problem_id, "phase": phase,
         "tick": None, "action": None, "source": source, "applied": False,
-        "server_time": utcnow().timestamp() if server_time is None else server_time,
+        "server_time": time.time() if server_time is None else server_time,
         "raw_reply": raw_reply, "parse_valid": False, "error": error, **other_fields,
     }
     EVENT.check(record)

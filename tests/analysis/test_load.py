@@ -37,6 +37,11 @@ def test_database_and_export_load_equal_records(stored):
     assert {h: from_db.frame(h) for h in hashes} == sample.frames
 
 
+def test_a_sqlite_file_path_loads_like_its_url(stored):
+    url, _, _ = stored
+    assert load(url.removeprefix("sqlite:///")).episodes == load(url).episodes
+
+
 def test_jsonl_events_load_like_parquet(stored):
     _, out, _ = stored
     with_parquet = load(out).episodes

@@ -20,6 +20,7 @@ from study_server.store import (
     event_from_step,
     make_engine,
 )
+from study_server.writer import BulkInsert, frame_insert_ignoring_duplicates
 from tasks.core import frame_hash
 from tasks.worldtest import Episode
 from tests.envs import register_test_envs
@@ -279,6 +280,11 @@ def test_a_postgresql_url_builds_a_postgresql_engine_without_connecting():
     engine = make_engine("postgresql://study:secret@db.invalid:5432/gridstudy")
     assert (engine.dialect.name, engine.driver) == ("postgresql", "psycopg")
     assert engine.url.database == "gridstudy"
+    frames = BulkInsert(frame_insert_ignoring_duplicates(engine), {"hash": None, "data": None},
+                        engine)
+    assert frames.sql == ("INSERT INTO frame (hash, data) VALUES (%(hash)s::VARCHAR, "
+                          "%(data)s::VARCHAR) ON CONFLICT (hash) DO NOTHING")
+    assert frames.values is None  # named parameters: rows go to psycopg as mappings
 
 
 def test_sqlite_store_uses_wal_and_refuses_memory(store):
