@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from analysis import metrics
+from analysis.load import EVENT_FIELDS
 
 SIZE = 16
 MOVES = ("up", "down", "left", "right")
@@ -138,10 +139,67 @@ def _aggregates(count: int, rows: list[tuple[str, float]], seed: int = 0) -> Non
     _timed("random_baseline_table", lambda: metrics.random_baseline_table(samples), rows)
 
 
+BLANK = dict.fromkeys(EVENT_FIELDS)
+
+
+def synthetic_dataset(grouped: dict[int, list[dict[str, Any]]], seed: int = 0) -> Any:
+    """The synthetic events as a loaded Dataset: planning problems of ATTEMPTS episodes,
+    alternately a person's and one of two models' (with token counts and costs), so
+    that every section of the report has work to do."""
+    from datetime import UTC, datetime
+
+    from analysis.load import Dataset, EpisodeRecord, EventRecord, FrameSource
+
+    rng = np.random.default_rng(seed)
+    frames = FrameSource(lambda key: [["black"]])
+    episodes = []
+    for episode_id, records in grouped.items():
+        human = episode_id % 2 == 0
+        who = {"participant_id": episode_id if human else None,
+               "agent_run_id": None if human else 1 + episode_id % 4 // 2}
+        model = {} if human else {"prompt_tokens": 900, "completion_tokens": 40, "cost": 0.001}
+        events = [EventRecord(**{**BLANK, **_event_values(r, who, model)})
+                  for r in records]
+        episodes.append(EpisodeRecord(
+            episode_id=episode_id, study_id="bench", **who,
+            agent_kind="human" if human else "llm", model=None if human else f"m-{who['agent_run_id']}",
+            problem_id=f"bench/p{episode_id // ATTEMPTS}", challenge="planning",
+            env_id=f"bench/env{episode_id // ATTEMPTS % 10}", seed=0, status="done", phase="done",
+            score=float(rng.random() < 0.4), included=True, exclusion_reason=None,
+            participant_status=None, participant_exclusion_reason=None,
+            started_at=datetime(2026, 1, 1, tzinfo=UTC), ended_at=None, info={}, events=events,
+            frames=frames))
+    return Dataset("synthetic", episodes, frames)
+
+
+def _event_values(record: dict[str, Any], who: dict[str, Any], model: dict[str, Any]) -> dict:
+    applied = record["applied"]
+    return {**record, **who, **(model if record["parse_valid"] is not None else {}),
+            "study_id": "bench", "problem_id": "bench", "tick": record["seq"],
+            "source": "input" if who["participant_id"] is not None else "agent",
+            "server_time": float(record["seq"]), "frame_hash": f"f{record['seq'] % 7}"
+            if applied else None,
+            "parse_valid": None if who["participant_id"] is not None else record["parse_valid"]}
+
+
+def _report(grouped: dict[int, list[dict[str, Any]]], rows: list[tuple[str, float]]) -> None:
+    """The whole ``gridstudy report`` (tables, figures, page) over the synthetic study."""
+    import tempfile
+    from pathlib import Path
+
+    from analysis.report import write_report
+
+    dataset = _timed("report: build Dataset", lambda: synthetic_dataset(grouped), rows)
+    with tempfile.TemporaryDirectory() as out:
+        _timed("report: write_report (all sections)",
+               lambda: write_report(dataset, Path(out), progress=False), rows)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--actions", type=int, default=500)
+    parser.add_argument("--no-report", action="store_true", help="time the metrics only")
     options = parser.parse_args(argv)
     rows: list[tuple[str, float]] = []
     events = _timed("build events", lambda: build_events(options.episodes, options.actions), rows)
@@ -157,6 +215,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {label:<{width}}  {seconds:8.3f} s")
     total = sum(seconds for _, seconds in rows) - build
     print(f"every metric over all episodes: {total:.2f} s (plus {build:.2f} s to build the data)")
+    if not options.no_report:
+        timed: list[tuple[str, float]] = []
+        _report(grouped, timed)
+        for label, seconds in timed:
+            print(f"  {label:<{width}}  {seconds:8.3f} s")
+        print(f"full report over {len(events):,} events: {timed[-1][1]:.2f} s")
 
 
 if __name__ == "__main__":
