@@ -18,10 +18,10 @@ A failed write is retried; rows that still cannot be written are kept in
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import event as sa_event
@@ -178,15 +178,6 @@ def event_from_invalid_turn(
 # -- the store ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Pending:
-    """What the writer queue carries: one table's records, frames already split off."""
-
-    spec: TableSpec
-    records: list[dict[str, Any]]
-    frames: dict[str, Any]
-
-
 class Store:
     """The database of one deployment: tables, sessions and the batching event writer."""
 
@@ -205,6 +196,7 @@ class Store:
             self.engine, flush_interval=flush_interval, batch_size=batch_size, retries=retries
         )
         self._closed = False
+        self._lock = threading.Lock()
 
     @classmethod
     def from_env(cls, default_url: str, **options: Any) -> Store:
@@ -300,17 +292,19 @@ class Store:
                 if not self._writer.has_frame(key):
                     frames[key] = frame
             rows.append(row)
-        self._enqueue(_Pending(EVENT, rows, frames))
+        self._enqueue(EVENT, rows, frames)
 
     def write_raw_input(self, record: dict[str, Any]) -> None:
         """Enqueue one input that arrived but was not applied; never blocks."""
         RAW_INPUT.check(record)
-        self._enqueue(_Pending(RAW_INPUT, [dict(record)], {}))
+        self._enqueue(RAW_INPUT, [dict(record)], {})
 
-    def _enqueue(self, pending: _Pending) -> None:
-        if self._closed:
-            raise RuntimeError(f"{self!r} is closed; open a new Store to write")
-        self._writer.put(pending.spec, pending.records, pending.frames)
+    def _enqueue(self, spec: TableSpec, rows: list[dict[str, Any]], frames: dict) -> None:
+        # Under the lock, so that nothing can be queued behind close()'s last flush.
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"{self!r} is closed; open a new Store to write")
+            self._writer.put(spec, rows, frames)
 
     @property
     def failed(self) -> list[Failure]:
@@ -331,8 +325,9 @@ class Store:
 
         Idempotent; raises :class:`StoreWriteError` for failures not yet reported.
         """
-        if not self._closed:
-            self._closed = True
+        with self._lock:
+            closing, self._closed = not self._closed, True
+        if closing:
             self._writer.stop()
             self.engine.dispose()
         self._raise_failures()
