@@ -1,0 +1,124 @@
+"""Remote play: the pygame window as a participant's client of a running server.
+
+The server owns the episode and its clock (``study_server.sockets``): this side joins a
+session by its token (the join code) over Socket.IO, draws every ``state`` the server
+sends, answers ``ping`` with its clock (the server estimates the offset), and sends each
+key or click as ``input``. :class:`RemoteLoop` stands where the local
+:class:`~game_client.loop.GameLoop` stands, so :class:`~game_client.play.PygameClient`
+draws and reads input the same way in both modes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import socketio
+
+REDRAW_FPS = 30
+
+
+class JoinError(RuntimeError):
+    """The server refused to let this client join (unknown code, or already open)."""
+
+
+class RemoteSession:
+    """One Socket.IO connection bound to one session."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.token = url, token
+        self.state: dict[str, Any] | None = None
+        self.refusals: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.sio = socketio.Client(reconnection=True)
+        self.sio.on("state", self._on_state)
+        self.sio.on("ping", self._on_ping)
+        self.sio.on("refused", self.refusals.append)
+        self.sio.on("connect", self._rejoin)
+
+    def _on_state(self, state: dict[str, Any]) -> None:
+        with self.lock:
+            self.state = state
+
+    def _on_ping(self, message: dict[str, Any]) -> None:
+        self.sio.emit("pong", {"sent": message["sent"], "client_time": time.time()})
+
+    def _rejoin(self) -> None:
+        if self.state is not None:  # a reconnection: bind the new connection again
+            self.sio.emit("join", {"token": self.token})
+
+    def join(self, timeout: float = 10.0) -> dict[str, Any]:
+        """Connect and join; the first state; :class:`JoinError` when refused."""
+        self.sio.connect(self.url, transports=["websocket"], wait_timeout=timeout)
+        answer = self.sio.call("join", {"token": self.token}, timeout=timeout)
+        if not answer or not answer.get("ok"):
+            self.close()
+            reason = (self.refusals[-1]["reason"] if self.refusals else "no answer")
+            raise JoinError(f"could not join session {self.token[:8]}... at {self.url}: {reason}")
+        self._on_state(answer["state"])
+        return answer["state"]
+
+    def send(self, action: str) -> None:
+        self.sio.emit("input", {"token": self.token, "action": action, "client_time": time.time()})
+
+    def close(self) -> None:
+        if self.sio.connected:
+            self.sio.disconnect()
+
+
+class RemoteLoop:
+    """What the pygame front end drives when the server keeps the clock."""
+
+    paused = False
+
+    def __init__(self, session: RemoteSession) -> None:
+        self.session = session
+        self.fps = REDRAW_FPS
+        self.driver = self
+
+    def view(self) -> dict[str, Any]:
+        with self.session.lock:
+            return dict(self.session.state)
+
+    @property
+    def done(self) -> bool:
+        return self.view()["phase"] == "done"
+
+    def enqueue(self, text: str, client_time: float | None = None) -> bool:
+        if self.done:
+            return False
+        self.session.send(text)
+        return True
+
+    def tick(self) -> None:
+        """Nothing: the server ticks; the window only redraws."""
+
+    step_frame = tick
+
+    def toggle_pause(self) -> bool:
+        return False  # a participant cannot stop the server's clock
+
+    def change_fps(self, delta: int) -> int:
+        return self.fps
+
+    def status_line(self) -> str:
+        view = self.view()
+        parts = [view["phase"], f"tick {view['tick']}", "remote"]
+        if view.get("score") is not None:
+            parts.append(f"score {view['score']:.3f}")
+        return " | ".join(parts)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def play_remote(url: str, code: str, scale: int = 32) -> None:
+    """Join session ``code`` at ``url`` and play it in a window."""
+    from game_client.play import PygameClient
+
+    session = RemoteSession(url, code)
+    session.join()
+    loop = RemoteLoop(session)
+    PygameClient(loop, scale=scale, title=f"gridstudy: {session.state['problem_id']}").run()
+    print(loop.status_line())
