@@ -138,7 +138,7 @@ def on_disconnect(reason: Any = None) -> None:
 
 def on_unknown(event: str, *args: Any) -> None:
     """Any event without a handler: ignored with a warning (the session goes on)."""
-    log.warning("socket %s: unknown event %r ignored", request.sid, _short(event))
+    log.warning("socket %s: unknown event %s ignored", request.sid, _short(event))
 
 
 HANDLERS = {

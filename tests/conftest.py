@@ -26,6 +26,7 @@ import socketio
 from sqlmodel import select
 from werkzeug.serving import make_server
 
+from study_server.commands.serve import NoDelayRequestHandler
 from study_server.models import EpisodeRow, Event, RawInput
 from tasks import registry
 from tasks.worldtest.problem import Problem
@@ -139,7 +140,8 @@ def start_live_server(db_path: Path, config: dict[str, Any] | None = None) -> Li
     from study_server.app import create_app
 
     app = create_app({"DATABASE_URL": str(db_path), **(config or {})})
-    server = make_server("127.0.0.1", 0, app, threaded=True)
+    server = make_server("127.0.0.1", 0, app, threaded=True,
+                         request_handler=NoDelayRequestHandler)
     thread = threading.Thread(target=server.serve_forever, name="live-server", daemon=True)
     thread.start()
     live = LiveServer(app, f"http://127.0.0.1:{server.server_port}", db_path, server, thread)

@@ -181,7 +181,10 @@
 
   /* Cell size: the largest that fits the window beside the controls. */
   Game.prototype.cellSize = function (size, panels) {
-    var width = Math.max(200, (this.root.clientWidth || window.innerWidth) / panels - 24);
+    var style = window.getComputedStyle(this.root);
+    var inner = (this.root.clientWidth || window.innerWidth)
+      - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    var width = Math.max(200, (inner - (panels - 1) * 40) / panels);  // 40: the gap, and some
     var height = Math.max(200, window.innerHeight - 260);
     return Math.max(4, Math.floor(Math.min(width / size[0], height / size[1])));
   };

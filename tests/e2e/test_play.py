@@ -1,0 +1,189 @@
+"""End to end: Debian's Chromium plays a problem of each challenge on the real server.
+
+Each test presses keys, clicks cells and buttons the way a participant would, waits for
+the server's ticks between inputs (the session applies one input per tick), then reads
+the database: the exact applied inputs, the idle ticks stored as automatic noops, the
+phase changes and the score.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+GAME = "section.gs-game"
+
+
+def tick_of(page) -> int:
+    return int(page.get_attribute(GAME, "data-tick") or 0)
+
+
+def act(page, do, ticks: int = 2) -> None:
+    """Do something, then wait until ``ticks`` more ticks have been applied (or the
+    episode ended: a finished session no longer ticks)."""
+    start = tick_of(page)
+    do()
+    page.wait_for_function(
+        f"(game => Number(game.dataset.tick) >= {start + ticks} || game.dataset.phase == 'done')"
+        f"(document.querySelector('{GAME}'))")
+
+
+def open_problem(page, live_server, problem_id: str) -> int:
+    """Open the recorded preview; return its episode id."""
+    before = set(live_server.scheduler.sessions)
+    page.goto(f"{live_server.url}/play/{problem_id}?record=1")
+    page.wait_for_selector(f"{GAME}[data-phase=interaction]")
+    [token] = set(live_server.scheduler.sessions) - before
+    return live_server.scheduler.get(token).episode_id
+
+
+def click_cell(page, x: int, y: int) -> None:
+    grid = page.locator("canvas[data-gs=grid]")
+    box = grid.bounding_box()
+    cell = box["width"] / 5
+    grid.click(position={"x": cell * x + cell / 2, "y": cell * y + cell / 2})
+
+
+def press(page, key: str) -> None:
+    act(page, lambda: page.keyboard.press(key))
+
+
+def button(page, name: str) -> None:
+    act(page, lambda: page.get_by_role("button", name=name, exact=True).click())
+
+
+def inputs(events) -> list[str]:
+    return [e.action for e in events if e.source == "input"]
+
+
+def phase_changes(events) -> list[tuple[str, str, str]]:
+    return [(e.action, e.phase, e.next_phase) for e in events if e.phase != e.next_phase]
+
+
+def check_record(live_server, episode_id, expected_inputs, expected_changes, score):
+    events = live_server.events(episode_id)
+    assert inputs(events) == expected_inputs
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert all(e.applied and e.error is None for e in events)
+    idle = [e for e in events if e.source == "auto"]
+    assert idle and {e.action for e in idle} == {"noop"}
+    assert all(e.client_time is not None for e in events if e.source == "input")
+    assert all(e.client_time is None for e in idle)
+    assert phase_changes(events) == expected_changes
+    assert (events[-1].next_phase, events[-1].score) == ("done", score)
+    row = live_server.episode(episode_id)
+    assert (row.status, row.phase, row.score) == ("done", "done", score)
+    return events
+
+
+def test_masked_frame_prediction_played_in_the_browser(page, live_server):
+    episode_id = open_problem(page, live_server, "test/rt-walker-mfp")
+    press(page, "ArrowRight")
+    press(page, "ArrowDown")
+    act(page, lambda: click_cell(page, 3, 3))
+    button(page, "Reset")
+    act(page, lambda: None, ticks=4)  # idle: automatic noops
+    button(page, "Go to test")
+    page.wait_for_selector(f"{GAME}[data-phase=test]")
+    button(page, "Step one frame")
+    button(page, "Step one frame")
+    button(page, "Rewind one frame")
+    page.locator("input[data-gs=mfp-slider]").fill("4")  # steps to the last frame
+    page.wait_for_function("document.querySelector('[data-gs=mfp-position]').textContent == '4'")
+    assert page.locator("[data-gs=mfp-action]").text_content() == "click 0 4"
+    button(page, "Option 1")
+    assert page.get_by_role("button", name="Option 1").get_attribute("aria-pressed") == "true"
+    button(page, "Submit")
+    page.wait_for_selector(f"{GAME}[data-phase=done]")
+    assert page.locator("[data-gs=score]").text_content() == "1"
+    check_record(
+        live_server, episode_id,
+        ["right", "down", "click 3 3", "reset", "go-to-test", "step", "step", "rewind",
+         "step", "step", "step", "choose_option_0", "submit"],
+        [("go-to-test", "interaction", "test"), ("submit", "test", "done")],
+        1.0,
+    )
+
+
+def test_planning_played_in_the_browser(page, live_server):
+    episode_id = open_problem(page, live_server, "test/rt-walker-planning")
+    press(page, "ArrowRight")
+    button(page, "Reset")
+    button(page, "Go to test")
+    page.wait_for_selector("[data-gs=goal-panel]:not([hidden])")
+    goal = page.locator("canvas[data-gs=goal]").bounding_box()
+    grid = page.locator("canvas[data-gs=grid]").bounding_box()
+    assert goal["x"] > grid["x"] + grid["width"] - 1  # beside the live grid
+    act(page, lambda: click_cell(page, 4, 4))
+    for key in ("ArrowRight", "ArrowRight", "ArrowDown", "ArrowDown"):
+        press(page, key)
+    page.wait_for_selector(f"{GAME}[data-phase=done]")
+    check_record(
+        live_server, episode_id,
+        ["right", "reset", "go-to-test", "click 4 4", "right", "right", "down", "down"],
+        [("go-to-test", "interaction", "test"), ("down", "test", "done")],
+        1.0,
+    )
+
+
+def test_change_detection_played_in_the_browser(page, live_server):
+    episode_id = open_problem(page, live_server, "test/rt-walker-cd")
+    act(page, lambda: click_cell(page, 2, 2))
+    button(page, "Go to test")
+    for key in ("ArrowRight", "ArrowRight", "ArrowRight"):
+        press(page, key)
+    act(page, lambda: click_cell(page, 0, 4))  # painted red: the change shows
+    button(page, "Found the change")
+    page.wait_for_selector(f"{GAME}[data-phase=select]")
+    events = live_server.events(episode_id)
+    test_steps = [e.action for e in events if e.phase == "test"]
+    t_star = test_steps.index("click 0 4") + 1
+    page.locator("input[data-gs=cd-slider]").fill(str(t_star))
+    page.wait_for_function(
+        f"document.querySelector('[data-gs=cd-frame]').textContent == '{t_star}'")
+    act(page, lambda: None)
+    button(page, "Submit")
+    page.wait_for_selector(f"{GAME}[data-phase=done]")
+    events = check_record(
+        live_server, episode_id,
+        ["click 2 2", "go-to-test", "right", "right", "right", "click 0 4", "found-change",
+         f"choose_frame_{t_star}", "submit"],
+        [("go-to-test", "interaction", "test"), ("found-change", "test", "select"),
+         ("submit", "select", "done")],
+        1.0,
+    )
+    assert sum(e.phase == "test" and e.source == "auto" for e in events) >= 1
+
+
+@pytest.mark.parametrize("record", [False, True])
+def test_a_preview_records_only_when_asked(page, live_server, record):
+    suffix = "?record=1" if record else ""
+    page.goto(f"{live_server.url}/play/test/rt-walker-mfp{suffix}")
+    page.wait_for_selector(f"{GAME}[data-phase=interaction]")
+    press(page, "ArrowRight")
+    assert page.locator("[data-gs=phase]").text_content() == "interaction"
+    assert bool(live_server.events()) is record
+
+
+def test_the_problem_list_links_every_registered_problem(page, live_server):
+    page.goto(f"{live_server.url}/play/")
+    for problem_id in ("test/rt-walker-mfp", "test/rt-walker-planning", "test/rt-walker-cd"):
+        assert page.get_by_role("link", name=problem_id, exact=True).count() == 1
+    page.goto(f"{live_server.url}/play/no/such-problem")
+    assert "no problem 'no/such-problem' is registered" in page.content()
+
+
+def test_the_controls_work_from_the_keyboard_alone(page, live_server):
+    episode_id = open_problem(page, live_server, "test/rt-walker-mfp")
+    page.locator("canvas[data-gs=grid]").focus()
+    press(page, "ArrowDown")
+    page.keyboard.press("Tab")  # Reset
+    page.keyboard.press("Tab")  # Go to test
+    assert page.evaluate("document.activeElement.textContent") == "Go to test"
+    act(page, lambda: page.keyboard.press("Enter"))
+    page.wait_for_selector(f"{GAME}[data-phase=test]")
+    assert inputs(live_server.events(episode_id)) == ["down", "go-to-test"]
+    labels = page.eval_on_selector_all(
+        "[data-gs=mfp] button, [data-gs=mfp] input",
+        "els => els.map(e => e.getAttribute('aria-label') || e.labels?.[0]?.textContent"
+        " || e.textContent)")
+    assert all(label and label.strip() for label in labels)
