@@ -69,8 +69,8 @@ class StudyDefinition:
     expected_minutes: float = 30.0
     description: str = ""
     tutorials: dict[str, str] = field(default_factory=dict)
-    """Challenge -> tutorial problem id; a challenge without one uses a practice copy of
-    the first study problem of that challenge."""
+    """Challenge -> tutorial problem id (a practice problem that is not in the study);
+    ``gridstudy study create`` requires one for every task type among the problems."""
     screening_items: int = 6
     screening_min_correct: int = 5
     quiz_tries: int = 2
