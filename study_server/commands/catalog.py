@@ -74,3 +74,20 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None) -> None:
     click.echo(f"{len(ids) - bad} valid, {bad} invalid")
     if bad:
         sys.exit(1)
+
+
+@problems.command("derive")
+@click.argument("names", nargs=-1)
+@click.option("--samples", default=64, show_default=True, help="Seeds sampled for each check.")
+def problems_derive(names: tuple[str, ...], samples: int) -> None:
+    """Derive the library's problems from its recipes and write them (for maintainers)."""
+    from tasks.library.build import derive_library
+
+    failures = derive_library(
+        names, samples=samples, progress=lambda label: click.echo(f"deriving {label}", err=True)
+    )
+    for failure in failures:
+        click.echo(f"FAILED  {failure}")
+    if failures:
+        sys.exit(1)
+    click.echo("all problems derived")

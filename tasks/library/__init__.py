@@ -110,15 +110,4 @@ def _loader(path: Path):
     return lambda: Problem.load(path)
 
 
-def _interpreter_ready() -> bool:
-    # TEMPORARY while the interpreter is being written in parallel: register nothing
-    # until tasks.autumn.load exists. Remove once it has landed.
-    try:
-        from tasks.autumn import load  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-if _interpreter_ready():
-    _register_all()
+_register_all()

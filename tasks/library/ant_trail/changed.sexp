@@ -1,4 +1,5 @@
 ; ant_trail, changed: after the ants have eaten two crumbs, they walk away from the food.
+(program
   (= GRID_SIZE 12)
   (= FRAME_RATE 5)
 

@@ -1,4 +1,5 @@
 ; crate_push, changed: crates refuse to be pushed north.
+(program
   (= GRID_SIZE 9)
   (= FRAME_RATE 6)
 

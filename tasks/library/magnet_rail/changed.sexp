@@ -1,4 +1,5 @@
 ; magnet_rail, changed: once the magnet has reached the right end of the rail, it pushes balls away.
+(program
   (= GRID_SIZE 10)
   (= FRAME_RATE 5)
 

@@ -1,4 +1,5 @@
 ; sheep_pen, changed: once the gate has been opened, sheep next to the dog run toward it.
+(program
   (= GRID_SIZE 10)
   (= FRAME_RATE 4)
 

@@ -1,0 +1,82 @@
+"""Derive the library's problems from the recipes in each ``env.json``.
+
+The problems are derived once, checked, and written to ``<name>/problems/*.json`` so that
+a study loads them instantly and every participant sees exactly the same problem; this
+module is for the people who maintain the library (``gridstudy problems derive``).
+
+A recipe names a seed and a trajectory (and optionally a ``mask`` or ``goal_cells``) (``actions`` for masked frame prediction,
+``plan`` for planning, ``witness`` for change detection). For a stochastic environment a
+seed may not realise what the recipe needs (a flower that has not ripened in time); the
+next seeds are tried, up to ``SEED_TRIES``, and the seed used is the one recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from tasks.library import CHALLENGE_ORDER, LibraryEnv, library_envs
+from tasks.worldtest.derive import check_problem, derive_cd, derive_mfp, derive_planning
+from tasks.worldtest.problem import Problem
+
+SEED_TRIES = 10
+
+
+def derive_env(env: LibraryEnv, challenge: str, *, samples: int = 64) -> Problem:
+    """Derive one problem of ``env``; ``ValueError`` says why when no seed works."""
+    recipe = env.meta["recipes"][challenge]
+    problem_id = f"{env.name}/{challenge}"
+    build = _builder(env, challenge, recipe, problem_id, samples)
+    tries = SEED_TRIES if env.meta["stochastic"] else 1
+    reasons = []
+    for seed in range(recipe["seed"], recipe["seed"] + tries):
+        try:
+            problem = build(seed)
+        except ValueError as error:
+            reasons.append(f"seed {seed}: {error}")
+            continue
+        report = check_problem(problem)
+        if report.valid:
+            return _documented(problem, env)
+        reasons.append(f"seed {seed}: " + "; ".join(report.reasons))
+    raise ValueError(f"{problem_id}: no valid problem from the recipe:\n  " + "\n  ".join(reasons))
+
+
+def _builder(env: LibraryEnv, challenge: str, recipe: dict, problem_id: str,
+             samples: int) -> Callable[[int], Problem]:
+    if challenge == "mfp":
+        return lambda seed: derive_mfp(env.env_id, seed, recipe["actions"], mask=recipe.get("mask"),
+                                       samples=samples, problem_id=problem_id)
+    if challenge == "planning":
+        return lambda seed: derive_planning(env.env_id, seed, recipe["plan"],
+                                            goal_cells=recipe.get("goal_cells"),
+                                            max_states=20_000, problem_id=problem_id)
+    return lambda seed: derive_cd(env.env_id, env.changed_env_id, seed, recipe["witness"],
+                                  problem_id=problem_id)
+
+
+def _documented(problem: Problem, env: LibraryEnv) -> Problem:
+    data = problem.to_dict()
+    data["description"] = f"{env.meta['title']}: {env.meta['description']}"
+    return Problem.from_dict(data)
+
+
+def derive_library(names: Iterable[str] | None = None, *, samples: int = 64,
+                   progress: Callable[[str], None] = lambda _: None) -> list[str]:
+    """Derive and write every problem of the named environments (all by default).
+
+    Returns the failures' messages; problems that derive are written even when others
+    fail.
+    """
+    wanted = set(names) if names else None
+    failures = []
+    for env in library_envs():
+        if wanted is not None and env.name not in wanted:
+            continue
+        env.problem_path("mfp").parent.mkdir(exist_ok=True)
+        for challenge in CHALLENGE_ORDER:
+            progress(f"{env.name}/{challenge}")
+            try:
+                derive_env(env, challenge, samples=samples).save(env.problem_path(challenge))
+            except ValueError as error:
+                failures.append(str(error))
+    return failures
