@@ -277,7 +277,13 @@ class GameSession:
             )
 
     def abandon(self) -> None:
-        """Close the episode row of a session nobody came back to."""
+        """Close the episode row of a session nobody came back to; inputs still queued
+        are logged as dropped."""
+        with self.lock:
+            for item in self.queue:
+                self._log_raw(item.action, "dropped", "the session was abandoned",
+                              time.time(), item.client_time)
+            self.queue.clear()
         if self.store is not None and not self.episode.done:
             self.store.finish_episode(self.episode_id, status="abandoned",
                                       phase=self.episode.phase, score=None, info={})

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,8 @@ import click
 from werkzeug.serving import WSGIRequestHandler
 
 ASYNC_MODES = ("threading", "gevent")
+DEFAULT_ASYNC_MODE = "threading"
+"""Measured with bench/load.py: see README, "Async mode"."""
 
 
 class NoDelayRequestHandler(WSGIRequestHandler):
@@ -33,7 +37,12 @@ class NoDelayRequestHandler(WSGIRequestHandler):
 
 
 def _patch_for(async_mode: str) -> None:
-    """gevent must patch the standard library before the server's modules use it."""
+    """gevent must patch the standard library before the server's modules use it.
+
+    Everything is patched, the store's writer thread included (it becomes a greenlet
+    whose SQLite commits hold the loop for their duration). Leaving threads real fails:
+    the writer's queue is shared with greenlets and trips gevent's hub.
+    """
     if async_mode == "gevent":
         from gevent import monkey
 
@@ -47,6 +56,8 @@ def run(config: dict[str, Any], host: str, port: int, announce: Any = None) -> N
     from study_server.app import create_app, shutdown, socketio
 
     app = create_app(config)
+    # SIGTERM (systemd, docker stop, a benchmark) leaves through ``finally`` as Ctrl-C does.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     base_url = f"http://{host}:{port}"
     (announce or _announce_server)(app, base_url)
     try:
@@ -74,7 +85,7 @@ def _announce_server(app: Any, base_url: str) -> None:
 @click.option("--port", default=5000, show_default=True, type=int)
 @click.option("--db", default=None,
               help="Database URL or SQLite file (default: $DATABASE_URL, else gridstudy.db).")
-@click.option("--async-mode", type=click.Choice(ASYNC_MODES), default="threading",
+@click.option("--async-mode", type=click.Choice(ASYNC_MODES), default=DEFAULT_ASYNC_MODE,
               show_default=True, help="Flask-SocketIO async mode (README: Async mode).")
 def serve(host: str, port: int, db: str | None, async_mode: str) -> None:
     """Run the study server (HTTP pages, Socket.IO real-time play, agent API)."""
@@ -108,7 +119,7 @@ def demo(host: str, port: int, data_dir: str) -> None:
     """Create a demo database under ./demo-data/ and serve it, printing preview links."""
     directory = Path(data_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    config = {"DATABASE_URL": str(directory / "gridstudy.db")}
+    config = {"DATABASE_URL": str(directory / "gridstudy.db"), "ASYNC_MODE": DEFAULT_ASYNC_MODE}
 
     def announce(app: Any, base_url: str) -> None:
         _announce_server(app, base_url)

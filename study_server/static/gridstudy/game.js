@@ -180,19 +180,20 @@
   };
 
   /* Cell size: the largest that fits the window beside the controls. */
-  Game.prototype.cellSize = function (size, panels) {
+  Game.prototype.cellSize = function (size, panels, reserve) {
     var style = window.getComputedStyle(this.root);
     var inner = (this.root.clientWidth || window.innerWidth)
       - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
     var width = Math.max(200, (inner - (panels - 1) * 40) / panels);  // 40: the gap, and some
-    var height = Math.max(200, window.innerHeight - 260);
+    var height = Math.max(160, window.innerHeight - reserve);
     return Math.max(4, Math.floor(Math.min(width / size[0], height / size[1])));
   };
 
   Game.prototype.draw = function () {
     var state = this.state;
     var planning = state.test && state.test.kind === "planning" && state.phase === "test";
-    this.cell = this.cellSize(state.size, planning ? 2 : 1);
+    var mfp = state.test && state.test.kind === "mfp";
+    this.cell = this.cellSize(state.size, planning ? 2 : 1, mfp ? 440 : 260);  // room for controls
     drawFrame(this.el.grid, state.frame, this.cell);
     if (planning && !this.goalDrawn) { this.drawGoal(state); }
   };
