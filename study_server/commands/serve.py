@@ -110,19 +110,43 @@ def demo_links(base_url: str) -> list[str]:
     return links
 
 
+DEMO_STUDY = Path(__file__).resolve().parents[2] / "examples" / "demo-study.yaml"
+
+
+def prepare_demo(url: str, study_file: Path) -> str:
+    """Store the demo study (replacing an older copy) and give the ``demo`` admin a fresh
+    random password, which is returned so the researcher can log in."""
+    import secrets
+
+    from study_server import auth
+    from study_server.commands.study import create_study
+    from study_server.store import Store
+
+    create_study(url, str(study_file), replace=True)
+    password = secrets.token_urlsafe(9)
+    with Store(url) as store:
+        auth.create_admin(store.engine, "demo", password)
+    return password
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True, type=int)
 @click.option("--data-dir", default="demo-data", show_default=True, type=click.Path(),
               help="Where the demo database is created.")
-def demo(host: str, port: int, data_dir: str) -> None:
-    """Create a demo database under ./demo-data/ and serve it, printing preview links."""
+@click.option("--study", "study_file", default=str(DEMO_STUDY), type=click.Path(dir_okay=False),
+              help="Study definition to launch.", show_default="examples/demo-study.yaml")
+def demo(host: str, port: int, data_dir: str, study_file: str) -> None:
+    """Create a demo database under ./demo-data/ with a demo study and a dashboard login,
+    and serve it, printing the study link, the dashboard and preview links."""
     directory = Path(data_dir)
     directory.mkdir(parents=True, exist_ok=True)
     config = {"DATABASE_URL": str(directory / "gridstudy.db"), "ASYNC_MODE": DEFAULT_ASYNC_MODE}
+    password = prepare_demo(config["DATABASE_URL"], Path(study_file))
 
     def announce(app: Any, base_url: str) -> None:
         _announce_server(app, base_url)
+        click.echo(f"Dashboard login: user 'demo', password {password!r} (new each start)")
         links = demo_links(base_url)
         click.echo("Preview a problem (nothing recorded; add ?record=1 to record):")
         click.echo("\n".join(links) if links else "  (no problems are registered yet)")
