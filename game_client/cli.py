@@ -115,10 +115,12 @@ def agent() -> None:
 @click.option("--max-invalid", default=5, show_default=True, help="Invalid replies in a row that end an attempt.")
 @click.option("--interaction-steps", default=0, show_default=True, help="Random agent: actions before go-to-test.")
 @click.option("--seed", default=0, show_default=True, help="Random agent seed (plus the run index).")
+@click.option("--server", default=None,
+              help="Play through a running server's agent API (recorded there) instead of in-process.")
 def agent_run(patterns, kind, model, runs, concurrency, db, history, k, prompt_variant, summary,
               temperature, max_tokens, timeout, retries, prices_file, max_turns, max_invalid,
-              interaction_steps, seed):
-    """Play problems with an agent and record every turn; a rerun resumes."""
+              interaction_steps, seed, server):
+    """Play problems with an agent and record every turn; a rerun resumes (in-process)."""
     from game_client.batch import find_or_create_run, run_batch, select_problems
 
     try:
@@ -131,11 +133,38 @@ def agent_run(patterns, kind, model, runs, concurrency, db, history, k, prompt_v
                           retries=retries, prices_file=prices_file,
                           interaction_steps=interaction_steps, seed=seed))
     config = {**config, "max_turns": max_turns, "max_invalid": max_invalid}
+    if server:
+        _summarise(*_run_remote(server, problem_ids, make_agent, kind, model, config, runs,
+                                concurrency))
+        return
     with open_store(db) as store:
         run_id = find_or_create_run(store, kind, model, config)
         results = run_batch(problem_ids, make_agent, store=store, agent_run_id=run_id, runs=runs,
                             concurrency=concurrency, max_turns=max_turns, max_invalid=max_invalid)
     _summarise(run_id, results)
+
+
+def _run_remote(server, problem_ids, make_agent, kind, model, config, runs, concurrency):
+    """Play every attempt through the server's agent API: ``(run_id, results)``."""
+    from collections import Counter
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tqdm import tqdm
+
+    from game_client.api_client import AgentAPIClient, run_remote_episode
+    from game_client.batch import pending_jobs
+
+    client = AgentAPIClient(server)
+    run_id = client.create_run(kind, model, config)
+    jobs = pending_jobs(problem_ids, runs, Counter())
+
+    def play(job):
+        return run_remote_episode(make_agent(job), job.problem_id, client, run_id,
+                                  max_turns=config["max_turns"], max_invalid=config["max_invalid"])
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        results = list(tqdm(pool.map(play, jobs), total=len(jobs), desc="attempts", unit="ep"))
+    return run_id, results
 
 
 def _agent_factory(kind, model, options):

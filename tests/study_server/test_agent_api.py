@@ -101,3 +101,27 @@ def test_a_model_plays_through_the_api(api, live_server, test_problems):
     assert (result.status, result.score, result.turns) == ("done", 1.0, 8)
     events = live_server.events(result.episode_id)
     assert all(e.raw_reply.startswith("<action>") and e.prompt_tokens > 0 for e in events)
+
+
+def test_agent_run_command_plays_through_a_running_server(live_server, test_problems):
+    from click.testing import CliRunner
+
+    from study_server.cli import main
+
+    result = CliRunner().invoke(main, [
+        "agent", "run", "--problems", "test/rt-walker-mfp", "--agent", "random",
+        "--runs", "2", "--concurrency", "2", "--server", live_server.url,
+    ])
+    assert result.exit_code == 0, result.output
+    assert "2 episodes (done 2, abandoned 0, error 0)" in result.output
+    run_id = int(result.output.split("agent run ")[1].split(":")[0])
+    from sqlmodel import select
+
+    from study_server.models import EpisodeRow
+
+    with live_server.store.session() as session:
+        episodes = session.exec(select(EpisodeRow).where(EpisodeRow.agent_run_id == run_id)).all()
+    assert [e.status for e in episodes] == ["done", "done"]
+    assert all(e.score in (0.0, 1.0) for e in episodes)
+    for episode in episodes:
+        assert {e.source for e in live_server.events(episode.id)} == {"agent"}
