@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tasks.core import GridEnv
     from tasks.worldtest.problem import Problem
 
-_BUILTIN_MODULES = ("tasks.library", "tasks.dagmap.register")
+_BUILTIN_MODULES = ("tasks.library", "tasks.dagmap.register", "tasks.imported")
 """Modules whose import registers built-in environments and problems."""
 
 

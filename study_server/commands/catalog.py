@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+from pathlib import Path
 
 import click
 
@@ -91,3 +93,41 @@ def problems_derive(names: tuple[str, ...], samples: int) -> None:
     if failures:
         sys.exit(1)
     click.echo("all problems derived")
+
+
+@problems.command("import")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.option("--library", type=click.Path(file_okay=False), default=None,
+              help="Library folder to import into [default: $GRIDSTUDY_LIBRARY or "
+                   "./gridstudy-library].")
+@click.option("--search-states", default=1000, show_default=True,
+              help="States each plan or witness search may visit.")
+def problems_import(folder: str, library: str | None, search_states: int) -> None:
+    """Import an AutumnBench folder (programs/, prompts/, answers/, color_dict.yaml) into
+    the library, where every later command and server finds it."""
+    from tasks.imported import library_root, register_library
+    from tasks.importer import FolderError, library_files, read_folder
+
+    root = Path(library) if library else library_root()
+    try:
+        imported = read_folder(folder, search_states=search_states)
+    except FolderError as error:
+        raise click.ClickException(str(error)) from None
+    for env in imported:
+        _write_files(root, f"autumnbench/{env.name}", library_files(env))
+        ids = ", ".join(p.id for p in env.problems)
+        click.echo(f"imported {env.env_id}: {ids}")
+        for note in env.notes:
+            click.echo(f"  note: {note}")
+    register_library(root)
+    click.echo(f"{len(imported)} environments written to {root}; "
+               "check them with 'gridstudy problems check'")
+
+
+def _write_files(root: Path, folder: str, files: dict[str, str]) -> None:
+    """Replace ``root/folder`` by ``files`` (paths relative to ``root``)."""
+    shutil.rmtree(root / folder, ignore_errors=True)
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")

@@ -1,0 +1,409 @@
+"""Importing AutumnBench task folders into the user's library.
+
+The public AutumnBench harness keeps one benchmark in a folder laid out as::
+
+    programs/<env>.sexp                                   the environment
+    programs/<env>_change_detection_wrong_program.sexp    its changed program (or the
+                                                          name ``prompts/<env>_cd.json``
+                                                          gives as ``wrong_program``)
+    prompts/<env>_mfp.json       ``observations`` (``masked_grid`` and the ``action`` that
+                                 led to it; masked cells hold 0) and six ``choices`` (the
+                                 masked rectangle's colours, one grid per option)
+    prompts/<env>_planning.json  ``goal`` (a whole grid) and ``mask`` (1: checked cell)
+    prompts/<env>_cd.json        names the changed program
+    answers/<env>_mfp.json       ``correct_idx``
+    answers/<env>_planning.json  ``optimal_actions_count``
+    color_dict.yaml              ``<integer>: <colour name>``, the integers used in grids
+
+:func:`read_folder` turns each environment into its programs and up to three
+:class:`Problem` objects; :func:`library_files` gives them in :mod:`tasks.imported`'s
+layout, which ``gridstudy problems import`` writes into the library folder and registers
+(``tasks`` only reads files). The harness's recordings come from its own interpreter, so
+whatever gridstudy needs and the folder does not hold is found on our interpreter from
+:data:`IMPORT_SEED`: the planning problem's shortest plan (breadth-first search) and a
+change-detection witness (the MFP trajectory, else a search over both programs run in
+lockstep). What could not be found is said in the environment's ``notes``; ``gridstudy
+problems check`` then names the problem as invalid rather than the import failing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tasks.autumn import AutumnError, load
+from tasks.core import GridEnv, Observation, parse_action, region, rollout
+from tasks.worldtest.check import final_frames, is_stochastic, sample_seeds
+from tasks.worldtest.derive import default_horizon, derive_cd
+from tasks.worldtest.problem import Problem
+from tasks.worldtest.search import shortest_plan
+
+IMPORT_SEED = 1
+"""The seed imported problems use (seed 0 would freeze the Autumn generator)."""
+MASKED = 0
+"""The grid value of a masked cell in the harness's recordings."""
+SEARCH_STATES = 1_000
+"""States each search (plan, witness) may visit: a few seconds on a 16x16 program."""
+PREFIX = "autumnbench"
+_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]*)_(mfp|planning|cd)\.json$")
+
+
+class FolderError(ValueError):
+    """A malformed AutumnBench folder: the message names the file and what was expected."""
+
+
+@dataclass
+class ImportedEnv:
+    """One environment read from a folder: its programs, its problems and what to know."""
+
+    name: str
+    program: str
+    changed: str | None
+    search_states: int = SEARCH_STATES
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def env_id(self) -> str:
+        return f"{PREFIX}/{self.name}"
+
+    @property
+    def changed_env_id(self) -> str:
+        return f"{PREFIX}/{self.name}-changed"
+
+
+# -- reading the folder ----------------------------------------------------------------------
+
+
+def parse_colour_dict(text: str, source: str = "color_dict.yaml") -> dict[int, str]:
+    """The harness's colour table: one ``<integer>: <name>`` per line (a YAML subset).
+
+    >>> parse_colour_dict("0: transparent\\n1: black  # background\\n")
+    {0: 'transparent', 1: 'black'}
+    """
+    colours: dict[int, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, colon, value = line.partition(":")
+        value = value.strip().strip("'\"").strip()
+        if not colon or not key.strip().isdigit() or not value:
+            raise FolderError(f"{source} line {number}: expected '<integer>: <colour name>', "
+                              f"got {line!r}")
+        colours[int(key)] = value
+    if not colours:
+        raise FolderError(f"{source}: no colours; expected lines '<integer>: <colour name>'")
+    return colours
+
+
+def read_folder(folder: str | Path, colours: dict[int, str] | None = None,
+                search_states: int = SEARCH_STATES) -> list[ImportedEnv]:
+    """Every environment of an AutumnBench folder with its problems (nothing written).
+
+    ``colours`` defaults to the folder's ``color_dict.yaml`` read by
+    :func:`parse_colour_dict`; ``search_states`` bounds each plan or witness search.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FolderError(f"{folder}: not a folder; expected an AutumnBench folder with "
+                          "programs/, prompts/, answers/ and color_dict.yaml")
+    if colours is None:
+        colours = parse_colour_dict(_text(folder / "color_dict.yaml"), "color_dict.yaml")
+    prompts = _prompt_files(folder)
+    return [_read_env(folder, name, sorted(challenges), colours, search_states)
+            for name, challenges in sorted(prompts.items())]
+
+
+def _prompt_files(folder: Path) -> dict[str, set[str]]:
+    if not (folder / "prompts").is_dir():
+        raise FolderError(f"{folder / 'prompts'}: missing; expected prompts/<env>_mfp.json, "
+                          "<env>_planning.json or <env>_cd.json")
+    found: dict[str, set[str]] = {}
+    for path in (folder / "prompts").iterdir():
+        match = _NAME.match(path.name)
+        if match:
+            found.setdefault(match[1], set()).add(match[2])
+    if not found:
+        raise FolderError(f"{folder / 'prompts'}: no <env>_mfp.json, <env>_planning.json or "
+                          "<env>_cd.json files")
+    return found
+
+
+def _read_env(folder: Path, name: str, challenges: list[str],
+              colours: dict[int, str], search_states: int) -> ImportedEnv:
+    program = _program(folder / "programs" / f"{name}.sexp")
+    changed = _changed_program(folder, name) if "cd" in challenges else None
+    imported = ImportedEnv(name, program, changed, search_states)
+    make_env = _factory(imported)
+    order = [c for c in ("mfp", "planning", "cd") if c in challenges]
+    for challenge in order:
+        build = {"mfp": _mfp, "planning": _planning, "cd": _cd}[challenge]
+        imported.problems.append(build(folder, imported, colours, make_env))
+    return imported
+
+
+def _program(path: Path) -> str:
+    source = _text(path)
+    try:
+        load(source, name=path.name)
+    except AutumnError as error:
+        raise FolderError(f"{path}: not a program our interpreter runs: {error}") from None
+    return source
+
+
+def _changed_program(folder: Path, name: str) -> str:
+    prompt = _json(folder / "prompts" / f"{name}_cd.json")
+    candidates = [folder / "programs" / f"{name}_change_detection_wrong_program.sexp"]
+    if isinstance(prompt.get("wrong_program"), str):
+        candidates.append(folder / "programs" / f"{prompt['wrong_program']}.sexp")
+    for path in candidates:
+        if path.is_file():
+            return _program(path)
+    raise FolderError(f"{folder / 'prompts' / f'{name}_cd.json'}: the changed program is "
+                      f"missing; expected one of {', '.join(str(p) for p in candidates)}")
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FolderError(f"{path}: missing") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise FolderError(f"{path}: cannot be read ({error})") from None
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(_text(path))
+    except json.JSONDecodeError as error:
+        raise FolderError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise FolderError(f"{path}: expected a JSON object")
+    return data
+
+
+def _field(data: dict[str, Any], key: str, kind: type, path: Path) -> Any:
+    value = data.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        kind_name = {int: "an integer", list: "a list"}.get(kind, kind.__name__)
+        raise FolderError(f"{path}: expected {key!r} to be {kind_name}, got {value!r:.80}")
+    return value
+
+
+# -- the three challenges --------------------------------------------------------------------
+
+
+def _mfp(folder: Path, env: ImportedEnv, colours: dict[int, str], make_env) -> Problem:
+    path = folder / "prompts" / f"{env.name}_mfp.json"
+    prompt = _json(path)
+    observations = _field(prompt, "observations", list, path)
+    if len(observations) < 2 or not all(isinstance(o, dict) for o in observations):
+        raise FolderError(f"{path}: expected 'observations' to be at least two objects")
+    grids = [_grid(o.get("masked_grid"), path, f"observation {i} masked_grid")
+             for i, o in enumerate(observations)]
+    actions = [_action(o.get("action"), path, i) for i, o in enumerate(observations[1:], 1)]
+    masked_at = [i for i, g in enumerate(grids) if any(MASKED in row for row in g)]
+    if not masked_at:
+        raise FolderError(f"{path}: no observation has masked cells (value {MASKED})")
+    mask = [(x, y) for y, row in enumerate(grids[-1]) for x, v in enumerate(row) if v == MASKED]
+    choices = _field(prompt, "choices", list, path)
+    options = [_option(choice, mask, colours, path, i) for i, choice in enumerate(choices)]
+    answer_path = folder / "answers" / f"{env.name}_mfp.json"
+    answer = _field(_json(answer_path), "correct_idx", int, answer_path)
+    if not 0 <= answer < len(options):
+        raise FolderError(f"{answer_path}: correct_idx {answer} is not a choice 0..{len(options) - 1}")
+    _note_recording(env, make_env, actions, grids, colours)
+    params = {"actions": actions, "mask": [list(c) for c in mask], "masked_from": masked_at[0],
+              "options": options, "answer": answer}
+    return Problem(f"{env.env_id}/mfp", env.env_id, "mfp", IMPORT_SEED, params,
+                   description=f"imported from AutumnBench ({env.name}_mfp)")
+
+
+def _grid(value: Any, path: Path, what: str) -> list[list[int]]:
+    ok = (isinstance(value, list) and value and all(isinstance(r, list) and r for r in value)
+          and all(isinstance(v, int) for r in value for v in r))
+    if not ok:
+        raise FolderError(f"{path}: {what}: expected a grid (a list of lists of integers)")
+    return value
+
+
+def _action(value: Any, path: Path, index: int) -> str:
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise FolderError(f"{path}: observation {index}: expected an 'action' like "
+                          '{"type": "left"} or {"type": "click", "x": 1, "y": 2}')
+    text = value["type"]
+    if text == "click":
+        text = f"click {value.get('x')} {value.get('y')}"
+    try:
+        action = parse_action(text)
+    except ValueError as error:
+        raise FolderError(f"{path}: observation {index}: {error}") from None
+    if not action.is_env_action:
+        raise FolderError(f"{path}: observation {index}: {text!r} is not an environment action")
+    return str(action)
+
+
+def _option(choice: Any, mask: list[tuple[int, int]], colours: dict[int, str], path: Path,
+            index: int) -> list[str]:
+    """The colours of one choice grid (the mask's bounding box) in the mask's order."""
+    grid = _grid(choice, path, f"choice {index}")
+    left, top = min(x for x, _ in mask), min(y for _, y in mask)
+    width = max(x for x, _ in mask) - left + 1
+    height = max(y for _, y in mask) - top + 1
+    if len(grid) != height or any(len(row) != width for row in grid):
+        raise FolderError(f"{path}: choice {index}: expected {height} rows of {width} "
+                          "(the masked rectangle)")
+    return [_colour(grid[y - top][x - left], colours, path) for x, y in mask]
+
+
+def _colour(value: int, colours: dict[int, str], path: Path) -> str:
+    try:
+        return colours[value]
+    except KeyError:
+        raise FolderError(f"{path}: colour {value} is not in color_dict.yaml") from None
+
+
+def _note_recording(env: ImportedEnv, make_env, actions, grids, colours) -> None:
+    """Say when our interpreter does not reproduce the recording's visible frames."""
+    frames = [o.frame for o in rollout(make_env(env.env_id), IMPORT_SEED, actions)]
+    for t, (frame, grid) in enumerate(zip(frames, grids, strict=True)):
+        shown = [[colours.get(v) for v in row] for row in grid]
+        if any(v != MASKED and shown[y][x] != frame[y][x]
+               for y, row in enumerate(grid) for x, v in enumerate(row)):
+            env.notes.append(f"mfp: frame {t} differs from the recording (a stochastic "
+                             "program, or an interpreter difference)")
+            return
+
+
+def _planning(folder: Path, env: ImportedEnv, colours: dict[int, str], make_env) -> Problem:
+    path = folder / "prompts" / f"{env.name}_planning.json"
+    prompt = _json(path)
+    goal = _grid(prompt.get("goal"), path, "goal")
+    mask = _grid(prompt.get("mask"), path, "mask")
+    if [len(r) for r in goal] != [len(r) for r in mask]:
+        raise FolderError(f"{path}: 'goal' and 'mask' must have the same shape")
+    cells = [(x, y) for y, row in enumerate(mask) for x, v in enumerate(row) if v == 1]
+    if not cells:
+        raise FolderError(f"{path}: the mask checks no cell (expected some cells equal to 1)")
+    target = tuple(_colour(goal[y][x], colours, path) for x, y in cells)
+    answer_path = folder / "answers" / f"{env.name}_planning.json"
+    count = _field(_json(answer_path), "optimal_actions_count", int, answer_path)
+    plan, optimal = _plan(env, make_env, cells, target, count)
+    env_ = make_env(env.env_id)
+    stochastic = bool(plan) and is_stochastic(
+        env_, final_frames(env_, plan, [IMPORT_SEED, *sample_seeds(4, 0, IMPORT_SEED)]))
+    params = {"goal_cells": [list(c) for c in cells], "goal_colours": list(target),
+              "horizon": default_horizon(max(count, len(plan))), "optimal_length": optimal,
+              "plan": plan, "stochastic": stochastic}
+    return Problem(f"{env.env_id}/planning", env.env_id, "planning", IMPORT_SEED, params,
+                   description=f"imported from AutumnBench ({env.name}_planning)")
+
+
+def _plan(env: ImportedEnv, make_env, cells, target, count: int) -> tuple[list[str], int | None]:
+    result = shortest_plan(lambda: make_env(env.env_id), IMPORT_SEED,
+                           lambda o: region(o.frame, cells) == target,
+                           max_depth=2 * count + 2, max_states=env.search_states)
+    if not result.found:
+        env.notes.append(f"planning: no plan found within {result.states} states; the "
+                         "problem keeps the folder's optimal length and no plan")
+        return [], count
+    if len(result.plan) != count:
+        env.notes.append(f"planning: the shortest plan here takes {len(result.plan)} actions, "
+                         f"the folder says {count}")
+    return result.plan, len(result.plan)
+
+
+def _cd(folder: Path, env: ImportedEnv, colours: dict[int, str], make_env) -> Problem:
+    witness = _witness(env, make_env)
+    if witness:
+        try:
+            problem = derive_cd(env.env_id, env.changed_env_id, IMPORT_SEED, witness,
+                                problem_id=f"{env.env_id}/cd", make_env=make_env)
+            return Problem(**{**problem.to_dict(),
+                              "description": f"imported from AutumnBench ({env.name}_cd)"})
+        except ValueError as error:
+            env.notes.append(f"cd: {error}")
+    else:
+        env.notes.append(f"cd: no action sequence within {env.search_states} states shows the change")
+    params = {"changed_env_id": env.changed_env_id, "horizon": default_horizon(0)}
+    return Problem(f"{env.env_id}/cd", env.env_id, "cd", IMPORT_SEED, params,
+                   description=f"imported from AutumnBench ({env.name}_cd)")
+
+
+def _witness(env: ImportedEnv, make_env) -> list[str]:
+    """Actions after which the two programs' frames differ: the MFP trajectory when it
+    shows the change, else a breadth-first search over the programs in lockstep."""
+    mfp = next((p for p in env.problems if p.challenge == "mfp"), None)
+    if mfp is not None:
+        pair = Lockstepped(make_env(env.env_id), make_env(env.changed_env_id))
+        if any(o.info["differs"] for o in rollout(pair, IMPORT_SEED, mfp.params["actions"])):
+            return list(mfp.params["actions"])
+    result = shortest_plan(
+        lambda: Lockstepped(make_env(env.env_id), make_env(env.changed_env_id)), IMPORT_SEED,
+        lambda o: o.info["differs"], max_depth=30, max_states=env.search_states)
+    return result.plan or []
+
+
+class Lockstepped:
+    """The original and the changed program as one environment (the changed one is
+    shown), whose observation says whether their frames differ: searching it for that
+    finds a change-detection witness."""
+
+    def __init__(self, original: GridEnv, changed: GridEnv) -> None:
+        self.original, self.changed = original, changed
+        self.size, self.frame_rate = changed.size, changed.frame_rate
+
+    def available_actions(self):
+        return self.changed.available_actions()
+
+    def reset(self, seed: int = 0) -> Observation:
+        return self._pair(self.original.reset(seed), self.changed.reset(seed))
+
+    def step(self, action) -> Observation:
+        return self._pair(self.original.step(action), self.changed.step(action))
+
+    def snapshot(self):
+        return self.original.snapshot(), self.changed.snapshot()
+
+    def restore(self, snap) -> None:
+        self.original.restore(snap[0])
+        self.changed.restore(snap[1])
+
+    def state_hash(self) -> str:
+        return self.original.state_hash() + self.changed.state_hash()
+
+    @staticmethod
+    def _pair(a: Observation, b: Observation) -> Observation:
+        return Observation(b.frame, b.text, {"differs": a.frame != b.frame})
+
+
+def _factory(env: ImportedEnv) -> Callable[[str], GridEnv]:
+    sources = {env.env_id: env.program, env.changed_env_id: env.changed}
+
+    def make_env(env_id: str) -> GridEnv:
+        if sources.get(env_id) is None:
+            raise KeyError(f"unknown environment {env_id!r}")
+        return load(sources[env_id], name=env_id)
+
+    return make_env
+
+
+# -- what the library holds -----------------------------------------------------------------
+
+
+def library_files(env: ImportedEnv) -> dict[str, str]:
+    """The files of ``env`` in :mod:`tasks.imported`'s layout, by path relative to the
+    library folder. Writing them is the caller's business (``tasks`` only reads files)."""
+    base = f"{PREFIX}/{env.name}"
+    files = {f"{base}/program.sexp": env.program}
+    if env.changed is not None:
+        files[f"{base}/changed.sexp"] = env.changed
+    for problem in env.problems:
+        files[f"{base}/problems/{problem.challenge}.json"] = (
+            json.dumps(problem.to_dict(), indent=1) + "\n")
+    return files
