@@ -20,6 +20,7 @@ session.
 from __future__ import annotations
 
 import logging
+import queue
 import time
 from typing import Any
 
@@ -41,11 +42,28 @@ def register_handlers(socketio: SocketIO) -> None:
 
 
 def make_deliver(socketio: SocketIO):
-    """The scheduler's ``deliver``: a session's new state to its room only."""
+    """The scheduler's ``deliver``: a session's new state to its room only.
+
+    Sending happens on a sender task fed by a queue, in tick order, so that the tick
+    loop never waits on a participant's socket: in threading mode an emit blocks until
+    the frame is written, and 100 sessions at 8 FPS made the loop late by 200 ms while
+    the CPU stood mostly idle.
+    """
     server = socketio.server
+    outbox: queue.SimpleQueue = queue.SimpleQueue()
+
+    def send_forever() -> None:
+        while True:
+            token, payload = outbox.get()
+            try:
+                server.emit("state", payload, to=token)
+            except Exception:
+                log.exception("session %s: sending the state failed", token[:6])
+
+    socketio.start_background_task(send_forever)
 
     def deliver(session: GameSession, tick: Tick) -> None:
-        server.emit("state", {**tick.state, "token": session.token}, to=session.token)
+        outbox.put((session.token, {**tick.state, "token": session.token}))
 
     return deliver
 
