@@ -21,17 +21,6 @@ def finish_status(driver: Any) -> str:
     return "done" if driver.phase == DONE else "abandoned"
 
 
-def outcome_info(driver: Any) -> dict[str, Any]:
-    """What the episode row's ``info`` keeps about the outcome (resets, t*, choices)."""
-    test = getattr(driver, "test", None)
-    info: dict[str, Any] = {"steps": len(driver.history), "resets": getattr(driver, "resets", 0)}
-    for name in ("t_star", "chosen", "steps", "answer"):
-        value = getattr(test, name, None)
-        if value is not None:
-            info[f"test_{name}"] = value
-    return info
-
-
 class EpisodeRecorder:
     """Writes one episode's events; shared by the local client and the agent runner."""
 
@@ -93,5 +82,5 @@ class EpisodeRecorder:
             score = 0.0  # an attempt that never finished scores 0 (METRICS.md)
         self.store.finish_episode(
             self.episode_id, status=status or finish_status(driver), phase=driver.phase,
-            score=score, info={**outcome_info(driver), **(info or {})},
+            score=score, info={**driver.outcome(), **(info or {})},
         )

@@ -34,6 +34,9 @@ class _NoTest:
     def view(self, phase: str) -> None:
         return None
 
+    def outcome(self) -> dict[str, Any]:
+        return {}
+
 
 class Sandbox(Episode):
     """One environment played from ``seed`` with ``reset`` and ``quit``."""

@@ -208,7 +208,7 @@ def _next_seq(live: LiveEpisode) -> int:
 
 def _finish(live: LiveEpisode, status: str, reason: str | None = None) -> None:
     episode = live.episode
-    info: dict[str, Any] = {"turns": live.turns, "invalid": live.invalid, "resets": episode.resets}
+    info: dict[str, Any] = {**episode.outcome(), "turns": live.turns, "invalid": live.invalid}
     if reason:
         info["reason"] = reason
     score = episode.score if episode.done else 0.0

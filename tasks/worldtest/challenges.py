@@ -52,6 +52,10 @@ class TestPhase:
     def view(self, phase: str) -> dict[str, Any]:
         return {}
 
+    def outcome(self) -> dict[str, Any]:
+        """What the episode's record keeps about how this test went (JSON values)."""
+        return {}
+
 
 def _env_verbs(env: GridEnv) -> tuple[str, ...]:
     return tuple(env.available_actions())
@@ -148,6 +152,9 @@ class MaskedFramePrediction(TestPhase):
             "chosen": self.chosen,
         }
 
+    def outcome(self) -> dict[str, Any]:
+        return {"chosen": self.chosen, "answer": self.answer}
+
 
 # -- planning -----------------------------------------------------------------------------
 
@@ -163,10 +170,12 @@ class Planning(TestPhase):
         self.goal_colours = tuple(self.params["goal_colours"])
         self.horizon = int(self.params.get("horizon", 1000))
         self.steps = 0
+        self.goal_reached = False
 
     def start(self) -> Observation:
         self.env = self.make_env(self.problem.env_id)
         self.steps = 0
+        self.goal_reached = False
         self.observation = self.env.reset(self.problem.seed)
         return self.observation
 
@@ -182,6 +191,7 @@ class Planning(TestPhase):
         self.observation = self.env.step(action)
         self.steps += 1
         if self.reached(self.observation.frame):
+            self.goal_reached = True
             return Result(self.observation, DONE, 1.0)
         if self.steps >= self.horizon:
             return Result(self.observation, DONE, 0.0)
@@ -195,6 +205,9 @@ class Planning(TestPhase):
             "steps": self.steps,
             "horizon": self.horizon,
         }
+
+    def outcome(self) -> dict[str, Any]:
+        return {"steps": self.steps, "reached": self.goal_reached}
 
 
 # -- change detection ---------------------------------------------------------------------
@@ -283,6 +296,12 @@ class ChangeDetection(TestPhase):
             "chosen": self.chosen,
         }
 
+    def outcome(self) -> dict[str, Any]:
+        """``t_star`` is this attempt's defect time, ``None`` when its actions never
+        made the changed program depart from the original (``triggered`` false)."""
+        return {"steps": max(len(self.frames) - 1, 0), "t_star": self.t_star,
+                "triggered": self.t_star is not None, "chosen": self.chosen}
+
 
 # -- task-DAG exploration ------------------------------------------------------------------
 
@@ -311,6 +330,10 @@ class Explore(TestPhase):
 
     def view(self, phase: str) -> dict[str, Any]:
         return {"kind": "explore"}
+
+    def outcome(self) -> dict[str, Any]:
+        info = self.observation.info
+        return {"success": bool(info.get("success")), "achieved": list(info.get("achieved", []))}
 
 
 _PHASES: dict[str, type[TestPhase]] = {

@@ -180,6 +180,15 @@ class Episode:
             "test": self.test.view(self.phase) if self.phase != INTERACTION else None,
         }
 
+    def outcome(self) -> dict[str, Any]:
+        """What the episode's record keeps about the attempt: actions applied, resets,
+        and the test phase's own outcome as ``test_*`` (``test_t_star``,
+        ``test_triggered``, ``test_chosen`` ...) once the test has begun."""
+        info: dict[str, Any] = {"steps": len(self.history), "resets": self.resets}
+        if self.phase != INTERACTION:
+            info.update({f"test_{name}": value for name, value in self.test.outcome().items()})
+        return info
+
     # -- replay -------------------------------------------------------------------------
 
     @classmethod

@@ -365,3 +365,33 @@ def test_replay_equals_live(make_env: Callable, problem: Problem, actions: list[
     assert (replayed.phase, replayed.score, replayed.resets) == (live.phase, live.score, live.resets)
     assert replayed.observation == live.observation == steps[-1].observation
     assert replayed.view() == live.view()
+
+
+# -- outcome ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("problem", "actions", "outcome"),
+    [
+        (MFP, ["right", "reset", "down"], {"steps": 3, "resets": 1}),
+        (MFP, ["right", "go-to-test", "choose_option_2", "submit"],
+         {"steps": 4, "resets": 0, "test_chosen": 2, "test_answer": 0}),
+        (PLANNING, ["go-to-test", "click 4 4", "right", "right", "down", "down"],
+         {"steps": 6, "resets": 0, "test_steps": 5, "test_reached": True}),
+        (PLANNING, ["go-to-test", "click 4 4", "quit"],
+         {"steps": 3, "resets": 0, "test_steps": 1, "test_reached": False}),
+        (CD, ["go-to-test", *WITNESS_THEN, "noop", "found-change", "choose_frame_4", "submit"],
+         {"steps": 9, "resets": 0, "test_steps": 5, "test_t_star": T_STAR,
+          "test_triggered": True, "test_chosen": 4}),
+        (CD, ["reset", "go-to-test", "right", "click 0 4", "found-change"],
+         {"steps": 5, "resets": 1, "test_steps": 2, "test_t_star": None,
+          "test_triggered": False, "test_chosen": None}),
+    ],
+    ids=["interaction-only", "mfp", "planning-reached", "planning-quit", "cd-triggered",
+         "cd-not-triggered"],
+)
+def test_outcome_says_how_the_attempt_went(make_env: Callable, problem: Problem,
+                                           actions: list[str], outcome: dict) -> None:
+    episode = Episode(problem, make_env)
+    play(episode, actions)
+    assert episode.outcome() == outcome

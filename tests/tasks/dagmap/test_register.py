@@ -40,6 +40,9 @@ def test_an_explore_episode_starts_in_the_test_phase_and_scores_success():
     steps = [episode.apply(move) for move in solve(dagmap)]
     assert (steps[-1].done, steps[-1].score) == (True, 1.0)
     assert [s.done for s in steps[:-1]] == [False] * (len(steps) - 1)
+    outcome = episode.outcome()
+    assert (outcome["steps"], outcome["test_success"]) == (len(steps), True)
+    assert set(outcome["test_achieved"]) == set(dagmap.nodes) and dagmap.goal in outcome["test_achieved"]
 
 
 def test_an_episode_replays_to_the_same_frames():
