@@ -157,3 +157,9 @@ def explore_exploit_figure(rows: Sequence[Row]) -> bytes | None:
     axes.set_ylabel("exploitation error")
     axes.legend(fontsize="small")
     return png(figure)
+
+
+def memory_figure(rows: Sequence[Row]) -> bytes | None:
+    """AUV by history setting, one bar per model and challenge (004's memory ablation)."""
+    labelled = [{**r, "run": f"{r['agent']} ({r['challenge']})"} for r in rows]
+    return grouped_bars(labelled, "history", "run", "auv", "AUV by history setting")

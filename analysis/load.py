@@ -82,6 +82,8 @@ class EpisodeRecord:
     agent_kind: str
     """``human``, or the agent run's kind (``llm``, ``random``, ``scripted`` ...)."""
     model: str | None
+    agent_config: dict[str, Any]
+    """The agent run's configuration (``history``, ``prompt_variant`` ...); ``{}`` for people."""
     problem_id: str
     challenge: str
     env_id: str
@@ -235,6 +237,9 @@ def as_time(value: Any) -> datetime | None:
 
 
 def as_json(value: Any) -> Any:
+    """A JSON column's value; an empty CSV cell is null."""
+    if value == "":
+        return None
     return json.loads(value) if isinstance(value, str) else value
 
 
@@ -254,6 +259,7 @@ EPISODE_CONVERTERS = {
     "episode_id": int, "participant_id": _optional(int), "agent_run_id": _optional(int),
     "seed": int, "score": _optional(float), "included": as_bool, "started_at": as_time,
     "ended_at": as_time, "info": lambda v: as_json(v) or {},
+    "agent_config": lambda v: as_json(v) or {},
 }
 """Episode fields that need converting from CSV text or raw database values."""
 
@@ -395,7 +401,8 @@ def _episode_query(meta: Any, selection: Selection) -> Any:
     own = [c for c in episode.c if c.name in EPISODE_FIELDS]
     query = (
         select(episode.c.id.label("episode_id"), *own, run.c.agent_kind.label("run_kind"),
-               run.c.model, person.c.status.label("participant_status"),
+               run.c.model, run.c.config.label("agent_config"),
+               person.c.status.label("participant_status"),
                person.c.exclusion_reason.label("participant_exclusion_reason"))
         .outerjoin(run, run.c.id == episode.c.agent_run_id)
         .outerjoin(person, person.c.id == episode.c.participant_id)

@@ -25,6 +25,7 @@ from analysis.metrics import (
     auv,
     final_perplexity,
     grounding_accuracy,
+    memory_index,
     normalized_perplexity_curve,
     percentile_interval,
     percentile_score,
@@ -37,6 +38,7 @@ from analysis.metrics import (
 )
 from analysis.metrics.explore_exploit import explore_exploit
 from analysis.metrics.records import KINDS
+from tasks.core import frame_hash
 
 HUMAN = "human"
 Row = dict[str, Any]
@@ -46,10 +48,31 @@ Row = dict[str, Any]
 
 
 def agent_of(episode: EpisodeRecord) -> str:
-    """``human`` for any participant; ``kind:model`` (or ``kind``) for an agent run."""
+    """``human`` for any participant; ``kind:model`` (or ``kind``) for an agent run, with
+    its history setting appended when the model did not see the full history
+    (``llm:m [history none]``), so that a memory ablation is never averaged with the
+    runs it is compared against."""
     if episode.is_human:
         return HUMAN
+    base = base_agent(episode)
+    setting = history_setting(episode)
+    return base if setting == FULL_HISTORY else f"{base} [history {setting}]"
+
+
+def base_agent(episode: EpisodeRecord) -> str:
+    """``kind:model`` (or ``kind``) whatever the history setting."""
     return f"{episode.agent_kind}:{episode.model}" if episode.model else episode.agent_kind
+
+
+FULL_HISTORY, NO_HISTORY = "full", "none"
+
+
+def history_setting(episode: EpisodeRecord) -> str:
+    """What an agent saw of earlier turns: ``full`` (also for agents without a history
+    option), ``none`` (the current observation only) or ``last K``."""
+    config = episode.agent_config
+    mode = config.get("history") or FULL_HISTORY
+    return f"last {config.get('k')}" if mode == "last" else str(mode)
 
 
 def counted(dataset: Dataset) -> list[EpisodeRecord]:
@@ -212,13 +235,34 @@ def perplexity_curves(dataset: Dataset, window: int = 10,
     return dict(curves)
 
 
-def memory_rows(dataset: Dataset) -> list[Row]:
-    """AUV by history setting and the memory index (004 Eq. 5): needs each agent run's
-    ``config["history"]``, which the loaded records do not carry yet."""
-    if any(not e.is_human for e in counted(dataset)):
-        raise ValueError("the loaded episodes do not carry their agent run's config, so "
-                         "runs cannot be paired by history setting")
-    return []
+def memory_rows(dataset: Dataset, t_max: int = 50) -> list[Row]:
+    """Per model that has a history option (its run's ``config["history"]``), challenge
+    (planning, explore) and history setting: AUV over ``t_max`` scored steps, and the memory index ``AUV(full) - AUV(none)`` (004 Eq. 5) on every
+    row of a model and challenge that has runs with both settings (else ``None``)."""
+    runs = [e for e in counted(dataset)
+            if "history" in e.agent_config and e.challenge in ("planning", "explore")]
+    rows = []
+    for (base, challenge), episodes in group(runs, base_agent, challenge_of).items():
+        by_setting = group(episodes, history_setting)
+        values = {setting: auv([solve_step(e) for e in es], t_max)
+                  for (setting,), es in by_setting.items()}
+        index = (memory_index(values[FULL_HISTORY], values[NO_HISTORY])
+                 if {FULL_HISTORY, NO_HISTORY} <= set(values) else None)
+        for (setting,), es in sorted(by_setting.items(), key=lambda item: _setting_order(item[0][0])):
+            rows.append({"agent": base, "challenge": challenge, "history": setting,
+                         "episodes": len(es), "t_max": t_max, "auv": values[setting],
+                         "memory_index": index})
+    return rows
+
+
+def _setting_order(setting: str) -> tuple[int, int]:
+    """full first, then ``last K`` by decreasing K, then none."""
+    if setting == FULL_HISTORY:
+        return (0, 0)
+    if setting.startswith("last "):
+        k = setting.removeprefix("last ")
+        return (1, -int(k) if k.isdigit() else 0)
+    return (2, 0)
 
 
 # -- models: cost and grounding (002 Fig. 3, 001 Sec. 5.3) --------------------------------
@@ -245,15 +289,29 @@ def score_cost(dataset: Dataset) -> list[Row]:
 
 
 def random_baseline_rows(dataset: Dataset, timeout: int = 1000) -> list[Row]:
-    """Per environment, the random agent's chance of solving its planning problems within
-    ``timeout`` scored steps and the mean steps it took. Change detection's "triggered
-    the change" is not in the event record, so only planning is tabulated."""
+    """Per environment and challenge, the random agent's runs summarised as in Table
+    E.3: for planning, the chance of reaching the goal within ``timeout`` scored steps;
+    for change detection, the chance its actions triggered the change (the recorded
+    ``test_triggered``, at test step ``test_t_star``); and the mean steps it took."""
     rows = []
-    runs = [e for e in counted(dataset) if e.agent_kind == "random" and e.challenge == "planning"]
-    for (env,), episodes in group(runs, env_of).items():
-        summary = random_baseline([solve_step(e) for e in episodes], timeout)
-        rows.append({"env": env, "challenge": "planning", **summary})
+    runs = [e for e in counted(dataset) if e.agent_kind == "random"]
+    for (env, challenge), episodes in group(runs, env_of, challenge_of).items():
+        if challenge == "planning":
+            samples = [solve_step(e) for e in episodes]
+        elif challenge == "cd":
+            samples = [trigger_step(e) for e in episodes if "test_triggered" in e.info]
+        else:
+            continue
+        if samples:
+            rows.append({"env": env, "challenge": challenge,
+                         **random_baseline(samples, timeout)})
     return rows
+
+
+def trigger_step(episode: EpisodeRecord) -> int | None:
+    """The test step at which a change-detection attempt made the change show, or
+    ``None`` when it never did."""
+    return episode.info.get("test_t_star") if episode.info.get("test_triggered") else None
 
 
 # -- curiosity (003): pass@k and friends ------------------------------------------------
@@ -337,44 +395,77 @@ def planning_progress(episode: EpisodeRecord, goal: dict) -> list[float]:
     return progress_curve("planning", states, goal) if states else []
 
 
+def explore_progress(episode: EpisodeRecord) -> list[float]:
+    """``r_t`` of a task-DAG episode: the fraction of the map's nodes achieved, from the
+    start position on, one value per applied step."""
+    env, observations = dag_replay(episode)
+    return progress_curve("explore", [o.info["achieved"] for o in observations], env.map.nodes)
+
+
+def episode_progress(episode: EpisodeRecord) -> list[float]:
+    """The progress curve of a planning or explore episode (``[]`` for other
+    challenges, and for planning problems this machine does not know)."""
+    if episode.challenge == "explore":
+        return explore_progress(episode)
+    problem = known_problem(episode.problem_id) if episode.challenge == "planning" else None
+    return planning_progress(episode, problem.params) if problem is not None else []
+
+
+def difficulty_of(episode: EpisodeRecord) -> str:
+    problem = known_problem(episode.problem_id)
+    return (problem.difficulty if problem is not None else None) or "unlabelled"
+
+
 def progress_curves(dataset: Dataset) -> dict[str, list[list[float]]]:
-    """Per agent, the progress curve of each planning episode of a registered problem."""
+    """Per agent, the progress curve of each planning and explore episode."""
     curves: dict[str, list[list[float]]] = defaultdict(list)
     for episode in counted(dataset):
-        problem = known_problem(episode.problem_id) if episode.challenge == "planning" else None
-        if problem is not None:
-            curve = planning_progress(episode, problem.params)
-            if curve:
-                curves[agent_of(episode)].append(curve)
+        curve = episode_progress(episode)
+        if curve:
+            curves[agent_of(episode)].append(curve)
     return dict(curves)
 
 
 def progress_rows(dataset: Dataset) -> list[Row]:
-    """Per agent and difficulty (easy/hard when problems are labelled), the mean final
-    progress rate and success rate of planning episodes of registered problems."""
-    found = []
-    for episode in counted(dataset):
-        problem = known_problem(episode.problem_id) if episode.challenge == "planning" else None
-        curve = planning_progress(episode, problem.params) if problem else []
-        if curve:
-            found.append((agent_of(episode), problem.difficulty or "unlabelled", curve[-1],
-                          solved(episode)))
+    """Per agent, challenge and difficulty (easy/hard, or the task-DAG map's level, when
+    problems are labelled), the mean final progress rate and the success rate."""
     rows: dict[tuple, list] = defaultdict(list)
-    for agent, difficulty, rate, ok in found:
-        rows[(agent, difficulty)].append((rate, ok))
-    return [{"agent": a, "difficulty": d, "episodes": len(v),
+    for episode in counted(dataset):
+        curve = episode_progress(episode)
+        if curve:
+            key = (agent_of(episode), episode.challenge, difficulty_of(episode))
+            rows[key].append((curve[-1], solved(episode)))
+    return [{"agent": a, "challenge": c, "difficulty": d, "episodes": len(v),
              "progress_rate": mean_of(r for r, _ in v), "success": mean_of(float(o) for _, o in v)}
-            for (a, d), v in sorted(rows.items())]
+            for (a, c, d), v in sorted(rows.items())]
 
 
-def dag_errors(episode: EpisodeRecord) -> Any:
-    """The exploration/exploitation reading of a task-DAG episode (its map regenerated
-    from the registered environment and the episode's seed)."""
+def dag_replay(episode: EpisodeRecord) -> tuple[Any, list[Any]]:
+    """The task-DAG environment of ``episode`` (its map regenerated from the registered
+    environment and the episode's seed) and its observations from the start, one per
+    applied action. Raises ``ValueError`` when the replay does not give the stored
+    frames: the map generator must have changed since the episode was recorded."""
     from tasks import registry
 
     env = registry.make(episode.env_id)
-    env.reset(episode.seed)
-    moves = [a for a in episode.actions if a in ("up", "down", "left", "right")]
+    observations = [env.reset(episode.seed)]
+    for event in scored_steps(episode):
+        if event.action == "quit" or env.done:
+            break
+        observations.append(env.step(event.action))
+        if event.frame_hash is not None and frame_hash(observations[-1].frame) != event.frame_hash:
+            raise ValueError(
+                f"episode {episode.episode_id} ({episode.env_id}, seed {episode.seed}) does "
+                f"not replay to its stored frames at seq {event.seq}: the map generator "
+                "differs from the one that recorded it"
+            )
+    return env, observations
+
+
+def dag_errors(episode: EpisodeRecord) -> Any:
+    """The exploration/exploitation reading of a task-DAG episode."""
+    env, observations = dag_replay(episode)
+    moves = [o.info["action"] for o in observations[1:] if o.info["action"] != "noop"]
     return explore_exploit(env.map, env.map.follow(moves))
 
 

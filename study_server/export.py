@@ -138,6 +138,7 @@ def episode_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, An
         select(
             EpisodeRow.id.label("episode_id"), *_columns(EpisodeRow),
             AgentRun.agent_kind.label("run_kind"), AgentRun.model,
+            AgentRun.config.label("agent_config"),
             Participant.status.label("participant_status"),
             Participant.exclusion_reason.label("participant_exclusion_reason"),
             counts.c.n_events,

@@ -52,6 +52,8 @@ EPISODE_COLUMNS = {
     "agent_kind": (TEXT, "human for a participant's attempt, else the agent run's kind "
                          "(llm, random, scripted, planner); unknown when neither is recorded."),
     "model": (TEXT, "The language model of an llm agent run."),
+    "agent_config": (JSON, "The agent run's configuration (provider, history mode, prompt "
+                           "variant ...); empty for people."),
     "problem_id": (TEXT, "Registered problem id."),
     "challenge": (TEXT, "mfp, planning, cd or explore."),
     "env_id": (TEXT, "Registered environment id."),

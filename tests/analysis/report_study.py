@@ -4,8 +4,11 @@ Two planning problems on the test walker (gold walker from the top-left corner; 
 goal asks for gold on one cell and black on the start cell, so a step right already
 earns half the progress): ``easy`` wants the walker on (1, 0), ``hard`` on (3, 0).
 Three counted participants, one excluded participant, an LLM run (with a refused
-reply), a random run, and a scripted run's task-DAG episode. Every applied step comes from a real
-Episode and goes through the real store.
+reply), a second model run twice for the memory index (full history and none), a random
+run (planning, and two change-detection attempts: one triggers the change at test step 4,
+one never does), and a scripted run's task-DAG episode. Every applied step comes from a
+real Episode and goes through the real store, and each episode keeps its outcome as the
+server does.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ def goal_problem(name: str, x: int, difficulty: str) -> Problem:
                            "horizon": 5}, difficulty=difficulty)
 
 
-EASY, HARD = "easy", "hard"
-PROBLEMS = {EASY: goal_problem(EASY, 1, "easy"), HARD: goal_problem(HARD, 3, "hard")}
+EASY, HARD, CD = "easy", "hard", "cd"
+PROBLEMS = {EASY: goal_problem(EASY, 1, "easy"), HARD: goal_problem(HARD, 3, "hard"),
+            CD: Problem(id="test/report-cd", env_id="test/walker", challenge="cd", seed=0,
+                        params={"changed_env_id": "test/walker-changed", "horizon": 20})}
 EXPLORE_ID = "dagmap/high-n4"
 
 HUMANS = {
@@ -37,8 +42,15 @@ HUMANS = {
 }
 LLM = {EASY: ["go-to-test", None, "right"], HARD: ["go-to-test", "right", "quit"]}
 """``None`` is a reply that did not parse: logged, not applied."""
+MEMORY = {"full": {EASY: ["go-to-test", "right"], HARD: ["go-to-test", "right", "right", "right"]},
+          "none": {EASY: ["go-to-test", "down", "quit"],
+                   HARD: ["go-to-test", "right", "right", "right"]}}
+"""A second model with full history and with the current observation only."""
 RANDOM = {EASY: ["click 0 0", "noop", "go-to-test", "right"],
           HARD: ["noop", "go-to-test", "up", "quit"]}
+RANDOM_CD = [["go-to-test", "right", "right", "right", "click 0 4", "found-change",
+              "choose_frame_4", "submit"],
+             ["go-to-test", "noop", "found-change", "choose_frame_1", "submit"]]
 EXPLORE = ["down", "up"]
 
 
@@ -59,15 +71,24 @@ def fill(store: Store) -> None:
                                 exclusion_reason="failed 2 attention checks"))
         session.add_all([AgentRun(id=1, study_id="report", agent_kind="llm", model="m-1"),
                          AgentRun(id=2, study_id="report", agent_kind="random"),
-                         AgentRun(id=3, study_id="report", agent_kind="scripted")])
+                         AgentRun(id=3, study_id="report", agent_kind="scripted"),
+                         AgentRun(id=4, study_id="report", agent_kind="llm", model="m-2",
+                                  config={"history": "full"}),
+                         AgentRun(id=5, study_id="report", agent_kind="llm", model="m-2",
+                                  config={"history": "none"})])
     for participant, attempts in HUMANS.items():
         for problem, actions in attempts.items():
             play(store, PROBLEMS[problem], actions, source="input", participant_id=participant)
     for problem, actions in LLM.items():
         play(store, PROBLEMS[problem], actions, source="agent", agent_run_id=1, prompt_tokens=100,
              completion_tokens=5, cost=0.01)
+    for run_id, setting in ((4, "full"), (5, "none")):
+        for problem, actions in MEMORY[setting].items():
+            play(store, PROBLEMS[problem], actions, source="agent", agent_run_id=run_id)
     for problem, actions in RANDOM.items():
         play(store, PROBLEMS[problem], actions, source="agent", agent_run_id=2)
+    for actions in RANDOM_CD:
+        play(store, PROBLEMS[CD], actions, source="agent", agent_run_id=2)
     play(store, registry.get_problem(EXPLORE_ID), EXPLORE, source="agent", agent_run_id=3)
     store.flush()
 
@@ -90,4 +111,5 @@ def play(store: Store, problem: Problem, actions: list[str | None], **who) -> No
         step = episode.apply(action)
         store.write_event(event_from_step(step, seq=seq, server_time=1.0 + seq,
                                           parse_valid=valid, **common, **model))
-    store.finish_episode(episode_id, status="done", phase=episode.phase, score=episode.score)
+    store.finish_episode(episode_id, status="done", phase=episode.phase, score=episode.score,
+                         info=episode.outcome())

@@ -69,6 +69,7 @@ def test_records_are_typed_and_say_who_acted(stored):
     llm = episodes[sample.llm]
     assert (llm.agent_kind, llm.model, llm.actions) == ("llm", "m-1", ["go-to-test", "right",
                                                                      "right"])
+    assert (llm.agent_config, human.agent_config) == ({"temperature": 0}, {})
     refused = llm.events[2]
     assert (refused.applied, refused.action, refused.parse_valid, refused.raw_reply,
             refused.cost) == (False, None, False, "I jump!", 0.0003)

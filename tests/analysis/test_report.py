@@ -11,9 +11,10 @@ from analysis.cli import report
 from study_server.store import Store
 from tests.analysis.report_study import fill
 
-FIGURES = 6
+FIGURES = 7
 """Scores by task type and by problem, action types, perplexity, score vs cost,
-progress (the task-DAG episode has no exploitation step, so no error scatter)."""
+progress, AUV by history setting (the task-DAG episode has no exploitation step, so no
+error scatter)."""
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def read(path):
 
 def test_command_says_what_it_wrote(written):
     out, result = written
-    assert result.stdout == f"wrote {out / 'report.html'} (11 episodes)\n"
+    assert result.stdout == f"wrote {out / 'report.html'} (17 episodes)\n"
     assert "report: 100%" in result.stderr  # the progress bar
 
 
@@ -49,7 +50,15 @@ def test_csv_numbers(written):
     auv = {r["agent"]: float(r["auv"]) for r in read(out / "auv.csv")
            if r["challenge"] == "planning"}
     assert auv == {"human": pytest.approx(0.2), "llm:m-1": pytest.approx(5 / 12),
+                   "llm:m-2": 0.5, "llm:m-2 [history none]": pytest.approx(1 / 12),
                    "random": pytest.approx(5 / 12)}
+    memory = [(r["history"], float(r["auv"]), float(r["memory_index"]))
+              for r in read(out / "memory_index.csv")]
+    assert memory == [("full", 0.5, pytest.approx(5 / 12)),
+                      ("none", pytest.approx(1 / 12), pytest.approx(5 / 12))]
+    baseline = [(r["challenge"], float(r["probability"]), float(r["mean_steps"]))
+                for r in read(out / "random_baseline.csv")]
+    assert baseline == [("cd", 0.5, 4.0), ("planning", 0.5, 1.0)]
     cost = read(out / "score_cost.csv")[0]
     assert (cost["agent"], float(cost["cost"]), float(cost["grounding_accuracy"])) == (
         "llm:m-1", pytest.approx(0.07), pytest.approx(5 / 6))
@@ -57,10 +66,9 @@ def test_csv_numbers(written):
 
 def test_sections_without_data_or_refused_say_why(written):
     out, _ = written
-    assert not (out / "at_k.csv").exists() and not (out / "memory_index.csv").exists()
+    assert not (out / "at_k.csv").exists()
     page = (out / "report.html").read_text()
     assert "Omitted: llm:m-1 has 1 attempt(s) at test/report-easy; @2 needs n &gt;= 2." in page
-    assert "Omitted: the loaded episodes do not carry their agent run&#x27;s config" in page
 
 
 def test_header_lists_data_and_parameters(written):

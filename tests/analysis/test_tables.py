@@ -6,6 +6,8 @@ comes about from the actions played there.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from analysis import tables
@@ -50,7 +52,10 @@ def test_task_type_and_environment_scores_average_problems(dataset):
     assert by_type == {
         ("planning", "human"): (2, 5, pytest.approx(0.7)),  # (0.6 + 0.8) / 2
         ("planning", "llm:m-1"): (2, 2, 0.5),
+        ("planning", "llm:m-2"): (2, 2, 1.0),
+        ("planning", "llm:m-2 [history none]"): (2, 2, 0.5),  # a separate agent, not merged
         ("planning", "random"): (2, 2, 0.5),
+        ("cd", "random"): (1, 2, 0.5),  # choose_frame_4 at t* = 4 scores 1; the other 0
         ("explore", "scripted"): (1, 1, 0.0),
     }
     walker = pick(tables.environment_scores(dataset), env="test/walker", agent="human")
@@ -99,25 +104,41 @@ def test_score_cost_counts_every_model_turn(dataset):
 
 
 def test_random_baseline_from_random_runs(dataset):
-    # easy solved at its first test step, hard quit
+    # cd: one attempt triggered the change at test step 4, the other never did;
+    # planning: easy solved at its first test step, hard quit
     assert tables.random_baseline_rows(dataset) == [
+        {"env": "test/walker", "challenge": "cd", "samples": 2, "probability": 0.5,
+         "mean_steps": 4.0},
         {"env": "test/walker", "challenge": "planning", "samples": 2, "probability": 0.5,
          "mean_steps": 1.0}]
 
 
 def test_progress_by_difficulty(dataset):
     rows = {(r["agent"], r["difficulty"]): (r["episodes"], r["progress_rate"], r["success"])
-            for r in tables.progress_rows(dataset)}
+            for r in tables.progress_rows(dataset) if r["challenge"] == "planning"}
     # a step off the start cell earns 1/2 (it turns black), reaching the goal 1
     assert rows == {
         ("human", "easy"): (3, 0.5, pytest.approx(1 / 3)),  # 1, 1/2 (down), 0 (quit)
         ("human", "hard"): (2, 0.75, 0.5),  # 1, 1/2 (one step right)
         ("llm:m-1", "easy"): (1, 1.0, 1.0),
         ("llm:m-1", "hard"): (1, 0.5, 0.0),
+        ("llm:m-2", "easy"): (1, 1.0, 1.0),
+        ("llm:m-2", "hard"): (1, 1.0, 1.0),
+        ("llm:m-2 [history none]", "easy"): (1, 0.5, 0.0),  # down: the start cell turns black
+        ("llm:m-2 [history none]", "hard"): (1, 1.0, 1.0),
         ("random", "easy"): (1, 1.0, 1.0),
         ("random", "hard"): (1, 0.0, 0.0),  # up into the wall
     }
     assert tables.progress_curves(dataset)["llm:m-1"] == [[0.0, 1.0], [0.0, 0.5, 0.5]]
+
+
+def test_progress_of_a_task_dag_episode_counts_achieved_nodes(dataset):
+    # high-n4, seed 0: nothing achieved at the start; down enters and achieves one of the
+    # map's four nodes; up goes back (the rate never falls)
+    assert tables.progress_curves(dataset)["scripted"] == [[0.0, 0.25, 0.25]]
+    assert pick(tables.progress_rows(dataset), agent="scripted") == {
+        "agent": "scripted", "challenge": "explore", "difficulty": "high", "episodes": 1,
+        "progress_rate": 0.25, "success": 0.0}
 
 
 def test_auv_over_scored_steps(dataset):
@@ -148,6 +169,21 @@ def test_explore_exploit_on_task_dag_episode(dataset):
          "exploitation_error": None, "success": 0.0}]
 
 
-def test_memory_index_says_what_it_lacks(dataset):
-    with pytest.raises(ValueError, match="do not carry their agent run's config"):
-        tables.memory_rows(dataset)
+def test_memory_index_pairs_runs_by_history_setting(dataset):
+    # full history solves at test steps 1 and 3: P = 0, .5, .5, 1 -> AUV (.5+1+1.5)/6 = .5;
+    # none solves only hard at 3: P = 0, 0, 0, .5 -> AUV .5/6 = 1/12; MI = 5/12.
+    # m-1 and the random and scripted runs have no history option: not in the table.
+    rows = tables.memory_rows(dataset, t_max=3)
+    assert [(r["agent"], r["challenge"], r["history"], r["episodes"]) for r in rows] == [
+        ("llm:m-2", "planning", "full", 2), ("llm:m-2", "planning", "none", 2)]
+    assert [r["auv"] for r in rows] == [0.5, pytest.approx(1 / 12)]
+    assert [r["memory_index"] for r in rows] == [pytest.approx(5 / 12)] * 2
+
+
+def test_a_dag_episode_that_does_not_replay_is_refused(dataset):
+    episode = next(e for e in dataset.included() if e.challenge == "explore")
+    first = episode.events[0]
+    tampered = dataclasses.replace(episode, events=[dataclasses.replace(first, frame_hash="0" * 16),
+                                                    *episode.events[1:]])
+    with pytest.raises(ValueError, match=r"does not replay to its stored frames at seq 0"):
+        tables.dag_errors(tampered)
