@@ -144,8 +144,9 @@ BLANK = dict.fromkeys(EVENT_FIELDS)
 
 def synthetic_dataset(grouped: dict[int, list[dict[str, Any]]], seed: int = 0) -> Any:
     """The synthetic events as a loaded Dataset: planning problems of ATTEMPTS episodes,
-    alternately a person's and one of two models' (with token counts and costs), so
-    that every section of the report has work to do."""
+    alternately a person's and one model's, run with its full history or with none
+    (token counts and costs included), so that every section of the report has work
+    to do."""
     from datetime import UTC, datetime
 
     from analysis.load import Dataset, EpisodeRecord, EventRecord, FrameSource
@@ -162,7 +163,8 @@ def synthetic_dataset(grouped: dict[int, list[dict[str, Any]]], seed: int = 0) -
                   for r in records]
         episodes.append(EpisodeRecord(
             episode_id=episode_id, study_id="bench", **who,
-            agent_kind="human" if human else "llm", model=None if human else f"m-{who['agent_run_id']}",
+            agent_kind="human" if human else "llm", model=None if human else "m",
+            agent_config={} if human else {"history": ("full", "none")[who["agent_run_id"] - 1]},
             problem_id=f"bench/p{episode_id // ATTEMPTS}", challenge="planning",
             env_id=f"bench/env{episode_id // ATTEMPTS % 10}", seed=0, status="done", phase="done",
             score=float(rng.random() < 0.4), included=True, exclusion_reason=None,
