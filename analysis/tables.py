@@ -34,6 +34,7 @@ from analysis.metrics import (
     progress_curve,
     random_baseline,
     reset_frequency,
+    solution_contact,
     unique_action_counts,
 )
 from analysis.metrics.explore_exploit import explore_exploit
@@ -318,11 +319,28 @@ def trigger_step(episode: EpisodeRecord) -> int | None:
 
 AT_K_FLAGS: dict[str, Callable[[EpisodeRecord], bool | None]] = {
     "pass": solved,
-    "discovery": lambda e: e.info.get("discovered"),
-    "interaction": lambda e: e.info.get("interacted"),
+    "discovery": lambda e: injection_flags(e)[0],
+    "interaction": lambda e: injection_flags(e)[1],
 }
-"""What counts for each metric@k. Discovery and interaction are read from the episode's
-info (``discovered``, ``interacted``) and left out when an episode does not say."""
+"""What counts for each metric@k. Discovery and interaction exist only for problems with
+an injected solution (see :func:`injection_flags`); other problems are left out of them."""
+
+
+def injection_flags(episode: EpisodeRecord) -> tuple[bool | None, bool | None]:
+    """``(discovered, interacted)`` for an attempt at a problem whose ``params`` carry an
+    ``injected_solution`` (``cells`` and ``colours``), from the frames the attempt
+    received and its clicks (:func:`solution_contact`); values the episode's ``info``
+    records itself (``discovered``, ``interacted``) take precedence. ``(None, None)``
+    for a problem without one."""
+    if "discovered" in episode.info or "interacted" in episode.info:
+        return episode.info.get("discovered"), episode.info.get("interacted")
+    problem = known_problem(episode.problem_id)
+    spec = problem.params.get("injected_solution") if problem is not None else None
+    if not spec:
+        return None, None
+    shown = {e.frame_hash for e in episode.events if e.applied and e.frame_hash}
+    return solution_contact((episode.frame(h) for h in shown), episode.actions,
+                            spec["cells"], spec["colours"])
 
 
 def at_k_rows(dataset: Dataset, k: int = 1) -> list[Row]:
@@ -345,11 +363,13 @@ def at_k_rows(dataset: Dataset, k: int = 1) -> list[Row]:
 
 
 def _at_k_mean(problems: Iterable[list[EpisodeRecord]], flag: Callable, k: int) -> float | None:
+    """Mean @k over the problems where ``flag`` is defined for every attempt; ``None``
+    when it is defined for none."""
     values = []
     for episodes in problems:
         flags = [flag(e) for e in episodes]
         if any(f is None for f in flags):
-            return None
+            continue
         values.append(at_k(len(flags), sum(map(bool, flags)), k))
     return mean_of(values)
 

@@ -36,7 +36,7 @@ raises ``ValueError`` saying what is missing.
 """
 
 from analysis.metrics.actions import action_type_distribution, reset_frequency, unique_action_counts
-from analysis.metrics.at_k import at_k, metric_at_k
+from analysis.metrics.at_k import at_k, metric_at_k, solution_contact
 from analysis.metrics.baseline import random_baseline, random_baseline_table
 from analysis.metrics.loops import cycles, loop_ratio, loop_steps, pooled_loop_ratio
 from analysis.metrics.parameters import parameters_of
@@ -82,6 +82,7 @@ __all__ = [
     "random_baseline",
     "random_baseline_table",
     "reset_frequency",
+    "solution_contact",
     "subgoal_fraction",
     "success_curve",
     "unique_action_counts",

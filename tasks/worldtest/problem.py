@@ -39,6 +39,10 @@ class Problem:
     * ``cd``: ``changed_env_id``, ``horizon`` (test steps allowed), ``witness`` (action
       texts that trigger the change) and ``witness_t_star`` (its defect time).
     * ``explore``: nothing required.
+
+    Any challenge may add ``injected_solution`` (``cells`` ``[x, y]`` and ``colours``):
+    where the environment shows a solution injected for the curiosity metrics (003), read
+    by the analysis to tell whether an attempt saw it and clicked it.
     """
 
     id: str

@@ -20,14 +20,17 @@ from tasks.worldtest import Episode, Problem
 from tests.envs import register_test_envs
 
 
-def goal_problem(name: str, x: int, difficulty: str) -> Problem:
+def goal_problem(name: str, x: int, difficulty: str, **params) -> Problem:
     return Problem(id=f"test/report-{name}", env_id="test/walker", challenge="planning", seed=0,
                    params={"goal_cells": [[x, 0], [0, 0]], "goal_colours": ["gold", "black"],
-                           "horizon": 5}, difficulty=difficulty)
+                           "horizon": 5, **params}, difficulty=difficulty)
 
 
 EASY, HARD, CD = "easy", "hard", "cd"
-PROBLEMS = {EASY: goal_problem(EASY, 1, "easy"), HARD: goal_problem(HARD, 3, "hard"),
+INJECTED = {"cells": [[1, 1]], "colours": ["blue"]}
+"""Easy's injected solution: cell (1, 1) turning blue (a click paints it)."""
+PROBLEMS = {EASY: goal_problem(EASY, 1, "easy", injected_solution=INJECTED),
+            HARD: goal_problem(HARD, 3, "hard"),
             CD: Problem(id="test/report-cd", env_id="test/walker", challenge="cd", seed=0,
                         params={"changed_env_id": "test/walker-changed", "horizon": 20})}
 EXPLORE_ID = "dagmap/high-n4"

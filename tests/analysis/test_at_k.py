@@ -2,7 +2,7 @@
 
 import pytest
 
-from analysis.metrics import at_k, metric_at_k
+from analysis.metrics import at_k, metric_at_k, solution_contact
 
 
 @pytest.mark.parametrize(
@@ -48,3 +48,28 @@ def test_impossible_counts_are_refused(n, c, k, message):
 def test_no_problem_is_refused():
     with pytest.raises(ValueError, match="at least one problem"):
         metric_at_k([], k=1)
+
+
+BLUE_AT_1_0 = [["black", "blue"], ["black", "black"]]
+DARK = [["black", "black"], ["black", "black"]]
+
+
+@pytest.mark.parametrize(
+    ("frames", "actions", "expected"),
+    [
+        ([DARK, BLUE_AT_1_0], ["up", "right"], (True, False)),  # seen, ignored
+        ([DARK], ["click 1 0"], (False, True)),  # clicked before it ever showed
+        ([BLUE_AT_1_0], ["click 1 0", "noop"], (True, True)),
+        ([DARK], [], (False, False)),
+        ([], ["click 0 1"], (False, False)),  # another cell
+    ],
+    ids=["seen-ignored", "clicked-unseen", "seen-clicked", "nothing", "other-cell"],
+)
+def test_solution_contact(frames, actions, expected):
+    assert solution_contact(frames, actions, [[1, 0]], ["blue"]) == expected
+
+
+def test_solution_contact_needs_every_injected_cell_shown():
+    assert solution_contact([BLUE_AT_1_0], [], [[1, 0], [0, 1]], ["blue", "blue"]) == (False, False)
+    with pytest.raises(ValueError, match="one colour per cell"):
+        solution_contact([DARK], [], [[1, 0]], ["blue", "red"])

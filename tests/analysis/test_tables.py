@@ -155,7 +155,13 @@ def test_auv_over_scored_steps(dataset):
 def test_at_k_and_its_refusal(dataset):
     human = pick(tables.at_k_rows(dataset, k=1), agent="human")
     assert human["pass@1"] == pytest.approx((1 / 3 + 1 / 2) / 2)
-    assert human["discovery@1"] is None  # not recorded
+    # only easy has an injected solution (cell 1 1 turning blue): participant 1 clicked
+    # it (and so saw it) in one of three counted attempts
+    assert (human["discovery@1"], human["interaction@1"]) == (pytest.approx(1 / 3),
+                                                              pytest.approx(1 / 3))
+    assert pick(tables.at_k_rows(dataset, k=1), agent="llm:m-1")["discovery@1"] == 0.0
+    scripted = pick(tables.at_k_rows(dataset, k=1), agent="scripted")
+    assert (scripted["discovery@1"], scripted["interaction@1"]) == (None, None)
     with pytest.raises(ValueError, match=r"llm:m-1 has 1 attempt\(s\) at test/report-easy; "
                                          r"@2 needs n >= 2"):
         tables.at_k_rows(dataset, k=2)
