@@ -12,6 +12,12 @@ from different sampled seeds. Sampling can only prove stochasticity, never its a
 but for the properties checked here (a region identical across realisations, a plan
 found by search on one seed) the sampled frames are exactly the evidence that matters.
 
+**Unverified problems.** An imported problem comes with no plan or witness of its own;
+when the import's bounded search found none, its params record ``search_states`` (the
+budget spent) and no ``plan``/``witness``. Nothing shows it is broken, nothing shows it
+is solvable: the check says *unverified* and why, and the problem is not counted valid.
+A reason starting with ``warning:`` does not make a problem invalid.
+
 **Randomness in change detection.** When both programs have ``random_state()`` (any
 comparable value, e.g. the generator's state), the states after every frame before
 ``t*`` must be equal: otherwise the frames at ``t*`` may differ by chance, not by the
@@ -26,7 +32,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from tasks import registry
-from tasks.core import Frame, GridEnv, parse_action, region, rollout
+from tasks.core import Frame, GridEnv, Observation, parse_action, region, rollout
 from tasks.worldtest.challenges import ChangeDetection, MaskedFramePrediction, Planning
 from tasks.worldtest.problem import Problem
 
@@ -35,11 +41,26 @@ CHECK_SAMPLES = 16
 """Seeds sampled by default when a problem is checked (derivation samples more)."""
 
 
+UNVERIFIED = "unverified: "
+"""How a reason starts when the problem may be sound but nothing proves it solvable."""
+WARNING = "warning: "
+"""How a reason starts when it is worth saying but the problem stays valid."""
+
+
 class CheckReport(NamedTuple):
-    """Whether a problem is valid, and every reason it is not (unpacks as a pair)."""
+    """Whether a problem is valid, and every reason it is not or warning about it
+    (unpacks as a pair)."""
 
     valid: bool
     reasons: list[str]
+
+    @property
+    def status(self) -> str:
+        """``"valid"``, ``"unverified"`` (every reason is one) or ``"invalid"``."""
+        if self.valid:
+            return "valid"
+        unverified = all(reason.startswith((UNVERIFIED, WARNING)) for reason in self.reasons)
+        return "unverified" if unverified else "invalid"
 
 
 @dataclass(frozen=True)
@@ -98,6 +119,40 @@ def lockstep(original: GridEnv, changed: GridEnv, seed: int, actions: Sequence[s
     return Lockstep(None, split)
 
 
+class Lockstepped:
+    """The original and the changed program as one environment (the changed one is
+    shown), whose observation says whether their frames differ: searching it for that
+    finds a change-detection witness, which :func:`lockstep` then checks."""
+
+    def __init__(self, original: GridEnv, changed: GridEnv) -> None:
+        self.original, self.changed = original, changed
+        self.size, self.frame_rate = changed.size, changed.frame_rate
+        self.background = getattr(changed, "background", None)
+
+    def available_actions(self):
+        return self.changed.available_actions()
+
+    def reset(self, seed: int = 0) -> Observation:
+        return self._pair(self.original.reset(seed), self.changed.reset(seed))
+
+    def step(self, action) -> Observation:
+        return self._pair(self.original.step(action), self.changed.step(action))
+
+    def snapshot(self):
+        return self.original.snapshot(), self.changed.snapshot()
+
+    def restore(self, snap) -> None:
+        self.original.restore(snap[0])
+        self.changed.restore(snap[1])
+
+    def state_hash(self) -> str:
+        return self.original.state_hash() + self.changed.state_hash()
+
+    @staticmethod
+    def _pair(a: Observation, b: Observation) -> Observation:
+        return Observation(b.frame, b.text, {"differs": a.frame != b.frame})
+
+
 def check_problem(
     problem: Problem,
     samples: int = CHECK_SAMPLES,
@@ -118,7 +173,7 @@ def check_problem(
         reasons = check(problem, env, samples, rng_seed, make_env)
     except (KeyError, ValueError, TypeError, IndexError) as error:
         reasons = [f"could not run the problem: {type(error).__name__}: {error}"]
-    return CheckReport(not reasons, reasons)
+    return CheckReport(all(reason.startswith(WARNING) for reason in reasons), reasons)
 
 
 def _check_mfp(problem, env, samples, rng_seed, make_env) -> list[str]:
@@ -184,6 +239,8 @@ def _check_planning(problem, env, samples, rng_seed, make_env) -> list[str]:
     if phase.reached(phase.start().frame):
         return ["the goal already holds at the start"]
     plan = list(params.get("plan") or [])
+    if not plan and "search_states" in params:
+        return [_unverified_planning(params)]
     result = None
     for action in plan:
         result = phase.apply(parse_action(action))
@@ -195,7 +252,20 @@ def _check_planning(problem, env, samples, rng_seed, make_env) -> list[str]:
     optimal = params.get("optimal_length")
     if optimal is not None and optimal > phase.steps:
         return [f"optimal_length {optimal} exceeds the plan's {phase.steps} steps"]
+    declared = params.get("declared_optimal_length")
+    if declared is not None and declared > phase.steps:
+        return [f"{WARNING}the plan takes {phase.steps} actions, fewer than the optimum of "
+                f"{declared} the answer file declares: the answer file is wrong or our "
+                "interpreter diverges from the one that recorded it"]
     return []
+
+
+def _unverified_planning(params) -> str:
+    reason = f"{UNVERIFIED}no plan found within {params['search_states']} states"
+    declared = params.get("declared_optimal_length")
+    if declared is not None:
+        reason += f"; the answer file declares an optimum of {declared} actions"
+    return reason
 
 
 def _check_cd(problem, env, samples, rng_seed, make_env) -> list[str]:
@@ -205,6 +275,9 @@ def _check_cd(problem, env, samples, rng_seed, make_env) -> list[str]:
     except KeyError as error:
         return [f"changed environment not registered: {error.args[0]}"]
     witness = list(params.get("witness") or [])
+    if not witness and "search_states" in params:
+        return [f"{UNVERIFIED}no action sequence within {params['search_states']} states "
+                "shows the change"]
     run = lockstep(env, changed, problem.seed, witness)
     if run.t_star is None:
         return [f"the witness ({len(witness)} actions) triggers no difference"]

@@ -78,11 +78,12 @@ def test_imported_problems_hold_the_folder_s_data():
     }
     assert planning.params == {
         "goal_cells": [[0, 0], [5, 5]], "goal_colours": ["gold", "gold"], "horizon": 1000,
-        "optimal_length": 2, "plan": ["click 0 0", "click 5 5"], "stochastic": False,
+        "optimal_length": None, "declared_optimal_length": 2,
+        "plan": ["click 0 0", "click 5 5"], "stochastic": False,
     }
     assert cd.params == {
         "changed_env_id": "autumnbench/dabs-changed", "horizon": 1000,
-        "witness": ["click 1 1", "noop", "click 2 1", "click 2 2"], "witness_t_star": 4,
+        "witness": ["click 1 1", "click 2 1", "click 2 2"], "witness_t_star": 3,
     }
     assert (mfp.seed, planning.seed, cd.seed) == (1, 1, 1)
 
