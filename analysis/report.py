@@ -45,6 +45,7 @@ from analysis.metrics import (
 )
 from analysis.metrics.explore_exploit import explore_exploit
 from analysis.metrics.parameters import parameters_of
+from analysis.readings import agent_of
 
 Row = dict[str, Any]
 T_MAX = 50
@@ -179,15 +180,15 @@ def data_used(dataset: Dataset) -> str:
 
 def episode_counts(dataset: Dataset) -> list[Row]:
     """Per agent: episodes loaded, counted, excluded."""
-    loaded = Counter(tables.agent_of(e) for e in dataset)
-    kept = Counter(tables.agent_of(e) for e in dataset.included())
+    loaded = Counter(agent_of(e) for e in dataset)
+    kept = Counter(agent_of(e) for e in dataset.included())
     return [{"agent": a, "episodes": n, "counted": kept[a], "excluded": n - kept[a]}
             for a, n in sorted(loaded.items())]
 
 
 def exclusion_rows(dataset: Dataset) -> list[Row]:
     """How many episodes each exclusion reason left out, per agent."""
-    reasons = Counter((tables.agent_of(e), reason) for e in dataset
+    reasons = Counter((agent_of(e), reason) for e in dataset
                       for reason in e.exclusion_reasons)
     return [{"agent": a, "reason": r, "episodes": n} for (a, r), n in sorted(reasons.items())]
 

@@ -1,9 +1,8 @@
 """The report's tables, each a pure function from a loaded Dataset to a list of rows.
 
-A row is a flat dict (one CSV line). Agents are named by :func:`agent_of`: every
-participant's attempt belongs to the one ``human`` agent, a model run to
-``kind:model``. Only attempts that count (:attr:`EpisodeRecord.is_included`) enter a
-table; the report's header lists the others with their reasons.
+A row is a flat dict (one CSV line). Who an episode's agent is and whether it counts
+are read in :mod:`analysis.readings`; the report's header lists the episodes left out,
+with their reasons.
 
 A table with nothing to show returns ``[]``; one that cannot be computed at all (pass@k
 with fewer than k attempts) raises ``ValueError`` saying why, and the report prints the
@@ -39,97 +38,27 @@ from analysis.metrics import (
 )
 from analysis.metrics.explore_exploit import explore_exploit
 from analysis.metrics.records import KINDS
-from tasks.core import frame_hash
+from analysis.readings import (
+    FULL_HISTORY,
+    HUMAN,
+    NO_HISTORY,
+    agent_of,
+    base_agent,
+    challenge_of,
+    counted,
+    env_of,
+    group,
+    history_setting,
+    mean_of,
+    problem_of,
+    score_of,
+    scored_steps,
+    solve_step,
+    solved,
+)
+from analysis.replay import known_problem, replay
 
-HUMAN = "human"
 Row = dict[str, Any]
-
-
-# -- shared readings of an episode ----------------------------------------------------
-
-
-def agent_of(episode: EpisodeRecord) -> str:
-    """``human`` for any participant; ``kind:model`` (or ``kind``) for an agent run, with
-    its history setting appended when the model did not see the full history
-    (``llm:m [history none]``), so that a memory ablation is never averaged with the
-    runs it is compared against."""
-    if episode.is_human:
-        return HUMAN
-    base = base_agent(episode)
-    setting = history_setting(episode)
-    return base if setting == FULL_HISTORY else f"{base} [history {setting}]"
-
-
-def base_agent(episode: EpisodeRecord) -> str:
-    """``kind:model`` (or ``kind``) whatever the history setting."""
-    return f"{episode.agent_kind}:{episode.model}" if episode.model else episode.agent_kind
-
-
-FULL_HISTORY, NO_HISTORY = "full", "none"
-
-
-def history_setting(episode: EpisodeRecord) -> str:
-    """What an agent saw of earlier turns: ``full`` (also for agents without a history
-    option), ``none`` (the current observation only) or ``last K``."""
-    config = episode.agent_config
-    mode = config.get("history") or FULL_HISTORY
-    return f"last {config.get('k')}" if mode == "last" else str(mode)
-
-
-def counted(dataset: Dataset) -> list[EpisodeRecord]:
-    """The episodes that enter aggregation (done, included, participant not excluded)."""
-    return dataset.included()
-
-
-def score_of(episode: EpisodeRecord) -> float:
-    """The episode's score; a finished attempt without an answer scores 0 (METRICS.md)."""
-    return 0.0 if episode.score is None else float(episode.score)
-
-
-def solved(episode: EpisodeRecord) -> bool:
-    return score_of(episode) >= 1.0
-
-
-def group(episodes: Iterable[EpisodeRecord], *keys: Callable[[EpisodeRecord], Any]) -> dict:
-    """Episodes grouped by the tuple of ``keys`` applied to each, in sorted key order."""
-    out: dict[tuple, list[EpisodeRecord]] = defaultdict(list)
-    for episode in episodes:
-        out[tuple(key(episode) for key in keys)].append(episode)
-    return dict(sorted(out.items(), key=lambda item: tuple(map(str, item[0]))))
-
-
-def mean_of(values: Iterable[float | None]) -> float | None:
-    """Mean of the values that exist; ``None`` when none does (no value, not 0)."""
-    present = [v for v in values if v is not None]
-    return float(np.mean(present)) if present else None
-
-
-def env_of(episode: EpisodeRecord) -> str:
-    return episode.env_id
-
-
-def problem_of(episode: EpisodeRecord) -> str:
-    return episode.problem_id
-
-
-def challenge_of(episode: EpisodeRecord) -> str:
-    return episode.challenge
-
-
-def scored_steps(episode: EpisodeRecord) -> list[Any]:
-    """The applied events of the scored phase: the test phase, or the whole run of an
-    ``explore`` problem (it has no separate test phase)."""
-    applied = [e for e in episode.events if e.applied and e.action is not None]
-    if episode.challenge == "explore":
-        return applied
-    return [e for e in applied if e.phase == "test"]
-
-
-def solve_step(episode: EpisodeRecord) -> int | None:
-    """Scored-phase steps taken when the episode was solved, or ``None`` if it was not."""
-    if not solved(episode):
-        return None
-    return len(scored_steps(episode)) or None
 
 
 # -- scores (002 Fig. 4, Table E.1) ---------------------------------------------------
@@ -391,21 +320,15 @@ def auv_rows(dataset: Dataset, t_max: int = 50) -> list[Row]:
 
 
 def _states(episode: EpisodeRecord) -> list[str]:
-    """The scored phase as a sequence of frame hashes (the state the record keeps)."""
+    """The scored phase as a sequence of environment states: the full state where the
+    replayed environment has one (METRICS.md), else the stored frame hashes."""
+    replayed = replay(episode)
+    if replayed is not None:
+        return replayed.states
     return [e.frame_hash for e in scored_steps(episode) if e.frame_hash is not None]
 
 
 # -- progress rate (001) and task-DAG errors (000) -------------------------------------
-
-
-def known_problem(problem_id: str) -> Any | None:
-    """The registered Problem, or ``None`` when this machine does not know it."""
-    from tasks import registry
-
-    try:
-        return registry.get_problem(problem_id)
-    except KeyError:
-        return None
 
 
 def planning_progress(episode: EpisodeRecord, goal: dict) -> list[float]:
@@ -417,9 +340,12 @@ def planning_progress(episode: EpisodeRecord, goal: dict) -> list[float]:
 
 def explore_progress(episode: EpisodeRecord) -> list[float]:
     """``r_t`` of a task-DAG episode: the fraction of the map's nodes achieved, from the
-    start position on, one value per applied step."""
-    env, observations = dag_replay(episode)
-    return progress_curve("explore", [o.info["achieved"] for o in observations], env.map.nodes)
+    start position on, one value per applied step (read from the replayed map)."""
+    replayed = replay(episode)
+    if replayed is None or replayed.start is None:
+        return []
+    achieved = [o.info["achieved"] for o in (replayed.start, *(s.observation for s in replayed.steps))]
+    return progress_curve("explore", achieved, replayed.env.map.nodes)
 
 
 def episode_progress(episode: EpisodeRecord) -> list[float]:
@@ -460,33 +386,14 @@ def progress_rows(dataset: Dataset) -> list[Row]:
             for (a, c, d), v in sorted(rows.items())]
 
 
-def dag_replay(episode: EpisodeRecord) -> tuple[Any, list[Any]]:
-    """The task-DAG environment of ``episode`` (its map regenerated from the registered
-    environment and the episode's seed) and its observations from the start, one per
-    applied action. Raises ``ValueError`` when the replay does not give the stored
-    frames: the map generator must have changed since the episode was recorded."""
-    from tasks import registry
-
-    env = registry.make(episode.env_id)
-    observations = [env.reset(episode.seed)]
-    for event in scored_steps(episode):
-        if event.action == "quit" or env.done:
-            break
-        observations.append(env.step(event.action))
-        if event.frame_hash is not None and frame_hash(observations[-1].frame) != event.frame_hash:
-            raise ValueError(
-                f"episode {episode.episode_id} ({episode.env_id}, seed {episode.seed}) does "
-                f"not replay to its stored frames at seq {event.seq}: the map generator "
-                "differs from the one that recorded it"
-            )
-    return env, observations
-
-
 def dag_errors(episode: EpisodeRecord) -> Any:
-    """The exploration/exploitation reading of a task-DAG episode."""
-    env, observations = dag_replay(episode)
-    moves = [o.info["action"] for o in observations[1:] if o.info["action"] != "noop"]
-    return explore_exploit(env.map, env.map.follow(moves))
+    """The exploration/exploitation reading of a task-DAG episode (its map regenerated
+    by replaying the episode on its registered problem)."""
+    replayed = replay(episode)
+    if replayed is None:
+        raise ValueError(f"{episode.problem_id} is not registered here: its map cannot be rebuilt")
+    moves = [s.action for s in replayed.steps if s.action in ("up", "down", "left", "right")]
+    return explore_exploit(replayed.env.map, replayed.env.map.follow(moves))
 
 
 def explore_exploit_rows(dataset: Dataset) -> list[Row]:

@@ -1,0 +1,103 @@
+"""What every table reads off an episode: who played it, whether it counts, its score,
+its scored phase, and how episodes group.
+
+Agents are named by :func:`agent_of`: every participant's attempt belongs to the one
+``human`` agent, a model run to ``kind:model``. Only attempts that count
+(:attr:`EpisodeRecord.is_included`) enter a table.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from analysis.load import Dataset, EpisodeRecord
+
+HUMAN = "human"
+
+
+def agent_of(episode: EpisodeRecord) -> str:
+    """``human`` for any participant; ``kind:model`` (or ``kind``) for an agent run, with
+    its history setting appended when the model did not see the full history
+    (``llm:m [history none]``), so that a memory ablation is never averaged with the
+    runs it is compared against."""
+    if episode.is_human:
+        return HUMAN
+    base = base_agent(episode)
+    setting = history_setting(episode)
+    return base if setting == FULL_HISTORY else f"{base} [history {setting}]"
+
+
+def base_agent(episode: EpisodeRecord) -> str:
+    """``kind:model`` (or ``kind``) whatever the history setting."""
+    return f"{episode.agent_kind}:{episode.model}" if episode.model else episode.agent_kind
+
+
+FULL_HISTORY, NO_HISTORY = "full", "none"
+
+
+def history_setting(episode: EpisodeRecord) -> str:
+    """What an agent saw of earlier turns: ``full`` (also for agents without a history
+    option), ``none`` (the current observation only) or ``last K``."""
+    config = episode.agent_config
+    mode = config.get("history") or FULL_HISTORY
+    return f"last {config.get('k')}" if mode == "last" else str(mode)
+
+
+def counted(dataset: Dataset) -> list[EpisodeRecord]:
+    """The episodes that enter aggregation (done, included, participant not excluded)."""
+    return dataset.included()
+
+
+def score_of(episode: EpisodeRecord) -> float:
+    """The episode's score; a finished attempt without an answer scores 0 (METRICS.md)."""
+    return 0.0 if episode.score is None else float(episode.score)
+
+
+def solved(episode: EpisodeRecord) -> bool:
+    return score_of(episode) >= 1.0
+
+
+def group(episodes: Iterable[EpisodeRecord], *keys: Callable[[EpisodeRecord], Any]) -> dict:
+    """Episodes grouped by the tuple of ``keys`` applied to each, in sorted key order."""
+    out: dict[tuple, list[EpisodeRecord]] = defaultdict(list)
+    for episode in episodes:
+        out[tuple(key(episode) for key in keys)].append(episode)
+    return dict(sorted(out.items(), key=lambda item: tuple(map(str, item[0]))))
+
+
+def mean_of(values: Iterable[float | None]) -> float | None:
+    """Mean of the values that exist; ``None`` when none does (no value, not 0)."""
+    present = [v for v in values if v is not None]
+    return float(np.mean(present)) if present else None
+
+
+def env_of(episode: EpisodeRecord) -> str:
+    return episode.env_id
+
+
+def problem_of(episode: EpisodeRecord) -> str:
+    return episode.problem_id
+
+
+def challenge_of(episode: EpisodeRecord) -> str:
+    return episode.challenge
+
+
+def scored_steps(episode: EpisodeRecord) -> list[Any]:
+    """The applied events of the scored phase: the test phase, or the whole run of an
+    ``explore`` problem (it has no separate test phase)."""
+    applied = [e for e in episode.events if e.applied and e.action is not None]
+    if episode.challenge == "explore":
+        return applied
+    return [e for e in applied if e.phase == "test"]
+
+
+def solve_step(episode: EpisodeRecord) -> int | None:
+    """Scored-phase steps taken when the episode was solved, or ``None`` if it was not."""
+    if not solved(episode):
+        return None
+    return len(scored_steps(episode)) or None

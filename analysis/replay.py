@@ -1,0 +1,85 @@
+"""Replaying a recorded attempt on its registered problem, to read what the record omits.
+
+The event record keeps each frame, not the environment's hidden state: a task-DAG map's
+achieved nodes, an Autumn program's variables. Every environment is deterministic
+given its seed and the actions applied, so the analysis rebuilds an attempt by applying
+its logged actions to a fresh :class:`~tasks.worldtest.Episode`, and checks every
+frame against the stored one on the way. A replay that departs from the record (the
+environment or the problem changed since the attempt was recorded) raises
+``ValueError`` rather than letting a metric read a different trajectory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from analysis.load import EpisodeRecord
+from tasks.core import Observation, frame_hash
+from tasks.worldtest.episode import TEST, Episode, Step
+
+
+@dataclass
+class Replay:
+    """An attempt rebuilt: the live episode after its last action, and its scored phase
+    (the test phase; the whole run of an ``explore`` problem)."""
+
+    episode: Episode
+    start: Observation | None
+    """The observation the scored phase began with (``None`` if it never began)."""
+    steps: list[Step]
+    """The scored phase's steps, in order."""
+    states: list[str]
+    """The environment's state after each scored step: its ``state_hash()`` (all hidden
+    state, for environments that have one), else the frame's hash."""
+
+    @property
+    def env(self) -> Any:
+        """The environment the scored phase ran on."""
+        return getattr(self.episode.test, "env", self.episode.env)
+
+
+def known_problem(problem_id: str) -> Any | None:
+    """The registered Problem, or ``None`` when this machine does not know it."""
+    from tasks import registry
+
+    try:
+        return registry.get_problem(problem_id)
+    except KeyError:
+        return None
+
+
+def replay(record: EpisodeRecord) -> Replay | None:
+    """The attempt rebuilt from its applied actions, or ``None`` when its problem is not
+    registered here. Raises ``ValueError`` naming the event where a replayed frame
+    differs from the stored one."""
+    problem = known_problem(record.problem_id)
+    if problem is None:
+        return None
+    live = Episode(problem)
+    start = live.observation if live.phase == TEST else None
+    steps: list[Step] = []
+    states: list[str] = []
+    for event in record.events:
+        if not event.applied or event.action is None:
+            continue
+        step = live.apply(event.action)
+        shown = frame_hash(step.observation.frame)
+        if event.frame_hash is not None and shown != event.frame_hash:
+            raise ValueError(
+                f"episode {record.episode_id} ({record.problem_id}, seed {record.seed}) does "
+                f"not replay to its stored frames at seq {event.seq}: the environment or the "
+                "problem differs from the one that recorded it"
+            )
+        if step.phase == TEST:
+            steps.append(step)
+            states.append(_state(live, shown))
+        elif step.next_phase == TEST:
+            start = step.observation
+    return Replay(live, start, steps, states)
+
+
+def _state(live: Episode, shown: str) -> str:
+    env = getattr(live.test, "env", None)
+    state_hash = getattr(env, "state_hash", None)
+    return state_hash() if callable(state_hash) else shown
