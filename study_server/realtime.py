@@ -273,7 +273,7 @@ class GameSession:
         if step is not None and step.done:
             self.store.finish_episode(
                 self.episode_id, status="done", phase=step.next_phase, score=step.score,
-                info={"resets": self.episode.resets, "ticks": step.index + 1},
+                info={**self.episode.outcome(), "ticks": step.index + 1},
             )
 
     def abandon(self) -> None:

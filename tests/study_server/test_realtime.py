@@ -144,7 +144,20 @@ def test_the_step_that_ends_the_episode_finishes_its_row(store, problems):
     with store.session() as db:
         row = db.get(EpisodeRow, session.episode_id)
         assert (row.status, row.phase, row.score, row.info["ticks"]) == ("done", "done", 1.0, 6)
+        assert (row.info["test_steps"], row.info["test_reached"]) == (5, True)
     assert session.enqueue_action("up") == "rejected"
+
+
+def test_a_finished_cd_session_records_when_it_triggered_the_change(store, problems):
+    session = GameSession.create(problems["cd"], store)
+    for action in ("go-to-test", "right", "right", "right", "click 0 4", "found-change",
+                   "choose_frame_4", "submit"):
+        session.enqueue_action(action)
+        tick = session.tick()
+    assert tick.done and tick.state["score"] == 1.0
+    with store.session() as db:
+        info = db.get(EpisodeRow, session.episode_id).info
+    assert (info["test_triggered"], info["test_t_star"], info["test_chosen"]) == (True, 4, 4)
 
 
 def test_client_times_are_stored_on_the_server_clock():
