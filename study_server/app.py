@@ -79,7 +79,7 @@ def init_realtime(app: Flask) -> None:
     from study_server import sockets
     from study_server.realtime import Scheduler
 
-    options = {"async_mode": app.config["ASYNC_MODE"]}
+    options = {"async_mode": app.config["ASYNC_MODE"], "serializer": sockets.JsonPacket}
     if app.config["SOCKETIO_MESSAGE_QUEUE"]:
         options["message_queue"] = app.config["SOCKETIO_MESSAGE_QUEUE"]
     socketio.init_app(app, **options)

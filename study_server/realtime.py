@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from study_server.clock import ClockOffset
 from study_server.store import event_from_step
 from tasks.core import parse_action
 from tasks.worldtest.episode import Episode, Step
@@ -37,38 +38,6 @@ QUEUE_SIZE = 4
 """Inputs waiting for a tick; more are dropped (and logged), as a key held down would be."""
 RATE_LIMIT = 30
 """Inputs per second one client may send; more are refused (and logged)."""
-
-
-class ClockOffset:
-    """The participant's clock minus the server's, estimated NTP-style.
-
-    The server sends its time ``sent``; the client answers at its time ``client_time``;
-    the answer arrives at ``received``. Assuming the two legs take equally long, the
-    offset is ``client_time - (sent + received) / 2``; the sample with the shortest round
-    trip is kept, since its symmetric-delay error is bounded by half that round trip.
-
-    >>> clock = ClockOffset()
-    >>> clock.add(sent=100.0, client_time=105.02, received=100.04)
-    >>> round(clock.offset, 3), round(clock.to_server(110.0), 3)
-    (5.0, 105.0)
-    """
-
-    def __init__(self) -> None:
-        self.offset = 0.0
-        self.rtt = math.inf
-        self.samples = 0
-
-    def add(self, sent: float, client_time: float, received: float) -> None:
-        """Take one ping/pong sample into account."""
-        rtt = received - sent
-        self.samples += 1
-        if 0 <= rtt < self.rtt:
-            self.rtt = rtt
-            self.offset = client_time - (sent + received) / 2
-
-    def to_server(self, client_time: float | None) -> float | None:
-        """A client timestamp on the server's clock (unchanged before any sample)."""
-        return None if client_time is None else client_time - self.offset
 
 
 @dataclass
@@ -297,6 +266,22 @@ class GameSession:
 Deliver = Callable[[GameSession, Tick], None]
 
 
+def next_deadline(deadline: float, period: float, now: float) -> float:
+    """The tick after the one due at ``deadline``, on the session's fixed schedule.
+
+    After a stall longer than a period the missed ticks are skipped (never run in a
+    burst) but the phase is kept: restarting every late session at ``now`` lined them all
+    up on the same instant, and the next ticks then queued behind one another.
+
+    >>> next_deadline(10.0, 0.125, now=10.01), next_deadline(10.0, 0.125, now=10.6)
+    (10.125, 10.5)
+    """
+    following = deadline + period
+    if following > now - period:
+        return following
+    return following + period * math.floor((now - following) / period)
+
+
 class Scheduler:
     """The one background task that ticks every live session at its frame rate.
 
@@ -339,6 +324,13 @@ class Scheduler:
 
     def get(self, token: Any) -> GameSession | None:
         return self.sessions.get(token) if isinstance(token, str) else None
+
+    def sessions_of(self, sid: str) -> list[GameSession]:
+        """The sessions bound to connection ``sid``: a snapshot taken under the lock, since
+        handler threads read while others add sessions (iterating the live dict raised
+        "dictionary changed size during iteration" under load)."""
+        with self.lock:
+            return [s for s in self.sessions.values() if s.sid == sid]
 
     def start(self, token: str) -> None:
         """Tick this session from one period from now on (idempotent)."""
@@ -424,10 +416,7 @@ class Scheduler:
                 return
             if session.token not in self.scheduled:
                 return  # paused while it ticked
-            # Keep the fixed schedule; after a long stall start afresh instead of bursting.
-            following = deadline + session.period
-            now = time.monotonic()
-            self._push(session.token, following if following > now - session.period else now)
+            self._push(session.token, next_deadline(deadline, session.period, time.monotonic()))
 
     def _sweep_idle(self) -> None:
         """Abandon sessions nobody has been connected to for ``idle_timeout`` seconds."""

@@ -9,7 +9,8 @@ import pytest
 from sqlmodel import select
 
 from study_server.models import EpisodeRow, Event, RawInput
-from study_server.realtime import ClockOffset, GameSession, Scheduler
+from study_server.clock import ClockOffset
+from study_server.realtime import GameSession, Scheduler
 from study_server.store import Store
 from tasks import registry
 from tasks.worldtest.problem import Problem

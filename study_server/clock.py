@@ -1,0 +1,74 @@
+"""The participant's clock against the server's: ping rounds and the offset they give.
+
+Every input carries the client's timestamp; the server stores it on its own clock, so it
+needs the offset between the two. The socket layer runs a *round* of pings when a client
+joins and again whenever the estimate is older than the re-sync interval (a clock drifts,
+a laptop's clock is adjusted, a long session crosses minutes), and each round's best
+sample becomes the offset for the inputs that follow.
+"""
+
+from __future__ import annotations
+
+import math
+
+PING_ROUNDS = 5
+"""Pings per round; the one with the shortest round trip sets the offset."""
+
+
+class ClockOffset:
+    """The participant's clock minus the server's, estimated NTP-style.
+
+    The server sends its time ``sent``; the client answers at its time ``client_time``;
+    the answer arrives at ``received``. Assuming the two legs take equally long, the
+    offset is ``client_time - (sent + received) / 2``; a round keeps its sample with the
+    shortest round trip, since its symmetric-delay error is bounded by half that trip.
+
+    A sample better than the offset in use replaces it at once (the first round improves
+    ping by ping); otherwise a round's best replaces it when the round is complete, so a
+    drifting clock is followed even if the network got slower. Inputs are corrected with
+    the offset of the moment they arrive; earlier rows are never rewritten.
+
+    >>> clock = ClockOffset()
+    >>> clock.start_round(at=100.0)
+    >>> clock.add(sent=100.0, client_time=105.02, received=100.04)
+    >>> round(clock.offset, 3), round(clock.to_server(110.0), 3)
+    (5.0, 105.0)
+    """
+
+    def __init__(self, per_round: int = PING_ROUNDS) -> None:
+        self.per_round = per_round
+        self.offset = 0.0
+        self.rtt = math.inf
+        self.samples = 0
+        self.started: float | None = None
+        """Server time the current round began (None before the first)."""
+        self._round: tuple[int, float, float] = (0, math.inf, 0.0)
+        """The current round: samples taken, its best round trip and that sample's offset."""
+
+    def start_round(self, at: float) -> None:
+        """Begin a round of pings at server time ``at``."""
+        self.started = at
+        self._round = (0, math.inf, 0.0)
+
+    @property
+    def round_complete(self) -> bool:
+        return self._round[0] >= self.per_round
+
+    def due(self, now: float, every: float) -> bool:
+        """True when no round has run within ``every`` seconds before ``now``."""
+        return self.started is None or now - self.started >= every
+
+    def add(self, sent: float, client_time: float, received: float) -> None:
+        """Take one ping/pong sample into account."""
+        rtt = received - sent
+        self.samples += 1
+        taken, best, offset = self._round
+        if 0 <= rtt < best:
+            best, offset = rtt, client_time - (sent + received) / 2
+        self._round = (taken + 1, best, offset)
+        if best < self.rtt or (self.round_complete and best < math.inf):
+            self.rtt, self.offset = best, offset
+
+    def to_server(self, client_time: float | None) -> float | None:
+        """A client timestamp on the server's clock (unchanged before any sample)."""
+        return None if client_time is None else client_time - self.offset
