@@ -9,8 +9,7 @@ import pytest
 from sqlmodel import select
 
 from study_server.models import EpisodeRow, Event, RawInput
-from study_server.clock import ClockOffset
-from study_server.realtime import GameSession, Scheduler
+from study_server.realtime import GameSession, Scheduler, next_deadline
 from study_server.store import Store
 from tasks import registry
 from tasks.worldtest.problem import Problem
@@ -161,14 +160,6 @@ def test_a_finished_cd_session_records_when_it_triggered_the_change(store, probl
     assert (info["test_triggered"], info["test_t_star"], info["test_chosen"]) == (True, 4, 4)
 
 
-def test_client_times_are_stored_on_the_server_clock():
-    clock = ClockOffset()
-    for sent, client, received in ((10.0, 110.3, 10.4), (20.0, 120.02, 20.04), (30.0, 130.5, 30.9)):
-        clock.add(sent, client, received)
-    assert (round(clock.offset, 6), round(clock.rtt, 6), clock.samples) == (100.0, 0.04, 3)
-    assert clock.to_server(150.0) == pytest.approx(50.0)
-
-
 def test_a_preview_session_records_nothing(problems):
     session = GameSession.create(problems["cd"], None)
     session.enqueue_action("down")
@@ -232,3 +223,13 @@ def test_a_paused_session_stops_ticking_and_a_finished_one_is_unscheduled(store,
     assert [d for d in deliveries if d[0] == paused.token] == seen
     assert [d[1] for d in deliveries if d[0] == finished.token] == [0, 1, 2]
     assert finished.token not in scheduler.scheduled
+
+
+@pytest.mark.parametrize(("deadline", "now", "expected"), [
+    (10.0, 10.01, 10.125),  # on time: the next period
+    (10.0, 10.2, 10.125),  # less than a period late: still the next one, due at once
+    (10.0, 10.6, 10.5),  # stalled: the missed ticks are skipped, the phase is kept
+    (10.0, 12.99, 12.875),
+])
+def test_after_a_stall_the_next_tick_keeps_the_sessions_phase(deadline, now, expected):
+    assert next_deadline(deadline, 0.125, now) == pytest.approx(expected)

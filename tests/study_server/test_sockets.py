@@ -97,6 +97,18 @@ def test_client_time_is_corrected_by_the_estimated_clock_offset(live_server, pla
     assert event.server_time - event.client_time < 0.2
 
 
+def test_inputs_within_the_resync_interval_send_no_more_pings(live_server, player):
+    client = player(MFP)
+    session = live_server.scheduler.get(client.token)
+    deadline = time.monotonic() + 5
+    while not session.clock.round_complete and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for action in ("right", "left", "right"):
+        client.send(action)
+    time.sleep(0.3)
+    assert session.clock.samples == 5
+
+
 def test_disconnecting_pauses_the_session_and_a_new_connection_resumes_it(live_server, player):
     first = player(MFP)
     first.wait_ticks(2)
