@@ -223,6 +223,11 @@ def test_planning_refuses_a_goal_that_holds_at_the_start(make_env: Callable) -> 
         ({"goal_colours": ["gold"]}, "2 goal cells but 1 goal colours"),
         ({"goal_cells": [[2, 2], [5, 4]]}, "goal cells outside the 5x5 grid"),
         ({"optimal_length": 5}, "optimal_length 5 exceeds the plan's 4 steps"),
+        ({"plan": []}, "the recorded plan (0 actions) does not reach the goal within the horizon 20"),
+        ({"plan": [], "search_states": 7}, "unverified: no plan found within 7 states"),
+        ({"plan": [], "search_states": 7, "declared_optimal_length": 3},
+         "unverified: no plan found within 7 states; the answer file declares an optimum of 3 "
+         "actions"),
     ],
 )
 def test_planning_check_reasons(make_env: Callable, change: dict, reason: str) -> None:

@@ -1,7 +1,9 @@
-"""The breadth-first planner (``tasks.worldtest.search``)."""
+"""The searches of ``tasks.worldtest.search``: the exact breadth-first planner, the guided
+best-first planner, seeded rollouts and the shortening of what they find."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from functools import partial
 
@@ -9,7 +11,16 @@ import pytest
 
 from tasks import registry
 from tasks.core import Action, rollout
-from tasks.worldtest.search import click_cells, default_actions, shortest_plan
+from tasks.worldtest.search import (
+    click_cells,
+    default_actions,
+    focus_clicks,
+    goal_distance,
+    guided_plan,
+    probe_rollouts,
+    shorten,
+    shortest_plan,
+)
 from tests.envs import Rain, Walker, make_test_env
 
 
@@ -100,3 +111,60 @@ def test_default_actions_and_click_cells() -> None:
                                                         ("noop", "up", "down", "left", "right")]
     with pytest.raises(ValueError, match="clicks must be 'all', 'foreground', a list of cells"):
         click_cells(env, frame, "some")
+
+
+# -- guided search --------------------------------------------------------------------------
+
+
+def test_the_guided_search_paints_and_walks_on_a_grid_too_wide_for_breadth_first() -> None:
+    cells, colours = [(12, 13), (3, 14), (1, 0)], ["blue", "blue", "gold"]
+    reached = goal_distance(cells, colours)
+    blind = shortest_plan(partial(Walker, 16, 16), 0, lambda o: reached(o) == 0, max_states=1000)
+    assert (blind.found, blind.states) == (False, 1000)
+    env = Walker(16, 16)
+    result = guided_plan(partial(Walker, 16, 16), 0, reached, focus_clicks(env, cells, colours),
+                         max_states=100)
+    assert (result.plan, result.states) == (["right", "click 12 13", "click 3 14"], 5)
+    assert reached(rollout(Walker(16, 16), 0, result.plan)[-1]) == 0
+
+
+def test_waiting_is_one_move_that_stops_where_the_goal_holds() -> None:
+    # seed 5 drops first in column 4: it reaches the bottom row after four ticks
+    result = guided_plan(Rain, 5, goal_distance([(4, 4)], ["grey"]), max_states=2)
+    assert (result.plan, result.states) == (["noop"] * 4, 1)
+
+
+def test_the_guided_search_stops_at_its_state_and_time_budgets() -> None:
+    far = goal_distance([(4, 4), (0, 4)], ["gold", "blue"])
+    cut = guided_plan(Walker, 0, far, max_states=3)
+    assert (cut.plan, cut.states, cut.exhausted, cut.timed_out) == (None, 3, False, False)
+    ticks = itertools.count(0, 10)
+    late = guided_plan(Walker, 0, far, max_seconds=15, clock=lambda: next(ticks))
+    assert (late.plan, late.states, late.timed_out) == (None, 1, True)
+    assert guided_plan(Walker, 0, goal_distance([(0, 0)], ["gold"])).plan == []
+
+
+def test_focus_clicks_prefers_wrong_goal_cells_then_objects_then_spread_then_neighbours() -> None:
+    env = Walker()
+    frame = env.reset(0).frame
+    choose = focus_clicks(env, [(3, 3), (1, 1)], ["blue", "black"], spare=3, limit=5)
+    # wrong (3, 3); object (0, 0); spread (1, 1), (2, 2), (3, 3); neighbour (4, 3) ...
+    assert choose(frame) == [(0, 0), (1, 1), (2, 2), (3, 3), (4, 3)]
+    assert focus_clicks(env, spare=0)(frame) == [(0, 0)]
+
+
+def test_probe_rollouts_are_seeded_cut_at_the_goal_and_bounded() -> None:
+    goal = at(2, 1)
+    first = list(probe_rollouts(Walker, 0, goal, max_states=300, rng_seed=4))
+    assert first == list(probe_rollouts(Walker, 0, goal, max_states=300, rng_seed=4))
+    assert first and sum(map(len, first)) <= 300
+    for actions in first:
+        observations = rollout(Walker(), 0, actions)
+        assert goal(observations[-1]) and not any(map(goal, observations[:-1]))
+    assert list(probe_rollouts(Walker, 0, lambda o: False, max_states=50)) == []
+
+
+def test_shorten_drops_every_action_the_property_does_not_need() -> None:
+    holds = lambda actions: actions.count("x") >= 2  # noqa: E731
+    assert shorten(["a", "x", "b", "x", "c", "x"], holds) == ["x", "x"]
+    assert shorten(["x"], lambda actions: True) == ["x"]
