@@ -38,6 +38,8 @@ class Problem:
       it, or null), ``plan`` (the shortest plan known), ``stochastic``.
     * ``cd``: ``changed_env_id``, ``horizon`` (test steps allowed), ``witness`` (action
       texts that trigger the change) and ``witness_t_star`` (its defect time).
+    * imported problems may add ``declared_optimal_length`` (the answer file's count) and,
+      when the import's search found no plan or witness, ``search_states`` (its budget).
     * ``explore``: nothing required.
 
     Any challenge may add ``injected_solution`` (``cells`` ``[x, y]`` and ``colours``):
