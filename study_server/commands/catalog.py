@@ -52,12 +52,16 @@ def problems_list(challenge: str | None) -> None:
 @problems.command("check")
 @click.argument("problem_ids", nargs=-1)
 @click.option("--samples", default=None, type=int, help="Seeds sampled for stochastic checks.")
-def problems_check(problem_ids: tuple[str, ...], samples: int | None) -> None:
-    """Check that problems are valid, and say why not when one is not."""
+@click.option("--strict", is_flag=True,
+              help="Fail on unverified problems too (a search found no plan or witness).")
+def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bool) -> None:
+    """Check that problems are valid, and say why not when one is not.
+
+    Exits with 1 when a problem is invalid (or, with --strict, unverified: valid as far
+    as could be checked, but the bounded search found no plan or witness to prove it)."""
     from tasks.worldtest.derive import check_problem
 
     ids = list(problem_ids) or [s.id for s in registry.list_problems()]
-    bad = 0
     with click.progressbar(ids, label="checking", file=sys.stderr) as bar:
         results = []
         for problem_id in bar:
@@ -65,17 +69,21 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None) -> None:
             try:
                 report = check_problem(registry.get_problem(problem_id), **kwargs)
             except Exception as error:  # a broken problem must not hide the others
-                results.append((problem_id, False, [f"{type(error).__name__}: {error}"]))
+                results.append((problem_id, "invalid", [f"{type(error).__name__}: {error}"]))
                 continue
-            results.append((problem_id, report.valid, report.reasons))
-    for problem_id, valid, reasons in results:
-        click.echo(f"{'ok     ' if valid else 'INVALID'}  {problem_id}")
+            results.append((problem_id, report.status, report.reasons))
+    counts = dict.fromkeys(CHECK_LABELS, 0)
+    for problem_id, status, reasons in results:
+        click.echo(f"{CHECK_LABELS[status]:<10} {problem_id}")
         for reason in reasons:
             click.echo(f"           {reason}")
-        bad += not valid
-    click.echo(f"{len(ids) - bad} valid, {bad} invalid")
-    if bad:
+        counts[status] += 1
+    click.echo(", ".join(f"{n} {status}" for status, n in counts.items()))
+    if counts["invalid"] or (strict and counts["unverified"]):
         sys.exit(1)
+
+
+CHECK_LABELS = {"valid": "ok", "unverified": "UNVERIFIED", "invalid": "INVALID"}
 
 
 @problems.command("derive")

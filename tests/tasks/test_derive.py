@@ -324,9 +324,9 @@ def test_problems_check_command_prints_reasons(scratch_ids: Callable[[str], str]
     result = CliRunner().invoke(problems_command, ["check", good.id, bad.id])
     assert result.exit_code == 1
     assert result.output.splitlines()[-4:] == [
-        f"ok       {good.id}",
-        f"INVALID  {bad.id}",
+        f"ok         {good.id}",
+        f"INVALID    {bad.id}",
         "           the witness (1 actions) triggers no difference",
-        "1 valid, 1 invalid",
+        "1 valid, 0 unverified, 1 invalid",
     ]
     assert CliRunner().invoke(problems_command, ["check", good.id, "--samples", "2"]).exit_code == 0

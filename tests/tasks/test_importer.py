@@ -104,7 +104,7 @@ def test_imported_problems_pass_the_check(problem_id, tmp_path, forget_imported)
     CliRunner().invoke(main, ["problems", "import", str(FIXTURE), "--library", str(tmp_path)])
     result = CliRunner().invoke(main, ["problems", "check", problem_id, "--samples", "4"])
     assert result.exit_code == 0, result.output
-    assert result.output.endswith("1 valid, 0 invalid\n")
+    assert result.output.endswith("1 valid, 0 unverified, 0 invalid\n")
     assert check_problem(registry.get_problem(problem_id), samples=4).valid
 
 
