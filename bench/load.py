@@ -108,8 +108,7 @@ def participant(url: str, problem: str, join_at: float, leave_at: float, seed: i
     states: list[float] = []
     client = socketio.Client(reconnection=False)
     client.on("state", lambda state: states.append(time.time()))
-    client.on("ping", lambda m: client.emit("pong", {"sent": m["sent"],
-                                                     "client_time": time.time()}))
+    client.on("ping", lambda m: answer_ping(client, m))
     client.connect(url, transports=["websocket"], wait_timeout=30)
     client.call("join", {"token": session["token"]}, timeout=30)
     joined, sent = time.time(), 0
@@ -126,6 +125,16 @@ def participant(url: str, problem: str, join_at: float, leave_at: float, seed: i
     return {"episode_id": session["episode_id"], "frame_rate": session["frame_rate"],
             "joined": joined, "left": left, "sent": sent,
             "states": sum(1 for t in states if joined < t <= left)}
+
+
+def answer_ping(client: Any, message: dict) -> None:
+    """Answer a clock ping, unless the participant has left meanwhile."""
+    import socketio
+
+    try:
+        client.emit("pong", {"sent": message["sent"], "client_time": time.time()})
+    except socketio.exceptions.BadNamespaceError:
+        pass  # disconnected between the ping and its answer
 
 
 def worker(args: tuple) -> list[dict]:
