@@ -145,6 +145,7 @@ def demo(host: str, port: int, data_dir: str, study_file: str) -> None:
     directory = Path(data_dir)
     directory.mkdir(parents=True, exist_ok=True)
     config = {"DATABASE_URL": str(directory / "gridstudy.db"), "ASYNC_MODE": DEFAULT_ASYNC_MODE}
+    _patch_for(DEFAULT_ASYNC_MODE)  # before the store starts a thread (or Ctrl-C hangs)
     password = prepare_demo(config["DATABASE_URL"], Path(study_file))
 
     def announce(app: Any, base_url: str) -> None:
