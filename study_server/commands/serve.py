@@ -56,11 +56,7 @@ def run(config: dict[str, Any], host: str, port: int, announce: Any = None) -> N
     from study_server.app import create_app, shutdown, socketio
 
     app = create_app(config)
-    # SIGTERM (systemd, docker stop, a benchmark) and Ctrl-C leave through ``finally``.
-    # Both exit explicitly: under gevent a KeyboardInterrupt is raised in whichever
-    # greenlet runs and the server went on serving (measured); SystemExit ends it.
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: sys.exit(0))
+    _stop_on_signals(config.get("ASYNC_MODE", "threading"), socketio)
     base_url = f"http://{host}:{port}"
     (announce or _announce_server)(app, base_url)
     try:
@@ -70,6 +66,32 @@ def run(config: dict[str, Any], host: str, port: int, announce: Any = None) -> N
         socketio.run(app, host=host, port=port, log_output=False, use_reloader=False, **options)
     finally:
         shutdown(app)
+
+
+def _stop_on_signals(async_mode: str, socketio: Any) -> None:
+    """SIGTERM (systemd, docker stop, a benchmark) and Ctrl-C end the server through
+    ``run``'s ``finally``, which writes out the store's queue.
+
+    Under gevent a Python signal handler runs inside whichever greenlet happens to be
+    running, so raising there can kill the store's writer or a tick half-way and leave
+    shutdown waiting for it forever (seen once in about ten benchmark stops at 150
+    sessions). gevent's own handler runs the stop in a greenlet of its own instead: the
+    server stops accepting, its handlers end, and ``serve_forever`` returns normally.
+    """
+    if async_mode == "gevent":
+        import gevent
+
+        def stop() -> None:
+            server = getattr(socketio, "wsgi_server", None)
+            if server is None:  # a signal before the server started: just leave
+                raise SystemExit(0)
+            server.stop(timeout=5)
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            gevent.signal_handler(signum, stop)
+        return
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: sys.exit(0))
 
 
 def _announce_server(app: Any, base_url: str) -> None:
