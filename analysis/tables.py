@@ -12,7 +12,6 @@ reason in place of the table.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -246,13 +245,15 @@ def trigger_step(episode: EpisodeRecord) -> int | None:
 
 # -- curiosity (003): pass@k and friends ------------------------------------------------
 
-AT_K_FLAGS: dict[str, Callable[[EpisodeRecord], bool | None]] = {
-    "pass": solved,
-    "discovery": lambda e: injection_flags(e)[0],
-    "interaction": lambda e: injection_flags(e)[1],
-}
-"""What counts for each metric@k. Discovery and interaction exist only for problems with
-an injected solution (see :func:`injection_flags`); other problems are left out of them."""
+AT_K_METRICS = ("pass", "discovery", "interaction")
+"""What counts for each metric@k, in the order of :func:`attempt_flags`. Discovery and
+interaction exist only for problems with an injected solution (see
+:func:`injection_flags`); other problems are left out of them."""
+
+
+def attempt_flags(episode: EpisodeRecord) -> tuple[bool | None, ...]:
+    """``(solved, discovered, interacted)`` for one attempt, read once."""
+    return (solved(episode), *injection_flags(episode))
 
 
 def injection_flags(episode: EpisodeRecord) -> tuple[bool | None, bool | None]:
@@ -284,19 +285,20 @@ def at_k_rows(dataset: Dataset, k: int = 1) -> list[Row]:
         if short:
             problem, n = next(iter(short.items()))
             raise ValueError(f"{agent} has {n} attempt(s) at {problem}; @{k} needs n >= {k}")
+        flags = [[attempt_flags(e) for e in es] for es in problems.values()]
         row: Row = {"agent": agent, "problems": len(problems), "k": k}
-        for name, flag in AT_K_FLAGS.items():
-            row[f"{name}@{k}"] = _at_k_mean(problems.values(), flag, k)
+        for index, name in enumerate(AT_K_METRICS):
+            row[f"{name}@{k}"] = _at_k_mean(flags, index, k)
         rows.append(row)
     return rows
 
 
-def _at_k_mean(problems: Iterable[list[EpisodeRecord]], flag: Callable, k: int) -> float | None:
-    """Mean @k over the problems where ``flag`` is defined for every attempt; ``None``
-    when it is defined for none."""
+def _at_k_mean(problems: list[list[tuple]], index: int, k: int) -> float | None:
+    """Mean @k of flag ``index`` over the problems where it is defined for every
+    attempt; ``None`` when it is defined for none."""
     values = []
-    for episodes in problems:
-        flags = [flag(e) for e in episodes]
+    for attempts in problems:
+        flags = [attempt[index] for attempt in attempts]
         if any(f is None for f in flags):
             continue
         values.append(at_k(len(flags), sum(map(bool, flags)), k))

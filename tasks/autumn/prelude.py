@@ -12,28 +12,17 @@ from tasks.autumn import compat
 from tasks.autumn.compiler import apply
 from tasks.autumn.errors import AutumnRuntimeError
 from tasks.autumn.render import cells_of, rendered_elems
+from tasks.autumn.stdlib import need_number, need_object, need_position
 from tasks.autumn.values import Instance, Position, RenderedElem, show
 
 
-def _obj(value, who: str) -> Instance:
-    if type(value) is not Instance:
-        raise AutumnRuntimeError(f"{who} needs an object, got {show(value)}")
-    return value
-
-
-def _pos(value, who: str) -> Position:
-    if type(value) is not Position:
-        raise AutumnRuntimeError(f"{who} needs a Position, got {show(value)}")
-    return value
-
-
 def _shifted(rt, obj, dx: int, dy: int) -> Instance:
-    obj = _obj(obj, "move")
+    obj = need_object(obj, "move")
     return obj.replace(rt.new_id(), "origin", Position(obj.origin.x + dx, obj.origin.y + dy))
 
 
 def move(rt, scope, obj, direction):
-    d = _pos(direction, "move")
+    d = need_position(direction, "move")
     return _shifted(rt, obj, d.x, d.y)
 
 
@@ -87,42 +76,36 @@ def _step_no_collision(dx: int, dy: int):
 
 
 def move_pos(rt, scope, p, d):
-    p, d = _pos(p, "movePos"), _pos(d, "movePos")
+    p, d = need_position(p, "movePos"), need_position(d, "movePos")
     return Position(p.x + d.x, p.y + d.y)
 
 
 def _pos_mover(dx: int, dy: int):
     def moved(rt, scope, p):
-        p = _pos(p, "movePos")
+        p = need_position(p, "movePos")
         return Position(p.x + dx, p.y + dy)
     return moved
 
 
-def _num(value, who: str) -> int:
-    if type(value) is not int:
-        raise AutumnRuntimeError(f"{who} needs a Number, got {show(value)}")
-    return value
-
-
 def abs_(rt, scope, x):
-    return abs(_num(x, "abs"))
+    return abs(need_number(x, "abs"))
 
 
 def sign(rt, scope, x):
-    x = _num(x, "sign")
+    x = need_number(x, "sign")
     return (x > 0) - (x < 0)
 
 
 def max_(rt, scope, a, b):
-    return b if _num(a, "max") < _num(b, "max") else a
+    return b if need_number(a, "max") < need_number(b, "max") else a
 
 
 def min_(rt, scope, a, b):
-    return a if _num(a, "min") < _num(b, "min") else b
+    return a if need_number(a, "min") < need_number(b, "min") else b
 
 
 def delta_pos(rt, scope, p1, p2):
-    p1, p2 = _pos(p1, "deltaPos"), _pos(p2, "deltaPos")
+    p1, p2 = need_position(p1, "deltaPos"), need_position(p2, "deltaPos")
     return Position(p2.x - p1.x, p2.y - p1.y)
 
 
@@ -137,11 +120,11 @@ def delta_elem(rt, scope, e1, e2):
 
 
 def delta_obj(rt, scope, o1, o2):
-    return delta_pos(rt, scope, _obj(o1, "deltaObj").origin, _obj(o2, "deltaObj").origin)
+    return delta_pos(rt, scope, need_object(o1, "deltaObj").origin, need_object(o2, "deltaObj").origin)
 
 
 def rect(rt, scope, p1, p2):
-    p1, p2 = _pos(p1, "rect"), _pos(p2, "rect")
+    p1, p2 = need_position(p1, "rect"), need_position(p2, "rect")
     return [Position(x, y) for y in range(p1.y, p2.y) for x in range(p1.x, p2.x)]
 
 
@@ -158,20 +141,20 @@ def adjacent_elem(rt, scope, e1, e2):
 
 
 def adjacent_poss(rt, scope, p1, p2, unit):
-    return _manhattan(_pos(p1, "adjacentPoss"), _pos(p2, "adjacentPoss")) <= _num(unit, "adjacentPoss")
+    return _manhattan(need_position(p1, "adjacentPoss"), need_position(p2, "adjacentPoss")) <= need_number(unit, "adjacentPoss")
 
 
 def adjacent_two_objs(rt, scope, o1, o2, unit):
-    return _manhattan(_obj(o1, "adjacentTwoObjs").origin,
-                      _obj(o2, "adjacentTwoObjs").origin) <= _num(unit, "adjacentTwoObjs")
+    return _manhattan(need_object(o1, "adjacentTwoObjs").origin,
+                      need_object(o2, "adjacentTwoObjs").origin) <= need_number(unit, "adjacentTwoObjs")
 
 
 def adjacent_poss_diag(rt, scope, p1, p2):
-    return _near_diag(_pos(p1, "adjacentPossDiag"), _pos(p2, "adjacentPossDiag"))
+    return _near_diag(need_position(p1, "adjacentPossDiag"), need_position(p2, "adjacentPossDiag"))
 
 
 def adjacent_two_objs_diag(rt, scope, o1, o2):
-    return _near_diag(_obj(o1, "adjacentTwoObjsDiag").origin, _obj(o2, "adjacentTwoObjsDiag").origin)
+    return _near_diag(need_object(o1, "adjacentTwoObjsDiag").origin, need_object(o2, "adjacentTwoObjsDiag").origin)
 
 
 def _all_objs(rt, scope) -> list:
@@ -180,20 +163,20 @@ def _all_objs(rt, scope) -> list:
 
 def adjacent_objs(rt, scope, obj, unit):
     sources = obj if type(obj) is list else [obj]
-    origins = [_obj(o, "adjacentObjs").origin for o in sources]
+    origins = [need_object(o, "adjacentObjs").origin for o in sources]
     return [o for o in _all_objs(rt, scope)
             if any(_manhattan(p, o.origin) <= unit for p in origins)]
 
 
 def adjacent_objs_diag(rt, scope, obj):
     sources = obj if type(obj) is list else [obj]
-    origins = [_obj(o, "adjacentObjsDiag").origin for o in sources]
+    origins = [need_object(o, "adjacentObjsDiag").origin for o in sources]
     return [o for o in _all_objs(rt, scope) if any(_near_diag(p, o.origin) for p in origins)]
 
 
 def adj(rt, scope, obj, objs, unit):
-    origin = _obj(obj, "adj").origin
-    return any(_manhattan(origin, _obj(o, "adj").origin) <= unit for o in objs)
+    origin = need_object(obj, "adj").origin
+    return any(_manhattan(origin, need_object(o, "adj").origin) <= unit for o in objs)
 
 
 def obj_clicked(rt, scope, objs):
@@ -206,7 +189,7 @@ def _sqdist(p: Position, q: Position) -> int:
 
 
 def sqdist(rt, scope, p1, p2):
-    return _sqdist(_pos(p1, "sqdist"), _pos(p2, "sqdist"))
+    return _sqdist(need_position(p1, "sqdist"), need_position(p2, "sqdist"))
 
 
 def _unit(dx: int, dy: int, diagonal_fix: bool = True) -> Position:
@@ -217,17 +200,17 @@ def _unit(dx: int, dy: int, diagonal_fix: bool = True) -> Position:
 
 
 def unit_vector(rt, scope, obj, target):
-    a, b = _obj(obj, "unitVector").origin, _obj(target, "unitVector").origin
+    a, b = need_object(obj, "unitVector").origin, need_object(target, "unitVector").origin
     return _unit(b.x - a.x, b.y - a.y)
 
 
 def unit_vector_obj_pos(rt, scope, obj, p):
-    a, p = _obj(obj, "unitVectorObjPos").origin, _pos(p, "unitVectorObjPos")
+    a, p = need_object(obj, "unitVectorObjPos").origin, need_position(p, "unitVectorObjPos")
     return _unit(p.x - a.x, p.y - a.y)
 
 
 def unit_vector_single_pos(rt, scope, p):
-    p = _pos(p, "unitVectorSinglePos")
+    p = need_position(p, "unitVectorSinglePos")
     return _unit(p.x, p.y, diagonal_fix=False)
 
 
@@ -235,7 +218,7 @@ def closest(rt, scope, obj, objs):
     """The element of ``objs`` nearest ``obj`` by squared origin distance; ties to the later."""
     if not objs:
         return obj
-    origin = _obj(obj, "closest").origin
+    origin = need_object(obj, "closest").origin
     best = objs[0]
     for other in objs:
         if not _sqdist(best.origin, origin) < _sqdist(other.origin, origin):
@@ -244,7 +227,7 @@ def closest(rt, scope, obj, objs):
 
 
 def closest_pos(rt, scope, obj, positions):
-    origin = _obj(obj, "closestPos").origin
+    origin = need_object(obj, "closestPos").origin
     if not positions:
         return origin
     best = positions[0]
@@ -261,7 +244,7 @@ def render_value(rt, scope, value):
 def sum_(rt, scope, values):
     total = 0
     for v in values:
-        total = total + _num(v, "sum")
+        total = total + need_number(v, "sum")
     return total
 
 
@@ -294,7 +277,7 @@ def in_(rt, scope, e, values):
 
 
 def is_free_pos_except_obj(rt, scope, p, obj):
-    p = _pos(p, "isFreePosExceptObj")
+    p = need_position(p, "isFreePosExceptObj")
     return rt.is_free(p.x, p.y) or any(x == p.x and y == p.y for x, y, _ in cells_of(rt, obj))
 
 
@@ -305,7 +288,7 @@ def is_free_range_except_obj(rt, scope, start, end, obj):
 
 def next_liquid(rt, scope, obj):
     """Fall one cell if possible, else step toward the closest hole in the row below."""
-    obj = _obj(obj, "nextLiquid")
+    obj = need_object(obj, "nextLiquid")
     n = _grid(rt)
     y = obj.origin.y
     below = _shifted(rt, obj, 0, 1)

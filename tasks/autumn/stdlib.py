@@ -15,80 +15,88 @@ from tasks.autumn.errors import AutumnRuntimeError
 from tasks.autumn.render import cells_of, rendered_elems
 from tasks.autumn.values import Builtin, Instance, Position, show
 
+# -- argument checks, shared with the prelude: the value, or an error naming the caller --
 
-def _list(value, who: str) -> list:
+
+def need_object(value, who: str) -> Instance:
+    if type(value) is not Instance:
+        raise AutumnRuntimeError(f"{who} needs an object, got {show(value)}")
+    return value
+
+
+def need_list(value, who: str) -> list:
     if type(value) is not list:
         raise AutumnRuntimeError(f"{who} needs a list, got {show(value)}")
     return value
 
 
-def _number(value, who: str) -> int:
+def need_number(value, who: str) -> int:
     if type(value) is not int:
         raise AutumnRuntimeError(f"{who} needs a Number, got {show(value)}")
     return value
 
 
-def _position(value, who: str) -> Position:
+def need_position(value, who: str) -> Position:
     if type(value) is not Position:
         raise AutumnRuntimeError(f"{who} needs a Position, got {show(value)}")
     return value
 
 
 def map_(rt, scope, f, values):
-    return [apply(rt, f, [v], scope) for v in _list(values, "map")]
+    return [apply(rt, f, [v], scope) for v in need_list(values, "map")]
 
 
 def filter_(rt, scope, f, values):
     truthy = compat.truthy
-    return [v for v in _list(values, "filter") if truthy(apply(rt, f, [v], scope))]
+    return [v for v in need_list(values, "filter") if truthy(apply(rt, f, [v], scope))]
 
 
 def foldl(rt, scope, f, acc, values):
-    for v in _list(values, "foldl"):
+    for v in need_list(values, "foldl"):
         acc = apply(rt, f, [acc, v], scope)
     return acc
 
 
 def concat(rt, scope, lists):
     out = []
-    for item in _list(lists, "concat"):
-        out.extend(_list(item, "concat (each element)"))
+    for item in need_list(lists, "concat"):
+        out.extend(need_list(item, "concat (each element)"))
     return out
 
 
 def length(rt, scope, values):
-    return len(_list(values, "length"))
+    return len(need_list(values, "length"))
 
 
 def head(rt, scope, values):
-    if not _list(values, "head"):
+    if not need_list(values, "head"):
         raise AutumnRuntimeError("head of an empty list")
     return values[0]
 
 
 def tail(rt, scope, values):
-    if not _list(values, "tail"):
+    if not need_list(values, "tail"):
         raise AutumnRuntimeError("tail of an empty list")
     return compat.last_element(values)
 
 
 def at(rt, scope, values, index):
-    _list(values, "at")
-    if not 0 <= _number(index, "at") < len(values):
+    need_list(values, "at")
+    if not 0 <= need_number(index, "at") < len(values):
         raise AutumnRuntimeError(f"at: index {index} out of range for a list of {len(values)}")
     return values[index]
 
 
 def range_(rt, scope, start, stop):
-    return list(range(_number(start, "range"), _number(stop, "range")))
+    return list(range(need_number(start, "range"), need_number(stop, "range")))
 
 
 def any_(rt, scope, *args):
     if len(args) == 1:
-        return any(compat.truthy(v) for v in _list(args[0], "any"))
+        return any(compat.truthy(v) for v in need_list(args[0], "any"))
     f, values = args[:2]
     truthy = compat.truthy
-    return any(truthy(apply(rt, f, [v], scope)) for v in _list(values, "any"))
+    return any(truthy(apply(rt, f, [v], scope)) for v in need_list(values, "any"))
 
 
 def is_list(rt, scope, value):
@@ -102,14 +110,14 @@ def defined(rt, scope, name):
 
 
 def array_equal(rt, scope, a, b):
-    _list(a, "arrayEqual"), _list(b, "arrayEqual")
+    need_list(a, "arrayEqual"), need_list(b, "arrayEqual")
     if len(a) != len(b):
         raise AutumnRuntimeError(f"arrayEqual: lists of different lengths {len(a)} and {len(b)}")
     return [compat.equal(x, y) for x, y in zip(a, b)]
 
 
 def sqrt(rt, scope, n):
-    if _number(n, "sqrt") < 0:
+    if need_number(n, "sqrt") < 0:
         raise AutumnRuntimeError(f"sqrt of a negative number {n}")
     return math.isqrt(n)
 
@@ -119,19 +127,19 @@ def prev(rt, scope, value):
 
 
 def uniform_choice(rt, scope, values, *count):
-    values = _list(values, "uniformChoice")
+    values = need_list(values, "uniformChoice")
     if not values:
         raise AutumnRuntimeError("uniformChoice of an empty list")
     if not count:
         return values[rt.draw(len(values))]
-    n = _number(count[0], "uniformChoice")
+    n = need_number(count[0], "uniformChoice")
     if n < 1:
         raise AutumnRuntimeError(f"uniformChoice: count must be at least 1, got {n}")
     return [values[rt.draw(len(values))] for _ in range(n)]
 
 
 def random_positions(rt, scope, size, n):
-    size, n = _number(size, "randomPositions"), _number(n, "randomPositions")
+    size, n = need_number(size, "randomPositions"), need_number(n, "randomPositions")
     if size < 0:
         raise AutumnRuntimeError(f"randomPositions: negative size {size}")
     out = []
@@ -142,20 +150,20 @@ def random_positions(rt, scope, size, n):
 
 
 def adj_positions(rt, scope, p):
-    p = _position(p, "adjPositions")
+    p = need_position(p, "adjPositions")
     n = rt.globals.get("GRID_SIZE")
     candidates = ((p.x - 1, p.y), (p.x + 1, p.y), (p.x, p.y - 1), (p.x, p.y + 1))
     return [Position(x, y) for x, y in candidates if 0 <= x < n and 0 <= y < n]
 
 
 def all_positions(rt, scope, w, *h):
-    w = _number(w, "allPositions")
-    h = _number(h[0], "allPositions") if h else w
+    w = need_number(w, "allPositions")
+    h = need_number(h[0], "allPositions") if h else w
     return [Position(x, y) for x in range(w) for y in range(h)]
 
 
 def is_free_pos(rt, scope, p):
-    p = _position(p, "isFreePos")
+    p = need_position(p, "isFreePos")
     return rt.is_free(p.x, p.y)
 
 
@@ -165,7 +173,7 @@ def is_within_bounds(rt, scope, value):
 
 
 def add_obj(rt, scope, values, item):
-    values = _list(values, "addObj")
+    values = need_list(values, "addObj")
     if type(item) is list:
         return values + item
     if type(item) is not Instance:
@@ -177,7 +185,7 @@ def remove_obj(rt, scope, first, *rest):
     if not rest:
         rt.remove_global_holding(first)
         return first
-    values, what = _list(first, "removeObj"), rest[0]
+    values, what = need_list(first, "removeObj"), rest[0]
     if type(what) is Instance:
         return [v for v in values if not (type(v) is Instance and v.id == what.id)]
     if type(what) is list:
@@ -230,7 +238,7 @@ def rotate(rt, scope, obj):
         if type(arg) is int:
             return -arg
         value = rt.cell_arg(arg) if arg.const is None else arg.const
-        return -_number(value, "rotate")
+        return -need_number(value, "rotate")
 
     cells = [Cell(negated(c.y), c.x, c.color) for c in obj.cells]
     return type(obj)(obj.cls, obj.fields, obj.origin, cells, rt.new_id())
