@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.load import Dataset, EpisodeRecord
+from analysis.dataset import Dataset, EpisodeRecord
 
 HUMAN = "human"
 

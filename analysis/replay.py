@@ -2,9 +2,9 @@
 
 The event record keeps each frame, not the environment's hidden state: a task-DAG map's
 achieved nodes, an Autumn program's variables. Every environment is deterministic
-given its seed and the actions applied, so the analysis rebuilds an attempt by applying
-its logged actions to a fresh :class:`~tasks.worldtest.Episode`, and checks every
-frame against the stored one on the way. A replay that departs from the record (the
+given its seed and the actions applied, so the analysis rebuilds an attempt the way
+every part of gridstudy does (:mod:`records.rebuild`), and checks every frame against
+the stored one on the way. A replay that departs from the record (the
 environment or the problem changed since the attempt was recorded) raises
 ``ValueError`` rather than letting a metric read a different trajectory.
 """
@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.load import EpisodeRecord
+from analysis.dataset import EpisodeRecord
+from records.rebuild import replay_steps
 from tasks.core import Observation, frame_hash
 from tasks.worldtest.episode import TEST, Episode, Step
 
@@ -60,10 +61,7 @@ def replay(record: EpisodeRecord) -> Replay | None:
     start = live.observation if live.phase == TEST else None
     steps: list[Step] = []
     states: list[str] = []
-    for event in record.events:
-        if not event.applied or event.action is None:
-            continue
-        step = live.apply(event.action)
+    for event, step in replay_steps(live, record.events):
         shown = frame_hash(step.observation.frame)
         if event.frame_hash is not None and shown != event.frame_hash:
             raise ValueError(

@@ -27,7 +27,7 @@ from typing import Any
 from tqdm import tqdm
 
 from analysis import figures, tables
-from analysis.load import Dataset
+from analysis.dataset import Dataset
 from analysis.metrics import (
     action_type_distribution,
     at_k,

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.load import Dataset, EpisodeRecord
+from analysis.dataset import Dataset, EpisodeRecord
 from analysis.metrics import (
     action_type_distribution,
     at_k,

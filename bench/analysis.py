@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from analysis import metrics
-from analysis.load import EVENT_FIELDS
+from analysis.dataset import EVENT_FIELDS
 
 SIZE = 16
 MOVES = ("up", "down", "left", "right")
@@ -139,7 +139,7 @@ def _aggregates(count: int, rows: list[tuple[str, float]], seed: int = 0) -> Non
     _timed("random_baseline_table", lambda: metrics.random_baseline_table(samples), rows)
 
 
-BLANK = dict.fromkeys(EVENT_FIELDS)
+BLANK = dict.fromkeys(f.name for f in EVENT_FIELDS)
 
 
 def synthetic_dataset(grouped: dict[int, list[dict[str, Any]]], seed: int = 0) -> Any:
@@ -149,7 +149,7 @@ def synthetic_dataset(grouped: dict[int, list[dict[str, Any]]], seed: int = 0) -
     to do."""
     from datetime import UTC, datetime
 
-    from analysis.load import Dataset, EpisodeRecord, EventRecord, FrameSource
+    from analysis.dataset import Dataset, EpisodeRecord, EventRecord, FrameSource
 
     rng = np.random.default_rng(seed)
     frames = FrameSource(lambda key: [["black"]])

@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from study_server.store import Store
+from records.store import Store
 
 COLOURS = ("black", "gold", "blue", "red", "grey", "lightblue", "green", "white")
 SIZE = 16

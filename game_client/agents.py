@@ -33,9 +33,9 @@ class Turn:
 
     index: int
     state: dict[str, Any]
-    """``Episode.view()`` plus ``text`` (the observation text), ``actions`` (allowed
-    action patterns) and ``info`` (the observation's info), as the runner and the agent
-    API both report it."""
+    """What the attempt shows the agent (:meth:`tasks.worldtest.turn.AgentTurns.state`:
+    the episode's view, the observation ``text`` and ``info``, the allowed ``actions``),
+    the same whether it is played here or through the agent API."""
     last_action: str | None = None
     error: str | None = None
     """Why the previous reply was not applied (None if it was)."""
@@ -68,12 +68,6 @@ class Agent(Protocol):
     def decide(self, turn: Turn) -> Decision: ...
 
     def config(self) -> dict[str, Any]: ...
-
-
-def state_of(episode: Any) -> dict[str, Any]:
-    """The state a driver reports to an agent (the agent API sends the same JSON)."""
-    return {**episode.view(), "text": episode.observation.text,
-            "actions": episode.allowed_actions(), "info": episode.observation.info}
 
 
 # -- random -------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Playing through a running server's agent API (``study_server.agent_api``) instead of
-in-process: the server keeps the episode and records the events; this side only asks
-the agent and posts its decisions."""
+in-process: the server keeps the episode, applies the turn rules and records the events;
+this side only asks the agent and posts its decisions. :class:`RemoteAttempt` is the
+attempt :func:`game_client.runner.play` drives, as it drives a local one."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import Any
 
 import httpx
 
-from game_client.agents import Agent, Turn
-from game_client.bridge.provider import ProviderError
-from game_client.runner import EpisodeResult
+from game_client.agents import Agent, Decision
+from game_client.runner import EpisodeResult, play
 from tasks import registry
+from tasks.worldtest.turn import ABANDONED, MAX_INVALID, MAX_TURNS, TurnResult
 
 
 class AgentAPIError(RuntimeError):
@@ -40,44 +41,49 @@ class AgentAPIClient:
         body = {"agent_kind": agent_kind, "model": model, "config": config}
         return self._post("/runs", body)["agent_run_id"]
 
-    def start_episode(self, run_id: int, problem_id: str, max_invalid: int) -> dict[str, Any]:
-        return self._post(f"/runs/{run_id}/episodes", {"problem_id": problem_id, "max_invalid": max_invalid})
+    def start_episode(self, run_id: int, problem_id: str, max_invalid: int = MAX_INVALID,
+                      max_turns: int = MAX_TURNS) -> dict[str, Any]:
+        return self._post(f"/runs/{run_id}/episodes", {"problem_id": problem_id,
+                                                       "max_invalid": max_invalid,
+                                                       "max_turns": max_turns})
 
     def act(self, episode_id: int, body: dict[str, Any]) -> dict[str, Any]:
         return self._post(f"/episodes/{episode_id}/actions", body)
 
-    def end(self, episode_id: int, reason: str) -> dict[str, Any]:
-        return self._post(f"/episodes/{episode_id}/end", {"reason": reason})
+    def end(self, episode_id: int, reason: str, status: str = ABANDONED) -> dict[str, Any]:
+        return self._post(f"/episodes/{episode_id}/end", {"reason": reason, "status": status})
+
+
+class RemoteAttempt:
+    """An attempt whose episode lives on the server: each turn is one request."""
+
+    def __init__(self, client: AgentAPIClient, run_id: int, problem_id: str, *,
+                 max_invalid: int = MAX_INVALID, max_turns: int = MAX_TURNS) -> None:
+        self.client = client
+        self.problem = registry.get_problem(problem_id)
+        started = client.start_episode(run_id, problem_id, max_invalid, max_turns)
+        self.episode_id, self._state = started["episode_id"], started["state"]
+
+    def state(self) -> dict[str, Any]:
+        return self._state
+
+    def take(self, decision: Decision) -> TurnResult:
+        answer = self.client.act(self.episode_id, {"action": decision.action,
+                                                   "error": decision.error,
+                                                   **decision.model_fields()})
+        self._state = answer["state"]
+        return TurnResult(answer["applied"], answer["action"], answer["error"])
+
+    def end(self, status: str, reason: str) -> None:
+        self._state = self.client.end(self.episode_id, reason, status)["state"]
+
+    def summary(self) -> dict[str, Any]:
+        return self._state["attempt"]
 
 
 def run_remote_episode(agent: Agent, problem_id: str, client: AgentAPIClient, run_id: int, *,
-                       max_turns: int = 1000, max_invalid: int = 5) -> EpisodeResult:
-    """One attempt played through the API; the server counts invalid replies and ends the
-    attempt after ``max_invalid`` in a row."""
-    started = client.start_episode(run_id, problem_id, max_invalid)
-    episode_id, state = started["episode_id"], started["state"]
-    agent.start(registry.get_problem(problem_id))
-    result = EpisodeResult(problem_id, "done", None, 0, 0, episode_id)
-    last_action, error = None, None
-    while not state["ended"]:
-        if result.turns >= max_turns:
-            state = client.end(episode_id, f"no end after {max_turns} turns")["state"]
-            result.status = "abandoned"
-            break
-        try:
-            decision = agent.decide(Turn(result.turns, state, last_action, error))
-        except ProviderError as problem:
-            state = client.end(episode_id, str(problem))["state"]
-            result.status, result.reason = "error", str(problem)
-            break
-        answer = client.act(episode_id, {"action": decision.action, "error": decision.error,
-                                         **decision.model_fields()})
-        state, error = answer["state"], answer["error"]
-        result.turns += 1
-        result.invalid += not answer["applied"]
-        result.cost += decision.cost or 0.0
-        last_action = decision.action if answer["applied"] else last_action
-    if state["phase"] != "done" and result.status == "done":
-        result.status = "abandoned"
-    result.score = state["score"] if state["phase"] == "done" else 0.0
-    return result
+                       max_turns: int = MAX_TURNS, max_invalid: int = MAX_INVALID) -> EpisodeResult:
+    """One attempt played through the API, under the server's turn rules."""
+    attempt = RemoteAttempt(client, run_id, problem_id, max_invalid=max_invalid,
+                            max_turns=max_turns)
+    return play(agent, attempt)

@@ -18,7 +18,7 @@ from sqlmodel import select
 
 from game_client.agents import Agent
 from game_client.runner import EpisodeResult, run_episode
-from study_server.models import AgentRun, EpisodeRow
+from records.models import AgentRun, EpisodeRow
 from tasks import registry
 
 FINISHED = ("done", "abandoned")

@@ -13,7 +13,7 @@ DEFAULT_DB = "gridstudy.db"
 
 def open_store(db: str | None):
     """The store at ``--db``, else ``$DATABASE_URL``, else ``gridstudy.db``."""
-    from study_server.store import Store
+    from records.store import Store
 
     return Store(db) if db else Store.from_env(DEFAULT_DB)
 
@@ -70,11 +70,11 @@ def play(target, seed, fps, scale, record, db, server, code):
 def _play_local(target, seed, fps, scale, record, db):
     from game_client.loop import GameLoop
     from game_client.play import PygameClient
-    from game_client.record import EpisodeRecorder
+    from records.recorder import EpisodeRecorder
 
     driver = make_driver(target, seed)
     store = open_store(db) if record else None
-    recorder = EpisodeRecorder(store, driver) if store else None
+    recorder = EpisodeRecorder(store, driver.problem) if store else None
     try:
         loop = GameLoop(driver, fps=fps, recorder=recorder)
         PygameClient(loop, scale=scale, title=f"gridstudy: {target}").run()
@@ -161,6 +161,7 @@ def _run_remote(server, problem_ids, make_agent, kind, model, config, runs, conc
     def play(job):
         return run_remote_episode(make_agent(job), job.problem_id, client, run_id,
                                   max_turns=config["max_turns"], max_invalid=config["max_invalid"])
+
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         results = list(tqdm(pool.map(play, jobs), total=len(jobs), desc="attempts", unit="ep"))

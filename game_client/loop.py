@@ -1,13 +1,10 @@
-"""The local game loop: the real-time scheduler's semantics with no server and no pygame.
+"""The local game loop: real-time play with no server and no pygame.
 
 A :class:`GameLoop` is ticked at the environment's frame rate by whatever owns the clock
-(the pygame front end, or a test calling :meth:`GameLoop.tick` directly). It keeps the
-real-time server's rules (``study_server.realtime.GameSession``) so that the same inputs
-give the same events locally and in a study: inputs wait in a short queue (more than
-``queue_size`` are dropped and recorded as dropped); a tick applies at most one input,
-the first queued one allowed in the current phase (the ones before it are recorded as
-rejected), or ``noop`` when there is none, so idle time passes exactly as it does for a
-participant.
+(the pygame front end, or a test calling :meth:`GameLoop.tick` directly). The rules of
+real-time play are :class:`tasks.worldtest.tick.TickEngine`'s, the same the study server
+keeps, so the same inputs give the same events, refusals and messages locally and in a
+study; with a recorder (``gridstudy play --record``) they are written the same way too.
 
 Pause and single-frame stepping exist for developers debugging an environment: while
 paused, ticks do nothing and queued inputs wait for the next frame step.
@@ -15,35 +12,14 @@ paused, ticks do nothing and queued inputs wait for the next frame step.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from tasks.core import parse_action
 from tasks.worldtest.episode import Step
+from tasks.worldtest.tick import AUTO, QUEUE_SIZE, RATE_LIMIT, Sink, TickEngine
 
 MIN_FPS, MAX_FPS = 1, 60
-QUEUE_SIZE = 4
-"""Inputs waiting for a tick, as on the server; more are dropped."""
-
-
-class Recorder(Protocol):
-    """Where a loop reports what happened (see :mod:`game_client.record`)."""
-
-    def on_step(self, step: Step, *, source: str, client_time: float | None) -> None: ...
-
-    def on_raw(self, text: str, *, status: str, reason: str, client_time: float | None) -> None: ...
-
-    def on_finish(self, driver: Any) -> None: ...
-
-
-@dataclass
-class Pending:
-    text: str
-    client_time: float | None
 
 
 class GameLoop:
@@ -54,43 +30,25 @@ class GameLoop:
         driver: Any,
         *,
         fps: int | None = None,
-        recorder: Recorder | None = None,
+        recorder: Sink | None = None,
         clock: Callable[[], float] = time.time,
         queue_size: int = QUEUE_SIZE,
+        rate_limit: int = RATE_LIMIT,
     ) -> None:
         self.driver = driver
+        self.engine = TickEngine(driver, recorder, queue_size=queue_size,
+                                 rate_limit=rate_limit, clock=clock)
         self.fps = _clamp_fps(fps or driver.frame_rate)
-        self.recorder = recorder
-        self.clock = clock
         self.paused = False
         self.last_action: str | None = None
         self.last_source: str | None = None
         self.steps: list[Step] = []
-        self.queue_size = queue_size
-        self._queue: deque[Pending] = deque()
-        self._lock = threading.Lock()
-        self._finished = False
 
-    # -- input ----------------------------------------------------------------------------
-
-    def enqueue(self, text: str, client_time: float | None = None) -> bool:
-        """Queue ``text`` for a coming tick. False, and recorded, when it does not parse
-        (or clicks outside the grid) or the queue is full; False when the episode is over."""
-        client_time = self.clock() if client_time is None else client_time
-        with self._lock:
-            if self.done:
-                return False
-            try:
-                text = str(parse_action(text, self.driver.size))
-            except ValueError as error:
-                self._report_raw(text, "malformed", str(error), client_time)
-                return False
-            if len(self._queue) >= self.queue_size:
-                reason = f"{self.queue_size} inputs already wait for the next tick"
-                self._report_raw(text, "dropped", reason, client_time)
-                return False
-            self._queue.append(Pending(text, client_time))
-            return True
+    def enqueue(self, text: str, client_time: float | None = None) -> str:
+        """Queue ``text`` for a coming tick: ``queued``, or why it was refused (and
+        reported), as the server answers (:class:`~tasks.worldtest.tick.TickEngine`)."""
+        client_time = self.engine.clock() if client_time is None else client_time
+        return self.engine.admit(text, client_time)
 
     # -- time -----------------------------------------------------------------------------
 
@@ -120,7 +78,7 @@ class GameLoop:
         """``phase | tick | last action | fps`` for the window's status bar."""
         view = self.driver.view()
         last = self.last_action or "-"
-        if self.last_source == "auto":
+        if self.last_source == AUTO:
             last += " (auto)"
         parts = [view["phase"], f"tick {view['tick']}", f"last {last}", f"{self.fps} fps"]
         if self.paused:
@@ -129,52 +87,18 @@ class GameLoop:
             parts.append(f"score {view['score']:.3f}")
         return " | ".join(parts)
 
-    # -- internals ------------------------------------------------------------------------
-
     def _advance(self) -> Step | None:
-        with self._lock:
-            if self.done:
-                return None
-            pending = self._next_input()
-        text, source, client_time = "noop", "auto", None
-        if pending is not None:
-            text, source, client_time = pending.text, "input", pending.client_time
-        step = self.driver.apply(text)
-        self.steps.append(step)
-        self.last_action, self.last_source = step.action, source
-        if self.recorder is not None:
-            self.recorder.on_step(step, source=source, client_time=client_time)
-        if step.done:
-            self._finish()
-        return step
-
-    def _next_input(self) -> Pending | None:
-        """The first queued input allowed now; those before it are recorded as rejected."""
-        while self._queue:
-            pending = self._queue.popleft()
-            if self.driver.is_allowed(pending.text):
-                return pending
-            self._report_raw(pending.text, "rejected", self._why_not(pending.text),
-                             pending.client_time)
-        return None
-
-    def _why_not(self, text: str) -> str:
-        allowed = ", ".join(self.driver.allowed_verbs())
-        return f"{text!r} is not allowed in the {self.driver.phase} phase (allowed: {allowed})"
-
-    def _report_raw(self, text: str, status: str, reason: str, client_time: float | None) -> None:
-        if self.recorder is not None:
-            self.recorder.on_raw(text, status=status, reason=reason, client_time=client_time)
-
-    def _finish(self) -> None:
-        if not self._finished:
-            self._finished = True
-            if self.recorder is not None:
-                self.recorder.on_finish(self.driver)
+        if self.done:
+            return None
+        tick = self.engine.tick()
+        self.last_action, self.last_source = tick.action, tick.source
+        if tick.step is not None:
+            self.steps.append(tick.step)
+        return tick.step
 
     def close(self) -> None:
         """End the recording of an unfinished run (the window was closed)."""
-        self._finish()
+        self.engine.abandon("the window was closed")
 
 
 def _clamp_fps(fps: int) -> int:

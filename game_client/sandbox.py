@@ -68,5 +68,10 @@ class Sandbox(Episode):
             self.phase = DONE
         return observation
 
+    @property
+    def final_score(self) -> None:
+        """Free play is never scored."""
+        return None
+
     def view(self) -> dict[str, Any]:
         return {**super().view(), "score": None}

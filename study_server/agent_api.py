@@ -2,24 +2,26 @@
 
 An agent run is one configuration (``AgentRun``); each attempt is an episode of the same
 :class:`~tasks.worldtest.Episode` the real-time server and the in-process runner drive,
-and its events go to the same store with the same columns, so the dashboard and the
-analysis see agent runs beside participants.
+played by the same agent turn (:class:`tasks.worldtest.turn.AgentTurns`) and written by
+the same recorder, so the dashboard and the analysis see agent runs beside participants.
 
 Routes (JSON in, JSON out; errors are ``{"error": message}`` with 400/404/409):
 
 ``POST /api/agent/runs``                      ``{agent_kind, model, config, study_id}`` -> 201 ``{agent_run_id}``
-``POST /api/agent/runs/<id>/episodes``        ``{problem_id, max_invalid}`` -> 201 ``{episode_id, state}``
-``GET  /api/agent/episodes/<id>``             -> ``{episode_id, state, turns, invalid}``
-``POST /api/agent/episodes/<id>/actions``     ``{action, raw_reply, error, prompt_tokens,
-completion_tokens, cost, latency}`` -> ``{applied, error, state}``
-``POST /api/agent/episodes/<id>/end``         ``{reason}`` -> ``{state}`` (abandons it)
+``POST /api/agent/runs/<id>/episodes``        ``{problem_id, max_invalid, max_turns}`` -> 201 ``{episode_id, state}``
+``GET  /api/agent/episodes/<id>``             -> ``{episode_id, state}``
+``POST /api/agent/episodes/<id>/actions``     ``{action, error, raw_reply, prompt_tokens,
+completion_tokens, cost, latency}`` -> ``{applied, action, error, state}``
+``POST /api/agent/episodes/<id>/end``         ``{reason, status}`` -> ``{state}`` (``abandoned``,
+or ``error`` when the agent's model could not answer)
 
 ``state`` is ``Episode.view()`` plus ``text`` (the observation text a model is shown),
-``actions`` (the allowed action patterns) and ``info``. An action that is null, does not
-parse or is not available now is an invalid turn: logged with the raw reply, counted for
-grounding accuracy, the episode not stepped; ``max_invalid`` of them in a row (default
-5) abandon the attempt. A live episode lost by a restart is rebuilt by replaying its
-applied events.
+``actions`` (the allowed action patterns), ``info``, ``ended`` and ``attempt`` (status,
+reason, turns, invalid turns, score). An action that is null, does not parse or is not
+available now is an invalid turn: logged with the raw reply, counted for grounding
+accuracy, the episode not stepped; ``max_invalid`` of them in a row (default 5) abandon
+the attempt, as do ``max_turns`` turns (default 1000) without an end. A live episode
+lost by a restart is rebuilt from its stored events.
 """
 
 from __future__ import annotations
@@ -31,14 +33,17 @@ from typing import Any
 from flask import Blueprint, Flask, current_app, jsonify, request
 from sqlmodel import select
 
-from study_server.models import AgentRun, EpisodeRow, Event
-from study_server.store import event_from_invalid_turn, event_from_step
+from records.models import AgentRun, EpisodeRow, Event
+from records.rebuild import rebuild
+from records.recorder import EpisodeRecorder
 from tasks import registry
 from tasks.worldtest.episode import Episode
+from tasks.worldtest.turn import ABANDONED, ERROR, MAX_INVALID, MAX_TURNS, AgentTurns
 
 bp = Blueprint("agent_api", __name__, url_prefix="/api/agent")
 MODEL_FIELDS = ("prompt_tokens", "completion_tokens", "cost", "latency")
-DEFAULT_MAX_INVALID = 5
+ENDINGS = (ABANDONED, ERROR)
+"""How an agent may end its own attempt."""
 
 
 class ApiError(Exception):
@@ -49,20 +54,15 @@ class ApiError(Exception):
 
 @dataclass
 class LiveEpisode:
-    """An episode being played through the API, with its counters."""
+    """An attempt being played through the API: its turns, under one lock."""
 
     id: int
-    episode: Episode
-    agent_run_id: int
-    study_id: str | None
-    max_invalid: int
-    seq: int = 0
-    turns: int = 0
-    invalid: int = 0
-    streak: int = 0
-    ended: bool = False
-    """True once the attempt is over: finished, or abandoned."""
+    turns: AgentTurns
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def episode(self) -> Episode:
+        return self.turns.episode
 
 
 def init_app(app: Flask) -> None:
@@ -87,12 +87,8 @@ def _body() -> dict[str, Any]:
 
 
 def state_of(live: LiveEpisode) -> dict[str, Any]:
-    """What the agent is shown: the view, the observation text, the allowed actions, and
-    ``ended`` (finished or abandoned: no more turns)."""
-    episode = live.episode
-    return {**episode.view(), "text": episode.observation.text,
-            "actions": [] if live.ended else episode.allowed_actions(),
-            "info": episode.observation.info, "ended": live.ended}
+    """What the agent is shown (:meth:`AgentTurns.state`)."""
+    return live.turns.state()
 
 
 @bp.post("/runs")
@@ -122,22 +118,26 @@ def start_episode(run_id: int):
         problem = registry.get_problem(str(body.get("problem_id")))
     except KeyError as error:
         raise ApiError(404, error.args[0]) from None
-    max_invalid = body.get("max_invalid", DEFAULT_MAX_INVALID)
-    if not isinstance(max_invalid, int) or max_invalid < 1:
-        raise ApiError(400, "max_invalid must be a positive integer")
-    episode = Episode(problem)
-    episode_id = _store().start_episode(problem=problem, agent_run_id=run_id, study_id=run.study_id,
-                                        info={"max_invalid": max_invalid})
-    live = LiveEpisode(episode_id, episode, run_id, run.study_id, max_invalid)
-    current_app.extensions["gridstudy.agent_episodes"][episode_id] = live
-    return jsonify({"episode_id": episode_id, "state": state_of(live)}), 201
+    limits = {"max_invalid": _positive(body, "max_invalid", MAX_INVALID),
+              "max_turns": _positive(body, "max_turns", MAX_TURNS)}
+    recorder = EpisodeRecorder(_store(), problem, agent_run_id=run_id, study_id=run.study_id,
+                               info=limits)
+    live = LiveEpisode(recorder.episode_id, AgentTurns(Episode(problem), recorder, **limits))
+    current_app.extensions["gridstudy.agent_episodes"][live.id] = live
+    return jsonify({"episode_id": live.id, "state": state_of(live)}), 201
+
+
+def _positive(body: dict[str, Any], name: str, default: int) -> int:
+    value = body.get(name, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ApiError(400, f"{name} must be a positive integer")
+    return value
 
 
 @bp.get("/episodes/<int:episode_id>")
 def get_episode(episode_id: int):
     live = _live(episode_id)
-    return jsonify({"episode_id": episode_id, "state": state_of(live),
-                    "turns": live.turns, "invalid": live.invalid})
+    return jsonify({"episode_id": episode_id, "state": state_of(live)})
 
 
 @bp.post("/episodes/<int:episode_id>/actions")
@@ -146,74 +146,27 @@ def post_action(episode_id: int):
     body = _body()
     live = _live(episode_id)
     with live.lock:
-        if live.ended:
+        if live.turns.ended:
             raise ApiError(409, f"episode {episode_id} is over; start another")
         fields = {name: body.get(name) for name in MODEL_FIELDS}
-        error = _why_invalid(live.episode, body.get("action"), body.get("error"))
-        live.turns += 1
-        if error is None:
-            _apply(live, str(body["action"]), body.get("raw_reply"), fields)
-        else:
-            _invalid(live, body.get("raw_reply") or str(body.get("action") or ""), error, fields)
-        return jsonify({"applied": error is None, "error": error, "state": state_of(live)})
+        result = live.turns.take(body.get("action"), error=body.get("error"),
+                                 raw_reply=body.get("raw_reply"), **fields)
+        return jsonify({"applied": result.applied, "action": result.action,
+                        "error": result.error, "state": state_of(live)})
 
 
 @bp.post("/episodes/<int:episode_id>/end")
 def end_episode(episode_id: int):
-    """Abandon an unfinished attempt (score 0), with the agent's reason."""
+    """End an unfinished attempt (score 0) with the agent's reason: ``abandoned``, or
+    ``error`` when its model could not answer."""
     body = request.get_json(silent=True) or {}
+    status = body.get("status", ABANDONED)
+    if status not in ENDINGS:
+        raise ApiError(400, f"status must be one of {', '.join(ENDINGS)}")
     live = _live(episode_id)
     with live.lock:
-        if not live.ended:
-            _finish(live, "abandoned", str(body.get("reason") or "ended by the agent"))
+        live.turns.end(status, str(body.get("reason") or "ended by the agent"))
     return jsonify({"state": state_of(live)})
-
-
-def _why_invalid(episode: Episode, action: Any, reported: Any) -> str | None:
-    if action is None:
-        return str(reported or "the reply names no action")
-    if not isinstance(action, str) or not episode.is_allowed(action):
-        return f"{action} is not available now; available: {', '.join(episode.allowed_actions())}"
-    return None
-
-
-def _apply(live: LiveEpisode, action: str, raw_reply: Any, fields: dict[str, Any]) -> None:
-    step = live.episode.apply(action)
-    live.streak = 0
-    _store().write_event(event_from_step(
-        step, episode_id=live.id, seq=_next_seq(live), problem_id=live.episode.problem.id,
-        source="agent", agent_run_id=live.agent_run_id, study_id=live.study_id,
-        raw_reply=raw_reply, parse_valid=True, **fields,
-    ))
-    if step.done:
-        _finish(live, "done")
-
-
-def _invalid(live: LiveEpisode, raw_reply: str, error: str, fields: dict[str, Any]) -> None:
-    live.invalid += 1
-    live.streak += 1
-    _store().write_event(event_from_invalid_turn(
-        episode_id=live.id, seq=_next_seq(live), problem_id=live.episode.problem.id,
-        phase=live.episode.phase, raw_reply=raw_reply, error=error,
-        agent_run_id=live.agent_run_id, study_id=live.study_id, **fields,
-    ))
-    if live.streak >= live.max_invalid:
-        _finish(live, "abandoned", f"{live.streak} invalid replies in a row")
-
-
-def _next_seq(live: LiveEpisode) -> int:
-    live.seq += 1
-    return live.seq - 1
-
-
-def _finish(live: LiveEpisode, status: str, reason: str | None = None) -> None:
-    episode = live.episode
-    info: dict[str, Any] = {**episode.outcome(), "turns": live.turns, "invalid": live.invalid}
-    if reason:
-        info["reason"] = reason
-    score = episode.score if episode.done else 0.0
-    _store().finish_episode(live.id, status=status, phase=episode.phase, score=score, info=info)
-    live.ended = True
 
 
 def _live(episode_id: int) -> LiveEpisode:
@@ -232,14 +185,14 @@ def _rebuild(episode_id: int) -> LiveEpisode:
         row = session.get(EpisodeRow, episode_id)
         if row is None or row.agent_run_id is None:
             raise ApiError(404, f"no agent episode {episode_id}")
-        events = session.exec(select(Event).where(Event.episode_id == episode_id)
-                              .order_by(Event.seq)).all()
-    episode = Episode.replay(registry.get_problem(row.problem_id),
-                             [e.action for e in events if e.applied])
-    streak = 0
-    for event in events:
-        streak = 0 if event.applied else streak + 1
-    return LiveEpisode(episode_id, episode, row.agent_run_id, row.study_id,
-                       row.info.get("max_invalid", DEFAULT_MAX_INVALID), seq=len(events),
-                       turns=len(events), invalid=sum(not e.applied for e in events),
-                       streak=streak, ended=row.status != "active")
+        events = session.exec(select(Event).where(Event.episode_id == episode_id)).all()
+    problem = registry.get_problem(row.problem_id)
+    rebuilt = rebuild(problem, events)
+    recorder = EpisodeRecorder(store, problem, episode_id=episode_id, next_seq=rebuilt.next_seq,
+                               agent_run_id=row.agent_run_id, study_id=row.study_id)
+    limits = {name: row.info.get(name, default) for name, default in
+              (("max_invalid", MAX_INVALID), ("max_turns", MAX_TURNS))}
+    turns = AgentTurns(rebuilt.episode, recorder, **limits, turns=rebuilt.turns,
+                       invalid=rebuilt.invalid, streak=rebuilt.streak, status=row.status,
+                       reason=row.info.get("reason"))
+    return LiveEpisode(episode_id, turns)

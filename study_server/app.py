@@ -68,7 +68,7 @@ def register_blueprints(app: Flask) -> None:
 
 def init_store(app: Flask) -> None:
     """The event store from ``DATABASE_URL``, as ``app.extensions["gridstudy.store"]``."""
-    from study_server.store import Store
+    from records.store import Store
 
     app.extensions["gridstudy.store"] = Store(app.config["DATABASE_URL"] or "gridstudy.db")
 
@@ -77,7 +77,7 @@ def init_realtime(app: Flask) -> None:
     """Bind ``socketio``, attach the socket handlers and create the one scheduler
     (``app.extensions["gridstudy.realtime"]``); its loop starts with the first session."""
     from study_server import sockets
-    from study_server.realtime import Scheduler
+    from study_server.scheduler import Scheduler
 
     options = {"async_mode": app.config["ASYNC_MODE"], "serializer": sockets.JsonPacket}
     if app.config["SOCKETIO_MESSAGE_QUEUE"]:

@@ -31,7 +31,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from consent.definition import StudyDefinition, from_stored
-from study_server.models import EpisodeRow, Event, Participant, Study, utcnow
+from records.models import EpisodeRow, Event, Participant, Study, utcnow
 from tasks import registry
 
 ASSIGNED, ACTIVE, DONE, ABANDONED = "assigned", "active", "done", "abandoned"

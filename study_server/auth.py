@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from study_server.models import Admin
+from records.models import Admin
 
 CSRF_FIELD = "csrf_token"
 

@@ -29,8 +29,8 @@ from flask import (
 from sqlmodel import Session, func, select
 
 from consent.definition import from_stored
+from records.models import EpisodeRow, Event, Frame, Participant, Study
 from study_server import assignment, auth
-from study_server.models import EpisodeRow, Event, Frame, Participant, Study
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 bp.before_request(auth.check_csrf)

@@ -26,17 +26,17 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from sqlalchemy import Boolean, Float, Integer, String, func, select, true
-from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy import func, select, true
+from sqlalchemy.engine import Connection
 
+from records import schema
+from records.database import open_existing
+from records.models import AgentRun, EpisodeRow, Event, Frame, Participant, RawInput
 from study_server.export_dictionary import COLUMNS, write_dictionary
-from study_server.models import AgentRun, EpisodeRow, Event, Frame, Participant, RawInput
-from study_server.store import database_url, make_engine
 
 CHUNK = 10_000
-_ARROW_TYPES = ((Boolean, pa.bool_()), (Integer, pa.int64()), (Float, pa.float64()),
-                (String, pa.string()))
+ARROW_TYPES = {schema.BOOL: pa.bool_(), schema.INT: pa.int64(), schema.FLOAT: pa.float64(),
+               schema.TEXT: pa.string()}
 
 
 @dataclass(frozen=True)
@@ -75,15 +75,6 @@ def export(url: str, out: str | Path, *, study: str | None = None) -> ExportSumm
         engine.dispose()
     write_dictionary(out)
     return summary
-
-
-def open_existing(url: str) -> Engine:
-    """An engine on a database that must already exist (never create an empty one)."""
-    url = database_url(url)
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").is_file():
-        raise FileNotFoundError(f"no database at {parsed.database!r}: check --db / DATABASE_URL")
-    return make_engine(url)
 
 
 # -- what belongs to the export -----------------------------------------------------------
@@ -151,16 +142,9 @@ def episode_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, An
     )
     for row in _stream(connection, query):
         kind = row.pop("run_kind")
-        row["agent_kind"] = agent_kind(kind, row["agent_run_id"], row["participant_id"])
+        row["agent_kind"] = schema.agent_kind(kind, row["agent_run_id"], row["participant_id"])
         row["n_events"] = row["n_events"] or 0
         yield {name: row[name] for name in COLUMNS["episodes.csv"]}
-
-
-def agent_kind(run_kind: str | None, agent_run_id: int | None, participant_id: int | None) -> str:
-    """``human`` for a participant's attempt, else the agent run's kind (``llm`` ...)."""
-    if agent_run_id is None and participant_id is not None:
-        return "human"
-    return run_kind or "unknown"
 
 
 def event_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, Any]]:
@@ -252,15 +236,6 @@ def write_events(out: Path, connection: Connection, scope: _Scope) -> int:
 
 
 def events_schema() -> pa.Schema:
-    """The Parquet schema of events, from the Event table's column types."""
-    fields = [pa.field(c.name, _arrow_type(c.type), nullable=c.nullable) for c in _columns(Event)]
-    return pa.schema(fields)
-
-
-def _arrow_type(column_type: Any) -> pa.DataType:
-    if isinstance(column_type, TypeDecorator):  # SQLModel's AutoString wraps String
-        column_type = column_type.impl_instance
-    for sql_type, arrow_type in _ARROW_TYPES:
-        if isinstance(column_type, sql_type):
-            return arrow_type
-    raise TypeError(f"no Parquet type for the event column type {column_type!r}")
+    """The Parquet schema of events, from the event fields' declared types."""
+    return pa.schema([pa.field(f.name, ARROW_TYPES[f.type], nullable=f.nullable)
+                      for f in schema.EVENT.without("id")])

@@ -22,11 +22,12 @@ from consent import exclusion
 from consent.definition import StudyDefinition
 from consent.screening import study_palette
 from consent.stages import CONTINUE, RETRY, FlowState, Stage, build_steps
+from records.models import EpisodeRow, Event, Participant, utcnow
+from records.rebuild import rebuild
+from records.recorder import EpisodeRecorder
 from study_server import assignment
-from study_server.models import EpisodeRow, Event, Participant, utcnow
-from study_server.realtime import GameSession
+from study_server.session import GameSession
 from tasks import registry
-from tasks.worldtest.episode import Episode
 
 ENDED = ("complete", "declined", "screened-out", "timed-out", "full")
 
@@ -252,13 +253,15 @@ class Flow:
             if session.episode_id == row.id:
                 return session
         problem = registry.get_problem(row.problem_id)
-        events = db.exec(select(Event).where(Event.episode_id == row.id).order_by(Event.seq)).all()
-        actions = [e.action for e in events if e.applied and e.tick is not None]
-        session = GameSession(Episode.replay(problem, actions), store=self.store, episode_id=row.id,
-                              study_id=row.study_id, participant_id=row.participant_id,
+        events = db.exec(select(Event).where(Event.episode_id == row.id)).all()
+        rebuilt = rebuild(problem, events)
+        recorder = EpisodeRecorder(self.store, problem, episode_id=row.id,
+                                   next_seq=rebuilt.next_seq, study_id=row.study_id,
+                                   participant_id=row.participant_id)
+        session = GameSession(rebuilt.episode, recorder, study_id=row.study_id,
+                              participant_id=row.participant_id,
                               queue_size=int(self.app.config["QUEUE_SIZE"]),
                               rate_limit=int(self.app.config["RATE_LIMIT"]))
-        session.seq = max((e.seq for e in events), default=-1) + 1
         if row.status == assignment.ASSIGNED:
             row.status, row.started_at = assignment.ACTIVE, utcnow()
         return self.scheduler.add(session)

@@ -14,7 +14,7 @@ from typing import Any
 
 from flask import Blueprint, abort, current_app, jsonify, render_template, request
 
-from study_server.realtime import GameSession
+from study_server.session import GameSession
 from tasks import registry
 from tasks.worldtest.problem import CHALLENGE_TITLES, Problem
 

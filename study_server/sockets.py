@@ -30,7 +30,9 @@ from flask import current_app, request
 from flask_socketio import SocketIO, emit, join_room
 from socketio.packet import Packet
 
-from study_server.realtime import GameSession, Scheduler, Tick
+from study_server.scheduler import Scheduler
+from study_server.session import GameSession
+from tasks.worldtest.tick import Tick
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,7 @@ def make_deliver(socketio: SocketIO):
     socketio.start_background_task(send_forever)
 
     def deliver(session: GameSession, tick: Tick) -> None:
-        outbox.put((session.token, {**tick.state, "token": session.token}))
+        outbox.put((session.token, session.get_state()))
 
     return deliver
 

@@ -26,8 +26,8 @@ import socketio
 from sqlmodel import select
 from werkzeug.serving import make_server
 
+from records.models import EpisodeRow, Event, RawInput
 from study_server.commands.serve import NoDelayRequestHandler
-from study_server.models import EpisodeRow, Event, RawInput
 from tasks import registry
 from tasks.worldtest.problem import Problem
 from tests.envs import register_test_envs

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import update
 
-from study_server.models import AgentRun, EpisodeRow, Participant, Study
-from study_server.store import Store, event_from_step
+from records.models import AgentRun, EpisodeRow, Participant, Study
+from records.rows import step_row
+from records.store import Store
 from tasks.core import frame_hash
 from tasks.worldtest import Episode, Problem
 from tests.envs import register_test_envs
@@ -52,7 +53,7 @@ def play(store: Store, episode_id: int, problem: Problem, actions: list[str],
     episode = Episode(problem)
     for seq, action in enumerate(actions):
         step = episode.apply(action)
-        record = event_from_step(step, episode_id=episode_id, seq=seq, problem_id=problem.id,
+        record = step_row(step, episode_id=episode_id, seq=seq, problem_id=problem.id,
                                  server_time=1000.0 + seq / 8, **who)
         frames[frame_hash(record["frame"])] = step.observation.frame
         store.write_event(record)
@@ -112,7 +113,7 @@ def _llm(store: Store, frames: dict) -> int:
                        "cost": 0.0003, "raw_reply": "I jump!", "parse_valid": False,
                        "latency": 1.5, **who})
     step = episode.apply("right")
-    store.write_event(event_from_step(step, episode_id=episode_id, seq=3, problem_id=PLAN.id,
+    store.write_event(step_row(step, episode_id=episode_id, seq=3, problem_id=PLAN.id,
                                       server_time=1003.0, raw_reply="right", parse_valid=True,
                                       **who))
     store.finish_episode(episode_id, status="done", phase=step.next_phase, score=step.score)

@@ -143,9 +143,9 @@ def prepare_demo(url: str, study_file: Path) -> str:
     random password, which is returned so the researcher can log in."""
     import secrets
 
+    from records.store import Store
     from study_server import auth
     from study_server.commands.study import create_study
-    from study_server.store import Store
 
     create_study(url, str(study_file), replace=True)
     password = secrets.token_urlsafe(9)

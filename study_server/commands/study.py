@@ -26,7 +26,7 @@ def study_links(app: Any, base_url: str) -> list[str]:
     """One line per open study with its Prolific link (``gridstudy serve`` prints them)."""
     from sqlmodel import select
 
-    from study_server.models import Study
+    from records.models import Study
 
     with app.extensions["gridstudy.store"].session() as db:
         studies = db.exec(select(Study).where(Study.status == "open").order_by(Study.id)).all()
@@ -48,8 +48,8 @@ def check_tutorials(definition: StudyDefinition) -> None:
 
 def create_study(url: str, path: str, replace: bool = False) -> StudyDefinition:
     """Validate the file at ``path`` and store it; the definition stored."""
-    from study_server.models import Study
-    from study_server.store import Store
+    from records.models import Study
+    from records.store import Store
     from tasks import registry
 
     known = {spec.id for spec in registry.list_problems()}
@@ -106,8 +106,8 @@ def create_admin(username: str, password: str, db: str | None) -> None:
     """Create (or reset the password of) the admin USERNAME."""
     import os
 
+    from records.store import Store
     from study_server import auth
-    from study_server.store import Store
 
     with Store(db or os.environ.get("DATABASE_URL") or "gridstudy.db") as store:
         try:

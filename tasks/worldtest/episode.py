@@ -158,6 +158,12 @@ class Episode:
         return self.phase == DONE
 
     @property
+    def final_score(self) -> float | None:
+        """The score an attempt's record keeps: the episode's score once it is over, and 0
+        for an attempt that never finished (docs/metrics.md, challenge scores)."""
+        return self.score if self.done else 0.0
+
+    @property
     def size(self) -> tuple[int, int]:
         return self.env.size
 

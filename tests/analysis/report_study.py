@@ -13,8 +13,9 @@ server does.
 
 from __future__ import annotations
 
-from study_server.models import AgentRun, Participant, Study
-from study_server.store import Store, event_from_step
+from records.models import AgentRun, Participant, Study
+from records.rows import step_row
+from records.store import Store
 from tasks import registry
 from tasks.worldtest import Episode, Problem
 from tests.envs import register_test_envs
@@ -112,7 +113,7 @@ def play(store: Store, problem: Problem, actions: list[str | None], **who) -> No
                                "completion_tokens": 5})
             continue
         step = episode.apply(action)
-        store.write_event(event_from_step(step, seq=seq, server_time=1.0 + seq,
+        store.write_event(step_row(step, seq=seq, server_time=1.0 + seq,
                                           parse_valid=valid, **common, **model))
     store.finish_episode(episode_id, status="done", phase=episode.phase, score=episode.score,
                          info=episode.outcome())

@@ -3,7 +3,7 @@
 import pytest
 
 from analysis.metrics import action_type_distribution, reset_frequency, unique_action_counts
-from study_server.models import Event
+from records.models import Event
 
 EPISODE = [
     "click 2 3",

@@ -9,9 +9,10 @@ from datetime import UTC
 
 import pytest
 
-from analysis.load import EventRecord, load
+from analysis.dataset import EventRecord
+from analysis.load import load
+from records.store import Store
 from study_server.export import export
-from study_server.store import Store
 from tests.sample_study import PLAN, fill
 
 

@@ -9,7 +9,7 @@ from analysis.metrics import (
     progress_rate,
     subgoal_fraction,
 )
-from study_server.models import Event
+from records.models import Event
 from tasks.worldtest import Problem
 
 GOAL = {"goal_cells": [[0, 0], [1, 0], [1, 1]], "goal_colours": ["red", "red", "blue"]}

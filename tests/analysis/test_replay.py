@@ -8,7 +8,7 @@ from analysis import tables
 from analysis.load import load
 from analysis.metrics import pooled_loop_ratio
 from analysis.replay import replay
-from study_server.store import Store
+from records.store import Store
 from tasks import registry
 from tasks.worldtest import Problem
 from tests.analysis.report_study import play

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from analysis.cli import report
-from study_server.store import Store
+from records.store import Store
 from tests.analysis.report_study import fill
 
 FIGURES = 7

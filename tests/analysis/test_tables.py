@@ -12,7 +12,7 @@ import pytest
 
 from analysis import tables
 from analysis.load import load
-from study_server.store import Store
+from records.store import Store
 from tests.analysis.report_study import fill
 
 

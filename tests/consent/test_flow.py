@@ -8,8 +8,8 @@ import pytest
 from sqlmodel import select
 
 from consent.stages import FlowState
+from records.models import EpisodeRow, Participant, Study
 from study_server.app import create_app, shutdown
-from study_server.models import EpisodeRow, Participant, Study
 from tests.consent.helpers import make_definition, register_walker_problems
 
 PROBLEMS = ["test/p0", "test/p1", "test/p2", "test/tutorial"]
@@ -150,12 +150,12 @@ def test_session_lost_by_the_server_is_rebuilt_by_replay(app):
     scheduler.remove(session.token)  # as after a restart: only the store remembers
     rebuilt = scheduler.get(current(app, client).context["token"])
     assert rebuilt is not session and rebuilt.episode_id == session.episode_id
-    assert (rebuilt.episode.phase, rebuilt.episode.observation.frame, rebuilt.seq) == ("test", frame, 3)
+    assert (rebuilt.episode.phase, rebuilt.episode.observation.frame, rebuilt.recorder.seq) == ("test", frame, 3)
     rebuilt.enqueue_action("right")
     rebuilt.tick()
     events = app.extensions["gridstudy.store"]
     events.flush()
-    from study_server.models import Event
+    from records.models import Event
 
     with events.session() as db:
         rows = db.exec(select(Event).where(Event.episode_id == session.episode_id).order_by(Event.seq)).all()
@@ -168,7 +168,7 @@ def test_time_limit_ends_the_visit_and_releases_the_slots(app):
     walk_to_first_task(app, client)
     from datetime import timedelta
 
-    from study_server.models import utcnow
+    from records.models import utcnow
 
     with app.extensions["gridstudy.store"].session() as db:
         participant = db.exec(select(Participant)).one()

@@ -6,10 +6,10 @@ import yaml
 from click.testing import CliRunner
 from sqlmodel import Session
 
+from records.models import Study
+from records.store import Store
 from study_server import auth
 from study_server.cli import main
-from study_server.models import Study
-from study_server.store import Store
 from tests.consent.helpers import definition_data, register_walker_problems
 
 

@@ -27,8 +27,8 @@ from matplotlib.image import imread
 from sqlmodel import select
 
 from analysis.cli import report
+from records.models import Participant, Study
 from study_server.cli import main
-from study_server.models import Participant, Study
 from tasks import registry
 from tasks.worldtest.problem import Problem
 from tests.conftest import Player

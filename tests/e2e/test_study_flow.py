@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlmodel import select
 
-from study_server.models import EpisodeRow, Participant, Study
+from records.models import EpisodeRow, Participant, Study
 from tests.consent.helpers import make_definition, register_walker_problems
 
 PROBLEMS = ["test/p0", "test/p1", "test/p2", "test/tutorial"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from study_server.store import Store
+from records.store import Store
 from tasks.worldtest.problem import Problem
 from tests.envs import register_test_envs
 

@@ -10,9 +10,9 @@ from game_client.agents import ScriptedAgent
 from game_client.bridge.agent import LLMAgent
 from game_client.bridge.provider import Backoff, ChatProvider, Prices, PriceTable, ProviderError
 from game_client.loop import GameLoop
-from game_client.record import EpisodeRecorder
 from game_client.runner import run_episode
-from study_server.models import EpisodeRow, Event
+from records.models import EpisodeRow, Event
+from records.recorder import EpisodeRecorder
 from tasks.worldtest.episode import Episode
 from tests.game_client.conftest import CD, MFP, PLANNING
 from tests.game_client.fake_openai import Failure, FakeOpenAI, Stall
@@ -149,12 +149,12 @@ def test_a_history_window_keeps_the_last_k_turns():
 
 def test_human_and_model_records_have_the_same_columns_and_values(store):
     actions = EPISODES["cd"][1]
-    episode = Episode(CD)
-    loop = GameLoop(episode, recorder=EpisodeRecorder(store, episode))
+    recorder = EpisodeRecorder(store, CD)
+    loop = GameLoop(Episode(CD), recorder=recorder)
     for action in actions:
         loop.enqueue(action)
         loop.tick()
-    human_id = loop.recorder.episode_id
+    human_id = recorder.episode_id
     model = run_episode(ScriptedAgent(list(actions)), CD, store=store)
     human_rows, _ = events_and_row(store, human_id)
     model_rows, _ = events_and_row(store, model.episode_id)

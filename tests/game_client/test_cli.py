@@ -6,9 +6,9 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
+from records.models import AgentRun, EpisodeRow
+from records.store import Store
 from study_server.cli import main
-from study_server.models import AgentRun, EpisodeRow
-from study_server.store import Store
 from tasks import registry
 from tests.game_client.conftest import CD, MFP, PLANNING
 from tests.game_client.fake_openai import FakeOpenAI

@@ -1,29 +1,29 @@
-"""The local game loop keeps the real-time server's rules: one input per tick, noop
-otherwise, a short queue, rejected inputs logged."""
+"""The local game loop: what it adds to the tick engine for developers (pause, single
+frames, the frame rate, the status line). tests/tasks/test_tick.py drives the rules it
+shares with the server's sessions through both."""
 
 from __future__ import annotations
 
 from game_client.loop import GameLoop
 from game_client.sandbox import Sandbox
-from study_server.realtime import GameSession
 from tasks.worldtest.episode import Episode
-from tests.game_client.conftest import CD, MFP
+from tests.game_client.conftest import MFP
 
 
 class Log:
-    """A recorder that keeps what it is told (the loop's reporting, not our store)."""
+    """A sink that keeps what it is told (the engine's reports, not our store)."""
 
     def __init__(self) -> None:
-        self.steps, self.raw, self.finished = [], [], []
+        self.steps, self.raw, self.ends = [], [], []
 
-    def on_step(self, step, *, source, client_time):
+    def applied(self, step, *, source, **fields):
         self.steps.append((step.index, step.action, source))
 
-    def on_raw(self, text, *, status, reason, client_time):
+    def refused(self, text, *, status, reason, received_at, client_time):
         self.raw.append((text, status))
 
-    def on_finish(self, driver):
-        self.finished.append(driver.phase)
+    def finished(self, episode, *, status, info):
+        self.ends.append((episode.phase, status))
 
 
 def test_idle_ticks_are_auto_noops_and_inputs_apply_one_per_tick():
@@ -43,9 +43,9 @@ def test_idle_ticks_are_auto_noops_and_inputs_apply_one_per_tick():
 def test_a_full_queue_drops_and_a_disallowed_input_is_rejected_then_skipped():
     log = Log()
     loop = GameLoop(Episode(MFP), recorder=log, queue_size=2)
-    assert loop.enqueue("step") is True  # not allowed in the interaction phase
-    assert loop.enqueue("left") is True
-    assert loop.enqueue("up") is False
+    assert loop.enqueue("step") == "queued"  # not allowed in the interaction phase
+    assert loop.enqueue("left") == "queued"
+    assert loop.enqueue("up") == "dropped"
     loop.tick()
     assert log.raw == [("up", "dropped"), ("step", "rejected")]
     assert log.steps == [(0, "left", "input")]
@@ -68,31 +68,19 @@ def test_finishing_reports_once_and_stops_ticking():
     for action in ["go-to-test", "choose_option_1", "submit"]:
         loop.enqueue(action)
         loop.tick()
-    assert loop.done and loop.tick() is None and loop.enqueue("noop") is False
+    assert loop.done and loop.tick() is None and loop.enqueue("noop") == "rejected"
     loop.close()
-    assert log.finished == ["done"]
+    assert log.ends == [("done", "done")]
     assert loop.driver.score == 1.0
     assert loop.status_line() == "done | tick 3 | last submit | 8 fps | score 1.000"
 
 
-def test_the_same_inputs_give_the_same_events_as_the_server_session():
-    inputs = {0: ["right"], 1: ["right", "right"], 3: ["go-to-test"], 4: ["bogus"],
-              5: ["right", "up", "right"], 9: ["found-change"], 10: ["choose_frame_2"],
-              11: ["submit"]}
-    session = GameSession.create(CD)
+def test_closing_an_unfinished_run_reports_it_abandoned():
     log = Log()
-    loop = GameLoop(Episode(CD), recorder=log)
-    server = []
-    for tick in range(13):
-        for text in inputs.get(tick, []):
-            session.enqueue_action(text)
-            loop.enqueue(text)
-        if not session.episode.done:
-            event = session.tick().event
-            server.append((event["tick"], event["action"], event["source"]))
-        loop.tick()
-    assert log.steps == server
-    assert loop.driver.score == session.episode.score
+    loop = GameLoop(Episode(MFP), recorder=log)
+    loop.tick()
+    loop.close()
+    assert log.ends == [("interaction", "abandoned")]
 
 
 def test_a_sandbox_plays_an_environment_with_reset_and_quit():

@@ -10,9 +10,9 @@ from sqlmodel import select
 
 from game_client.loop import GameLoop
 from game_client.play import PygameClient
-from game_client.record import EpisodeRecorder
 from game_client.sandbox import Sandbox
-from study_server.models import EpisodeRow, Event
+from records.models import EpisodeRow, Event
+from records.recorder import EpisodeRecorder
 from tasks.core import frame_hash
 from tasks.worldtest.episode import Episode
 from tests.game_client.conftest import CD, MFP, PLANNING
@@ -60,7 +60,7 @@ def stored_events(store, episode_id):
 def test_posted_input_plays_a_challenge_to_its_end(challenge, store):
     problem, script, expected, score = SCRIPTS[challenge]
     episode = Episode(problem)
-    recorder = EpisodeRecorder(store, episode)
+    recorder = EpisodeRecorder(store, episode.problem)
     client = PygameClient(GameLoop(episode, recorder=recorder), scale=16, realtime=False)
 
     def before_frame(frame, client):
@@ -83,7 +83,7 @@ def test_posted_input_plays_a_challenge_to_its_end(challenge, store):
 
 def test_closing_the_window_abandons_the_recorded_attempt(store):
     episode = Episode(PLANNING)
-    recorder = EpisodeRecorder(store, episode)
+    recorder = EpisodeRecorder(store, episode.problem)
     client = PygameClient(GameLoop(episode, recorder=recorder), realtime=False)
     client.run(max_frames=5, before_frame=lambda f, c: f == 2 and c.post_key("escape"))
     events, row = stored_events(store, recorder.episode_id)

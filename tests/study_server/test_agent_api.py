@@ -72,7 +72,7 @@ def test_a_lost_episode_is_rebuilt_by_replay(api, live_server, test_problems):
     live_server.app.extensions["gridstudy.agent_episodes"].clear()  # as after a restart
     state = api.http.get(f"/episodes/{episode_id}").json()
     expected = Episode.replay(test_problems["cd"], ["go-to-test", "right", "right"])
-    assert (state["turns"], state["invalid"]) == (4, 1)
+    assert (state["state"]["attempt"]["turns"], state["state"]["attempt"]["invalid"]) == (4, 1)
     assert state["state"]["frame"] == expected.observation.frame
     answer = api.act(episode_id, {"action": "right"})
     assert answer["state"]["tick"] == 4 and [e.seq for e in live_server.events(episode_id)] == [0, 1, 2, 3, 4]
@@ -117,7 +117,7 @@ def test_agent_run_command_plays_through_a_running_server(live_server, test_prob
     run_id = int(result.output.split("agent run ")[1].split(":")[0])
     from sqlmodel import select
 
-    from study_server.models import EpisodeRow
+    from records.models import EpisodeRow
 
     with live_server.store.session() as session:
         episodes = session.exec(select(EpisodeRow).where(EpisodeRow.agent_run_id == run_id)).all()

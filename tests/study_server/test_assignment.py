@@ -11,9 +11,9 @@ from datetime import timedelta
 import pytest
 from sqlmodel import select
 
+from records.models import EpisodeRow, Participant, Study, utcnow
+from records.store import Store
 from study_server import assignment
-from study_server.models import EpisodeRow, Participant, Study, utcnow
-from study_server.store import Store
 from tests.consent.helpers import make_definition, register_walker_problems
 
 PROBLEMS = ["test/p0", "test/p1", "test/p2"]

@@ -9,9 +9,9 @@ import zipfile
 import pytest
 
 from analysis.load import load
+from records.models import Participant, Study
 from study_server import auth
 from study_server.app import create_app, shutdown
-from study_server.models import Participant, Study
 from tests.consent.helpers import make_definition, register_walker_problems
 
 PROBLEMS = ["test/p0", "test/p1", "test/p2", "test/tutorial"]
@@ -53,7 +53,7 @@ def play_one_episode(app):
 
     first, _ = assignment.assign(store.engine, "pilot", participant_id)
     with app.app_context(), store.session() as db:
-        from study_server.models import EpisodeRow
+        from records.models import EpisodeRow
 
         session = app.extensions["gridstudy.flow"].session_for(db, db.get(EpisodeRow, first))
     for action in ("go-to-test", "right", "right", "right"):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from sqlmodel import select
 
+from records.models import Study
+from records.store import Store
 from study_server import auth
 from study_server.commands.serve import DEMO_STUDY, prepare_demo
-from study_server.models import Study
-from study_server.store import Store
 
 
 def test_prepare_demo_stores_the_study_and_a_working_login(tmp_path):

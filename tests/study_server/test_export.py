@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from records.store import Store
 from study_server.cli import main
 from study_server.export import ExportSummary, export
 from study_server.export_dictionary import COLUMNS, FILES
-from study_server.store import Store
 from tests.sample_study import fill
 
 

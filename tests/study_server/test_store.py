@@ -12,15 +12,11 @@ import time
 import pytest
 from sqlmodel import select
 
-from study_server.models import EpisodeRow, Event, Frame, RawInput
-from study_server.store import (
-    Store,
-    StoreWriteError,
-    database_url,
-    event_from_step,
-    make_engine,
-)
-from study_server.writer import BulkInsert, frame_insert_ignoring_duplicates
+from records.database import database_url, make_engine
+from records.models import EpisodeRow, Event, Frame, RawInput
+from records.rows import step_row
+from records.store import Store, StoreWriteError
+from records.writer import BulkInsert, frame_insert_ignoring_duplicates
 from tasks.core import frame_hash
 from tasks.worldtest import Episode
 from tests.envs import register_test_envs
@@ -43,7 +39,7 @@ def play(store: Store, actions: list[str]) -> tuple[int, list]:
     for seq, action in enumerate(actions):
         step = episode.apply(action)
         steps.append(step)
-        store.write_event(event_from_step(
+        store.write_event(step_row(
             step, episode_id=episode_id, seq=seq, problem_id=PLAN.id, source="input",
             study_id="pilot", participant_id=7, client_time=100.0 + seq,
             server_time=200.0 + seq,
@@ -71,32 +67,32 @@ def count(store: Store, model) -> int:
 # -- the record of a step -----------------------------------------------------------------
 
 
-def test_event_from_step_maps_every_step_field():
+def test_step_row_maps_every_step_field():
     register_test_envs()
     step = Episode(PLAN).apply("right")
-    record = event_from_step(step, episode_id=4, seq=0, problem_id=PLAN.id, source="agent",
-                             agent_run_id=2, server_time=5.0, prompt_tokens=11, cost=0.5,
-                             raw_reply="right", parse_valid=True, latency=1.25)
+    record = step_row(step, episode_id=4, seq=0, problem_id=PLAN.id, source="agent",
+                      agent_run_id=2, server_time=5.0, prompt_tokens=11, cost=0.5,
+                      raw_reply="right", parse_valid=True, latency=1.25)
     assert record == {
-        "episode_id": 4, "seq": 0, "study_id": None, "participant_id": None,
-        "agent_run_id": 2, "problem_id": PLAN.id, "phase": "interaction", "tick": 0,
-        "action": "right", "source": "agent", "server_time": 5.0, "client_time": None,
-        "next_phase": "interaction", "score": None, "frame": step.observation.frame,
-        "prompt_tokens": 11, "cost": 0.5, "raw_reply": "right", "parse_valid": True,
-        "latency": 1.25,
+        "episode_id": 4, "seq": 0, "agent_run_id": 2, "problem_id": PLAN.id,
+        "phase": "interaction", "tick": 0, "action": "right", "applied": True,
+        "source": "agent", "server_time": 5.0, "next_phase": "interaction", "score": None,
+        "frame": step.observation.frame, "prompt_tokens": 11, "cost": 0.5,
+        "raw_reply": "right", "parse_valid": True, "latency": 1.25,
     }
 
 
 @pytest.mark.parametrize("fields, error, message", [
     ({"tick": 3}, TypeError, "takes ['tick'] from the step"),
+    ({"applied": False}, TypeError, "takes ['applied'] from the step"),
     ({"frame_hash": "ab"}, TypeError, "takes ['frame_hash'] from the step"),
     ({"tokens": 3}, ValueError, "unknown event field(s) ['tokens']"),
 ])
-def test_event_from_step_refuses_fields_it_owns_or_does_not_know(fields, error, message):
+def test_step_row_refuses_fields_it_owns_or_does_not_know(fields, error, message):
     register_test_envs()
     step = Episode(PLAN).apply("noop")
     with pytest.raises(error) as raised:
-        event_from_step(step, episode_id=1, seq=0, problem_id="p", source="auto", **fields)
+        step_row(step, episode_id=1, seq=0, problem_id="p", source="auto", **fields)
     assert message in str(raised.value)
 
 
@@ -308,7 +304,7 @@ def test_from_env_prefers_database_url(tmp_path, monkeypatch):
 def test_a_program_that_never_closes_its_store_still_writes_everything(tmp_path):
     path = tmp_path / "g.db"
     code = (
-        "from study_server.store import Store\n"
+        "from records.store import Store\n"
         f"store = Store({str(path)!r}, flush_interval=60.0)\n"
         "store.write_events([{'episode_id': 1, 'seq': n, 'problem_id': 'p', 'phase': 'test',\n"
         "                     'source': 'auto', 'server_time': 1.0} for n in range(1000)])\n"

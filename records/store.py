@@ -19,24 +19,22 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import event as sa_event
 from sqlalchemy import update
-from sqlalchemy.engine import Engine, make_url
-from sqlmodel import Session, SQLModel, create_engine
+from sqlmodel import Session, SQLModel
 
-from study_server.models import EpisodeRow, Event, RawInput, utcnow
-from study_server.writer import BatchWriter, Failure, TableSpec
+from records import schema
+from records.database import database_url, make_engine
+from records.models import EpisodeRow, Event, RawInput, utcnow
+from records.rows import check
+from records.writer import BatchWriter, Failure, TableSpec
 from tasks.core import frame_hash
 
 EVENT = TableSpec.of(Event)
 RAW_INPUT = TableSpec.of(RawInput)
-STEP_FIELDS = ("phase", "tick", "action", "next_phase", "score", "frame")
-"""Event fields :func:`event_from_step` takes from the step; callers may not pass them."""
 
 
 class StoreWriteError(RuntimeError):
@@ -50,129 +48,6 @@ class StoreWriteError(RuntimeError):
             f"{first.table} row {first.record!r:.200} failed with {first.error}. "
             "The rows are kept in Store.failed; fix the cause and write them again."
         )
-
-
-# -- engines ------------------------------------------------------------------------------
-
-
-def database_url(text: str) -> str:
-    """A SQLAlchemy URL from what a user may type: a URL, or the path of a SQLite file.
-
-    ``postgres://`` and ``postgresql://`` use the psycopg 3 driver (the ``postgres``
-    extra), not SQLAlchemy's default psycopg2.
-
-    >>> database_url("data/gridstudy.db")
-    'sqlite:///data/gridstudy.db'
-    >>> database_url("postgres://study@db.example/gridstudy")
-    'postgresql+psycopg://study@db.example/gridstudy'
-    """
-    if "://" not in text:
-        return f"sqlite:///{text}"
-    scheme, _, rest = text.partition("://")
-    if scheme in ("postgres", "postgresql"):
-        return f"postgresql+psycopg://{rest}"
-    return text
-
-
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; a SQLite file gets WAL mode and ``synchronous=NORMAL``.
-
-    WAL lets the dashboard and the exports read while the writer writes; NORMAL is safe
-    in WAL mode (a power cut may lose the last transactions, never corrupt the file).
-    An in-memory SQLite database is refused: the writer thread could not share it.
-    """
-    url = database_url(url)
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True)
-    if parsed.database in (None, "", ":memory:"):
-        raise ValueError(
-            f"{url!r} is an in-memory SQLite database; the store needs a file, "
-            "for example sqlite:///gridstudy.db"
-        )
-    engine = create_engine(url, connect_args={"timeout": 30})
-    sa_event.listen(engine, "connect", _sqlite_pragmas)
-    return engine
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
-
-
-# -- records ------------------------------------------------------------------------------
-
-
-def event_from_step(
-    step: Any,
-    *,
-    episode_id: int,
-    seq: int,
-    problem_id: str,
-    source: str,
-    study_id: str | None = None,
-    participant_id: int | None = None,
-    agent_run_id: int | None = None,
-    client_time: float | None = None,
-    server_time: float | None = None,
-    **model_fields: Any,
-) -> dict[str, Any]:
-    """The event record of one applied :class:`tasks.worldtest.Step`.
-
-    The one mapping from a step to a row, shared by the real-time server and the agent
-    runner. ``model_fields`` are the other Event fields (``prompt_tokens``, ``cost``,
-    ``raw_reply``, ``parse_valid``, ``latency`` ...). ``server_time`` defaults to now.
-    """
-    clash = set(model_fields) & {*STEP_FIELDS, "frame_hash"}
-    if clash:
-        raise TypeError(f"event_from_step takes {sorted(clash)} from the step; do not pass them")
-    record = {
-        "episode_id": episode_id,
-        "seq": seq,
-        "study_id": study_id,
-        "participant_id": participant_id,
-        "agent_run_id": agent_run_id,
-        "problem_id": problem_id,
-        "phase": step.phase,
-        "tick": step.index,
-        "action": step.action,
-        "source": source,
-        "server_time": time.time() if server_time is None else server_time,
-        "client_time": client_time,
-        "next_phase": step.next_phase,
-        "score": step.score,
-        "frame": step.observation.frame,
-        **model_fields,
-    }
-    EVENT.check(record, extra=("frame",))
-    return record
-
-
-def event_from_invalid_turn(
-    *,
-    episode_id: int,
-    seq: int,
-    problem_id: str,
-    phase: str,
-    raw_reply: str,
-    error: str,
-    source: str = "agent",
-    server_time: float | None = None,
-    **other_fields: Any,
-) -> dict[str, Any]:
-    """The event record of a model turn that was not applied: its reply named no action
-    available then. No tick, no action, no frame; ``parse_valid`` False, so grounding
-    accuracy counts it (METRICS.md). Shared by the agent runner and the agent API."""
-    record = {
-        "episode_id": episode_id, "seq": seq, "problem_id": problem_id, "phase": phase,
-        "tick": None, "action": None, "source": source, "applied": False,
-        "server_time": time.time() if server_time is None else server_time,
-        "raw_reply": raw_reply, "parse_valid": False, "error": error, **other_fields,
-    }
-    EVENT.check(record)
-    return record
 
 
 # -- the store ----------------------------------------------------------------------------
@@ -284,7 +159,7 @@ class Store:
         """Enqueue event records in order; checked here so that mistakes fail at once."""
         rows, frames = [], {}
         for record in records:
-            EVENT.check(record, extra=("frame",))
+            check(schema.EVENT, record, extra=("frame",))
             row = dict(record)
             frame = row.pop("frame", None)
             if frame is not None:
@@ -296,7 +171,7 @@ class Store:
 
     def write_raw_input(self, record: dict[str, Any]) -> None:
         """Enqueue one input that arrived but was not applied; never blocks."""
-        RAW_INPUT.check(record)
+        check(schema.RAW_INPUT, record)
         self._enqueue(RAW_INPUT, [dict(record)], {})
 
     def _enqueue(self, spec: TableSpec, rows: list[dict[str, Any]], frames: dict) -> None:

@@ -1,4 +1,4 @@
-"""The background writer behind :class:`study_server.store.Store`.
+"""The background writer behind :class:`records.store.Store`.
 
 Producers (socket handlers, tick loops, agent runners; any number of threads) put rows on
 a queue and return at once. One thread drains the queue and writes a batch whenever the
@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy import Table, insert
 from sqlalchemy.engine import Engine
 
-from study_server.models import Frame
+from records.models import Frame
 
 log = logging.getLogger(__name__)
 
@@ -41,36 +41,20 @@ class TableSpec:
     table: Table
     defaults: dict[str, Any]
     """Column name -> value used when a record leaves it out."""
-    required: frozenset[str]
 
     @classmethod
     def of(cls, model: Any) -> TableSpec:
         table = model.__table__
-        defaults, required = {}, set()
+        defaults = {}
         for column in table.columns:
             if column.primary_key and column.autoincrement in (True, "auto"):
                 continue
-            default = column.default.arg if column.default is not None else None
-            defaults[column.name] = default
-            if not column.nullable and column.default is None:
-                required.add(column.name)
-        return cls(table, defaults, frozenset(required))
+            defaults[column.name] = column.default.arg if column.default is not None else None
+        return cls(table, defaults)
 
     @property
     def name(self) -> str:
         return self.table.name
-
-    def check(self, record: dict[str, Any], extra: tuple[str, ...] = ()) -> None:
-        """Raise ``ValueError`` naming unknown or missing fields of ``record``."""
-        unknown = record.keys() - self.defaults.keys() - set(extra)
-        if unknown:
-            raise ValueError(
-                f"unknown {self.name} field(s) {sorted(unknown)}; "
-                f"expected some of {sorted(self.defaults)}"
-            )
-        missing = {name for name in self.required if record.get(name) is None}
-        if missing:
-            raise ValueError(f"{self.name} record is missing required field(s) {sorted(missing)}")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,157 @@
+"""The records every analysis reads: events, episodes, and the dataset that holds them.
+
+Their fields are the record's own (:mod:`records.schema`): an :class:`EventRecord` has
+every event field, an :class:`EpisodeRecord` every field of the episode as a reader sees
+it (``EPISODE_VIEW``: the attempt, who made it, whether it counts). A field added to the
+schema appears here, in the database and in the export at once. A person's attempt and
+a model's differ only in ``agent_kind``.
+
+Frames are not loaded with the events: ``episode.frame(event)`` or ``dataset.frame(hash)``
+fetch one when asked, and remember it. Excluded attempts stay in the dataset with their
+reasons (:attr:`EpisodeRecord.exclusion_reasons`) so that a report can say what it left
+out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from records import schema
+from records.rebuild import replays
+
+Frame = list[list[str]]
+EXCLUDED_PARTICIPANTS = ("excluded", "screened-out")
+"""Participant statuses whose attempts are all left out of aggregation."""
+EVENT_FIELDS = schema.EVENT.without("id")
+_BOOLEANS = tuple(f.name for f in EVENT_FIELDS if f.type == schema.BOOL)
+
+
+def _dataclass_field(declared: schema.Field) -> tuple[str, Any, Any]:
+    if declared.type == schema.JSON:
+        return declared.name, dict, field(default_factory=dict)
+    if declared.default is not None and declared.default != schema.NOW:
+        return declared.name, Any, field(default=declared.default)
+    return declared.name, Any, field()
+
+
+def _record_class(name: str, fields: list, doc: str, **options: Any) -> type:
+    made = dataclasses.make_dataclass(name, fields, kw_only=True, **options)
+    made.__module__, made.__doc__ = __name__, doc
+    return made
+
+
+EventRecord = _record_class(
+    "EventRecord", [(f.name, Any) for f in EVENT_FIELDS],
+    "One event: an applied action, or a refused model turn, humans and models alike "
+    "(every field of records.schema.EVENT but the row id).", frozen=True)
+_EpisodeFields = _record_class(
+    "_EpisodeFields", [_dataclass_field(f) for f in schema.EPISODE_VIEW.fields],
+    "The fields of records.schema.EPISODE_VIEW.")
+
+
+def event_record(row: dict[str, Any]) -> EventRecord:
+    """An EventRecord from a mapping with every event field (a database or file row)."""
+    values = {f.name: row[f.name] for f in EVENT_FIELDS}
+    for name in _BOOLEANS:
+        if values[name] is not None:
+            values[name] = schema.EVENT.field(name).parse(values[name])
+    return EventRecord(**values)
+
+
+def episode_record(row: dict[str, Any], frames: FrameSource) -> EpisodeRecord:
+    """An EpisodeRecord from a mapping with every episode field (CSV text or a DB row)."""
+    values = {f.name: f.parse(row.get(f.name)) for f in schema.EPISODE_VIEW.fields}
+    values["agent_kind"] = values["agent_kind"] or "unknown"
+    values["n_events"] = values["n_events"] or 0
+    return EpisodeRecord(**values, frames=frames)
+
+
+class FrameSource:
+    """Frames by hash, fetched on first use and then remembered."""
+
+    def __init__(self, fetch: Any) -> None:
+        self._fetch = fetch
+        self._cache: dict[str, Frame] = {}
+
+    def __call__(self, key: str) -> Frame:
+        frame = self._cache.get(key)
+        if frame is None:
+            frame = self._cache[key] = self._fetch(key)
+        return frame
+
+
+@dataclass(kw_only=True)
+class EpisodeRecord(_EpisodeFields):
+    """One attempt at one problem, with its events in order."""
+
+    events: list[EventRecord] = field(default_factory=list)
+    frames: FrameSource | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def is_human(self) -> bool:
+        return self.agent_kind == schema.HUMAN
+
+    @property
+    def exclusion_reasons(self) -> tuple[str, ...]:
+        """Why the attempt is left out of aggregation; empty when it counts."""
+        reasons = []
+        if self.status != "done":
+            reasons.append(f"episode {self.status}")
+        if not self.included:
+            reasons.append(self.exclusion_reason or "excluded")
+        if self.participant_status in EXCLUDED_PARTICIPANTS:
+            why = self.participant_exclusion_reason
+            reasons.append(f"participant {self.participant_status}" + (f": {why}" if why else ""))
+        return tuple(reasons)
+
+    @property
+    def is_included(self) -> bool:
+        return not self.exclusion_reasons
+
+    @property
+    def actions(self) -> list[str]:
+        """The applied action texts, in order (enough to replay the episode)."""
+        return [e.action for e in self.events if replays(e)]
+
+    def frame(self, event: EventRecord | str) -> Frame | None:
+        """The frame after ``event`` (or with hash ``event``); None if none was stored."""
+        key = event if isinstance(event, str) else event.frame_hash
+        if key is None:
+            return None
+        if self.frames is None:
+            raise LookupError("this record was built without a frame source; use load()")
+        return self.frames(key)
+
+
+@dataclass
+class Dataset:
+    """The episodes a load selected, and the frames they refer to."""
+
+    source: str
+    episodes: list[EpisodeRecord]
+    frames: FrameSource
+
+    def __iter__(self) -> Iterator[EpisodeRecord]:
+        return iter(self.episodes)
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def frame(self, key: str) -> Frame:
+        return self.frames(key)
+
+    def included(self) -> list[EpisodeRecord]:
+        return [e for e in self.episodes if e.is_included]
+
+    def excluded(self) -> dict[int, tuple[str, ...]]:
+        """Episode id -> reasons, for every episode left out of aggregation."""
+        return {e.episode_id: e.exclusion_reasons for e in self.episodes if not e.is_included}
+
+    def by_problem(self) -> dict[str, list[EpisodeRecord]]:
+        out: dict[str, list[EpisodeRecord]] = {}
+        for episode in self.episodes:
+            out.setdefault(episode.problem_id, []).append(episode)
+        return out

@@ -1,0 +1,81 @@
+"""Writing one attempt to the store: the sink every driver's engine reports to.
+
+The real-time server's sessions, the local pygame loop, the in-process agent runner and
+the agent API all play through :class:`tasks.worldtest.tick.TickEngine` or
+:class:`tasks.worldtest.turn.AgentTurns`, and those report to an
+:class:`EpisodeRecorder`. So every attempt, a person's or a model's, played here or on
+the server, is written by the same rows (:mod:`records.rows`) with the same columns.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from records.rows import failed_step_row, invalid_turn_row, raw_input_row, step_row
+
+
+class EpisodeRecorder:
+    """The rows of one attempt, numbered by ``seq`` in the order they happen.
+
+    Opens the attempt's episode row unless ``episode_id`` names one already started (a
+    reserved slot, or an attempt rebuilt after a restart, whose rows continue at
+    ``next_seq``).
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        problem: Any,
+        *,
+        episode_id: int | None = None,
+        next_seq: int = 0,
+        study_id: str | None = None,
+        participant_id: int | None = None,
+        agent_run_id: int | None = None,
+        info: dict[str, Any] | None = None,
+    ) -> None:
+        self.store = store
+        self.problem_id = problem.id
+        self.ids = {"study_id": study_id, "participant_id": participant_id,
+                    "agent_run_id": agent_run_id}
+        if episode_id is None:
+            episode_id = store.start_episode(problem=problem, info=info, **self.ids)
+        self.episode_id = episode_id
+        self.seq = next_seq
+        self.done = False
+
+    def _next(self) -> dict[str, Any]:
+        """The fields every event row of this attempt shares, with the next ``seq``."""
+        self.seq += 1
+        return {"episode_id": self.episode_id, "seq": self.seq - 1,
+                "problem_id": self.problem_id, **self.ids}
+
+    def applied(self, step: Any, *, source: str, **fields: Any) -> None:
+        self.store.write_event(step_row(step, source=source, **self._next(), **fields))
+
+    def failed(self, action: str, *, phase: str, source: str, error: str,
+               **fields: Any) -> None:
+        self.store.write_event(failed_step_row(action, phase=phase, source=source, error=error,
+                                               **self._next(), **fields))
+
+    def invalid(self, *, phase: str, raw_reply: str, error: str, **fields: Any) -> None:
+        self.store.write_event(invalid_turn_row(phase=phase, raw_reply=raw_reply, error=error,
+                                                source="agent", **self._next(), **fields))
+
+    def refused(self, text: str, *, status: str, reason: str, received_at: float | None = None,
+                client_time: float | None = None) -> None:
+        self.store.write_raw_input(raw_input_row(
+            episode_id=self.episode_id, participant_id=self.ids["participant_id"],
+            received_at=time.time() if received_at is None else received_at,
+            client_time=client_time, text=text, status=status, reason=reason))
+
+    def finished(self, episode: Any, *, status: str, info: dict[str, Any]) -> None:
+        """How the attempt ended (written once): its status, last phase, score (0 when
+        it did not finish) and outcome."""
+        if self.done:
+            return
+        self.done = True
+        self.store.finish_episode(self.episode_id, status=status, phase=episode.phase,
+                                  score=episode.final_score,
+                                  info={**episode.outcome(), **info})

@@ -1,0 +1,283 @@
+"""Every stored field, declared once: its name, type, default and meaning.
+
+This module imports nothing from gridstudy and nothing outside the standard library, so
+that anything may read it. Everything else about the record is derived from it:
+
+* the database tables (:mod:`records.models` builds the SQLModel classes from it),
+* the export's files and their data dictionary (``study_server.export_dictionary``),
+* the records the analysis loads (``analysis.load``),
+* every row the drivers write (:mod:`records.rows` checks rows against it).
+
+A field added here appears in the database, the export, its documentation and the
+analysis at once. The event record is the centre of it: one row per applied action
+(and per refused model turn), for people and models alike, so that who produced a
+trajectory is a column, never a code path.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+INT, FLOAT, TEXT, BOOL, TIME, JSON = (
+    "integer", "float", "text", "boolean", "timestamp (ISO 8601, UTC)", "JSON")
+PYTHON_TYPES = {INT: int, FLOAT: float, TEXT: str, BOOL: bool, TIME: datetime, JSON: dict}
+NOW = "now"
+"""The default of a timestamp set when its row is created."""
+
+
+@dataclass(frozen=True)
+class Field:
+    """One column.
+
+    ``required``: the row cannot be written without it (NOT NULL and no default).
+    ``default``: the value a row that leaves the field out gets (``NOW`` for the time of
+    creation; a JSON field defaults to an empty object). ``private``: it identifies a
+    person, so exports meant for sharing leave it out.
+    """
+
+    name: str
+    type: str
+    doc: str
+    required: bool = False
+    default: Any = None
+    key: bool = False
+    index: bool = False
+    foreign_key: str | None = None
+    private: bool = False
+
+    @property
+    def nullable(self) -> bool:
+        """True when a row may hold no value here (not required, not a key, no default)."""
+        return not (self.required or self.key) and self.default is None
+
+    def parse(self, value: Any) -> Any:
+        """The field's value from what a file or a driver gives back (CSV text, JSON,
+        a naive SQLite datetime): an empty cell is null.
+
+        >>> Field("n", INT, "").parse(""), Field("ok", BOOL, "").parse("true")
+        (None, True)
+        """
+        if value is None or value == "":
+            return {} if self.type == JSON else None
+        return _PARSERS[self.type](value)
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return {"true": True, "false": False, "1": True, "0": False}[value.lower()]
+    return bool(value)
+
+
+def _as_time(value: Any) -> datetime:
+    """A stored timestamp as an aware UTC datetime (the store keeps UTC)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _as_json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+_PARSERS = {INT: int, FLOAT: float, TEXT: str, BOOL: _as_bool, TIME: _as_time, JSON: _as_json}
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table's name, what one row is, and its fields in order."""
+
+    name: str
+    doc: str
+    fields: tuple[Field, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    def field(self, name: str) -> Field:
+        for found in self.fields:
+            if found.name == name:
+                return found
+        raise KeyError(f"{self.name} has no field {name!r}; it has {', '.join(self.names)}")
+
+    def without(self, *names: str) -> tuple[Field, ...]:
+        return tuple(f for f in self.fields if f.name not in names)
+
+    def shared(self) -> tuple[Field, ...]:
+        """The fields an export for sharing keeps (the row id and private ones left out)."""
+        return tuple(f for f in self.fields if not f.private)
+
+
+def _id(doc: str) -> Field:
+    return Field("id", INT, doc, key=True)
+
+
+_EPISODE = "the attempt (episodes.csv episode_id)"
+STUDY_ID = Field("study_id", TEXT, "Study slug; empty for runs outside a study.", index=True)
+PARTICIPANT_ID = Field("participant_id", INT,
+                       "Participant (participants.jsonl id); empty for agents.", index=True)
+AGENT_RUN_ID = Field("agent_run_id", INT,
+                     "Agent run (agent_runs.jsonl id); empty for people.", index=True)
+CREATED_AT = Field("created_at", TIME, "When the row was created.", default=NOW)
+
+
+STUDY = Table("study", "A study a researcher launched.", (
+    Field("id", TEXT, "A short slug chosen by the researcher (pilot-1).", key=True),
+    Field("title", TEXT, "The study's title.", default=""),
+    Field("definition", JSON, "The validated study definition, as loaded from the "
+                              "researcher's file."),
+    CREATED_AT,
+    Field("status", TEXT, "open (taking participants) or closed.", default="open"),
+))
+
+PARTICIPANT = Table("participant", "One person who opened the study's link.", (
+    _id("Participant id (participant_id elsewhere)."),
+    Field("study_id", TEXT, "Study slug.", required=True, index=True, foreign_key="study.id"),
+    Field("external_id", TEXT, "Prolific's PROLIFIC_PID, or a join code for local "
+                               "participants.", required=True, index=True, private=True),
+    Field("prolific_study_id", TEXT, "Prolific's STUDY_ID.", private=True),
+    Field("prolific_session_id", TEXT, "Prolific's SESSION_ID.", private=True),
+    Field("stage", TEXT, "Last stage of the flow reached (consent ... complete).",
+          default="consent"),
+    Field("status", TEXT, "active, complete, screened-out, declined, timed-out, full, "
+                          "excluded.", default="active"),
+    Field("exclusion_reason", TEXT, "Why the participant is excluded."),
+    Field("consent_version", TEXT, "Version of the consent form agreed to."),
+    Field("data", JSON, "One record per finished stage of the flow (jsPsych-style)."),
+    Field("created_at", TIME, "When the participant arrived.", default=NOW),
+    Field("updated_at", TIME, "Last change.", default=NOW),
+))
+
+AGENT_RUN = Table("agentrun", "One agent configuration; its attempts are episodes.", (
+    _id("Agent run id (agent_run_id elsewhere)."),
+    Field("study_id", TEXT, "Study slug, if the run belongs to one.", index=True),
+    Field("agent_kind", TEXT, "llm, random, scripted, planner.", default="llm"),
+    Field("model", TEXT, "The language model, for llm runs."),
+    Field("config", JSON, "Provider, prompt variant, history mode, temperature, prices ..."),
+    Field("created_at", TIME, "When the run was created.", default=NOW),
+))
+
+EPISODE = Table("episode", "One attempt at one problem, by a person or an agent.", (
+    _id("Episode id, unique in the database."),
+    STUDY_ID, PARTICIPANT_ID, AGENT_RUN_ID,
+    Field("problem_id", TEXT, "Registered problem id.", required=True, index=True),
+    Field("challenge", TEXT, "The problem's challenge (mfp, planning, cd, explore ...).",
+          required=True),
+    Field("env_id", TEXT, "Registered environment id.", required=True),
+    Field("seed", INT, "Seed the environment was reset with.", required=True),
+    Field("status", TEXT, "assigned (a reserved slot), active (not finished), done, "
+                          "abandoned, error.", default="active"),
+    Field("phase", TEXT, "Last phase reached.", default="interaction"),
+    Field("score", FLOAT, "Challenge score in [0, 1]; empty when the attempt has none."),
+    Field("included", BOOL, "False when the attempt is excluded from aggregation.",
+          default=True),
+    Field("exclusion_reason", TEXT, "Why the attempt is excluded."),
+    Field("started_at", TIME, "When the attempt began.", default=NOW),
+    Field("ended_at", TIME, "When it ended; empty while active."),
+    Field("info", JSON, "Challenge outcome details (t*, chosen option, resets, ticks ...)."),
+))
+
+EVENT = Table("event", "One applied action, or one model turn that was refused.", (
+    _id("Row id (internal)."),
+    Field("episode_id", INT, f"Episode: {_EPISODE}.", required=True, index=True),
+    Field("seq", INT, "Order of the row within its episode (applied actions and refused "
+                      "turns alike).", required=True),
+    Field("study_id", TEXT, STUDY_ID.doc),
+    Field("participant_id", INT, PARTICIPANT_ID.doc),
+    Field("agent_run_id", INT, AGENT_RUN_ID.doc),
+    Field("problem_id", TEXT, "Registered problem id.", required=True),
+    Field("phase", TEXT, "Phase the action was applied in: interaction, test, select.",
+          required=True),
+    Field("tick", INT, "The episode's action index (Step.index); empty for a turn that was "
+                       "not applied."),
+    Field("action", TEXT, "Canonical action text (noop, up, click X Y, go-to-test ...); "
+                          "empty when a model reply named none."),
+    Field("source", TEXT, "input (a person pressed it), auto (the clock's noop), agent.",
+          required=True),
+    Field("applied", BOOL, "Whether the environment applied the action.", default=True),
+    Field("server_time", FLOAT, "Unix seconds when the server applied or refused it.",
+          required=True),
+    Field("client_time", FLOAT, "Unix seconds of the key press on the participant's clock, "
+                                "corrected by the estimated offset; empty for agents."),
+    Field("frame_hash", TEXT, "Key into frames.jsonl: the frame after the action."),
+    Field("next_phase", TEXT, "Phase after the action (done on the row that ended the "
+                              "episode)."),
+    Field("score", FLOAT, "The episode's score, on the row that ended it."),
+    Field("prompt_tokens", INT, "Model turns: prompt tokens."),
+    Field("completion_tokens", INT, "Model turns: completion tokens."),
+    Field("cost", FLOAT, "Model turns: cost in US dollars from the run's price table."),
+    Field("raw_reply", TEXT, "Model turns: the reply as received."),
+    Field("parse_valid", BOOL, "Model turns: whether the reply parsed to an allowed action."),
+    Field("latency", FLOAT, "Seconds the model took to answer, or the tick's lateness for "
+                            "people."),
+    Field("error", TEXT, "Why an environment step failed (the action was then not applied), "
+                         "or why a model turn was refused."),
+))
+
+FRAME = Table("frame", "Every frame the events refer to, once each.", (
+    Field("hash", TEXT, "The frame's hash (tasks.core.frame_hash), as in frame_hash.", key=True),
+    Field("data", TEXT, "Rows of colour names: frame[y][x], y from the top, x from the left.",
+          required=True),
+))
+
+RAW_INPUT = Table("rawinput", "An input that arrived but was not applied.", (
+    _id("Row id (internal)."),
+    Field("episode_id", INT, f"Episode: {_EPISODE}; empty if none was running.", index=True),
+    Field("participant_id", INT, "Participant who sent it."),
+    Field("received_at", FLOAT, "Unix seconds when the server received it.", required=True),
+    Field("client_time", FLOAT, "Unix seconds on the participant's corrected clock."),
+    Field("text", TEXT, "The input as sent (at most 200 characters).", required=True),
+    Field("status", TEXT, "dropped (the queue was full), rejected (not allowed then, outside "
+                          "the grid), rate-limited or malformed.", required=True),
+    Field("reason", TEXT, "Why, in words."),
+))
+
+ADMIN = Table("admin", "A researcher who may open the dashboard (gridstudy admin create).", (
+    Field("username", TEXT, "The login name.", key=True),
+    Field("password_hash", TEXT, "werkzeug.security's salted hash; the password itself is "
+                                 "never stored.", required=True, private=True),
+    Field("created_at", TIME, "When the account was created.", default=NOW),
+))
+
+TABLES = (STUDY, PARTICIPANT, AGENT_RUN, EPISODE, EVENT, FRAME, RAW_INPUT, ADMIN)
+
+
+# -- the episode as a reader sees it --------------------------------------------------------
+
+EPISODE_VIEW = Table("episode view", "One row per attempt at a problem, with who made it and "
+                     "whether it counts: the export's episodes.csv and the analysis's "
+                     "episode records.", (
+    Field("episode_id", INT, EPISODE.field("id").doc, required=True),
+    STUDY_ID, PARTICIPANT_ID, AGENT_RUN_ID,
+    Field("agent_kind", TEXT, "human for a participant's attempt, else the agent run's kind "
+                              "(llm, random, scripted, planner); unknown when neither is "
+                              "recorded.", required=True),
+    Field("model", TEXT, "The language model of an llm agent run."),
+    Field("agent_config", JSON, "The agent run's configuration (provider, history mode, prompt "
+                                "variant ...); empty for people."),
+    *(EPISODE.field(name) for name in ("problem_id", "challenge", "env_id", "seed", "status",
+                                       "phase", "score", "included", "exclusion_reason")),
+    Field("participant_status", TEXT, "The participant's status (complete, excluded, "
+                                      "screened-out ...); empty for agents."),
+    Field("participant_exclusion_reason", TEXT, "Why the participant is excluded as a whole."),
+    *(EPISODE.field(name) for name in ("started_at", "ended_at")),
+    Field("n_events", INT, "Rows in events for this episode.", default=0),
+    EPISODE.field("info"),
+))
+"""The episode table joined with its agent run and participant (see :func:`agent_kind`)."""
+
+HUMAN = "human"
+
+
+def agent_kind(run_kind: str | None, agent_run_id: int | None, participant_id: int | None) -> str:
+    """Who made an attempt: ``human`` for a participant's, else its agent run's kind.
+
+    >>> agent_kind(None, None, 7), agent_kind("llm", 3, None), agent_kind(None, None, None)
+    ('human', 'llm', 'unknown')
+    """
+    if agent_run_id is None and participant_id is not None:
+        return HUMAN
+    return run_kind or "unknown"

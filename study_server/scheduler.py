@@ -1,0 +1,192 @@
+"""The one scheduler that ticks every live session at its environment's frame rate.
+
+A heap of next-tick deadlines, one per session, drained by a single background task:
+there is no thread per participant. Each due session ticks once
+(:meth:`study_server.session.GameSession.tick`); the new state goes to ``deliver``,
+which the socket layer binds to that participant's room. A session nobody has been
+connected to for ``idle_timeout`` seconds is abandoned.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from study_server.session import GameSession
+from tasks.worldtest.tick import Tick
+
+log = logging.getLogger(__name__)
+
+
+Deliver = Callable[[GameSession, Tick], None]
+
+
+def next_deadline(deadline: float, period: float, now: float) -> float:
+    """The tick after the one due at ``deadline``, on the session's fixed schedule.
+
+    After a stall longer than a period the missed ticks are skipped (never run in a
+    burst) but the phase is kept: restarting every late session at ``now`` lined them all
+    up on the same instant, and the next ticks then queued behind one another.
+
+    >>> next_deadline(10.0, 0.125, now=10.01), next_deadline(10.0, 0.125, now=10.6)
+    (10.125, 10.5)
+    """
+    following = deadline + period
+    if following > now - period:
+        return following
+    return following + period * math.floor((now - following) / period)
+
+
+class Scheduler:
+    """The one background task that ticks every live session at its frame rate.
+
+    ``start_task`` and ``sleep`` come from the async mode in use (Flask-SocketIO's
+    ``start_background_task`` and ``sleep``), so the same loop runs under threads or
+    greenlets. Sessions are kept by token; only scheduled (joined) sessions tick.
+    """
+
+    def __init__(
+        self,
+        deliver: Deliver,
+        *,
+        start_task: Callable[..., Any],
+        sleep: Callable[[float], Any],
+        idle_timeout: float = 600.0,
+        max_sleep: float = 0.01,
+    ) -> None:
+        self.deliver = deliver
+        self.start_task = start_task
+        self.sleep = sleep
+        self.idle_timeout = idle_timeout
+        self.max_sleep = max_sleep
+        self.sessions: dict[str, GameSession] = {}
+        self.heap: list[tuple[float, int, str]] = []
+        self.scheduled: dict[str, int] = {}
+        """token -> the heap entry number that is current (older entries are stale)."""
+        self.counter = itertools.count()
+        self.lock = threading.Lock()
+        self.task: Any = None
+        self.running = False
+        self.next_sweep = 0.0
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def add(self, session: GameSession) -> GameSession:
+        """Keep ``session`` under its token (it ticks once :meth:`start` is called)."""
+        with self.lock:
+            self.sessions[session.token] = session
+        return session
+
+    def get(self, token: Any) -> GameSession | None:
+        return self.sessions.get(token) if isinstance(token, str) else None
+
+    def sessions_of(self, sid: str) -> list[GameSession]:
+        """The sessions bound to connection ``sid``: a snapshot taken under the lock, since
+        handler threads read while others add sessions (iterating the live dict raised
+        "dictionary changed size during iteration" under load)."""
+        with self.lock:
+            return [s for s in self.sessions.values() if s.sid == sid]
+
+    def start(self, token: str) -> None:
+        """Tick this session from one period from now on (idempotent)."""
+        session = self.sessions[token]
+        with self.lock:
+            if token not in self.scheduled and not session.episode.done:
+                self._push(token, time.monotonic() + session.period)
+        self._ensure_running()
+
+    def pause(self, token: str) -> None:
+        """Stop ticking this session (its participant left); it may be started again."""
+        with self.lock:
+            self.scheduled.pop(token, None)
+
+    def remove(self, token: str) -> GameSession | None:
+        with self.lock:
+            self.scheduled.pop(token, None)
+            return self.sessions.pop(token, None)
+
+    def _push(self, token: str, deadline: float) -> None:
+        number = next(self.counter)
+        self.scheduled[token] = number
+        heapq.heappush(self.heap, (deadline, number, token))
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def _ensure_running(self) -> None:
+        with self.lock:
+            if self.running:
+                return
+            self.running = True
+        self.task = self.start_task(self.run)
+
+    def stop(self) -> None:
+        """End the loop (tests and shutdown); sessions stay where they are."""
+        self.running = False
+
+    def run(self) -> None:
+        """Tick whatever is due, then sleep until the next deadline (at most max_sleep,
+        so that a session started meanwhile is never late because of the sleep)."""
+        while self.running:
+            for token, deadline in self._pop_due(time.monotonic()):
+                self._tick(token, deadline)
+            self._sweep_idle()
+            self.sleep(self._time_to_next())
+
+    def _pop_due(self, now: float) -> list[tuple[str, float]]:
+        due = []
+        with self.lock:
+            while self.heap and self.heap[0][0] <= now:
+                deadline, number, token = heapq.heappop(self.heap)
+                if self.scheduled.get(token) == number:
+                    due.append((token, deadline))
+        return due
+
+    def _time_to_next(self) -> float:
+        with self.lock:
+            if not self.heap:
+                return self.max_sleep
+            return min(self.max_sleep, max(0.0, self.heap[0][0] - time.monotonic()))
+
+    def _tick(self, token: str, deadline: float) -> None:
+        session = self.sessions.get(token)
+        if session is None:
+            return
+        lateness = time.monotonic() - deadline
+        try:
+            tick = session.tick(lateness)
+        except Exception:  # the store or the view failed: keep every other session going
+            log.exception("session %s: tick failed", token[:6])
+            self.pause(token)
+            return
+        self._reschedule(session, deadline, done=tick.done)
+        try:
+            self.deliver(session, tick)
+        except Exception:
+            log.exception("session %s: delivering the state failed", token[:6])
+
+    def _reschedule(self, session: GameSession, deadline: float, done: bool) -> None:
+        with self.lock:
+            if done:
+                self.scheduled.pop(session.token, None)
+                return
+            if session.token not in self.scheduled:
+                return  # paused while it ticked
+            self._push(session.token, next_deadline(deadline, session.period, time.monotonic()))
+
+    def _sweep_idle(self) -> None:
+        """Abandon sessions nobody has been connected to for ``idle_timeout`` seconds."""
+        now = time.time()
+        if now < self.next_sweep:
+            return
+        self.next_sweep = now + 5.0
+        stale = [s for s in list(self.sessions.values())
+                 if s.idle_since is not None and now - s.idle_since > self.idle_timeout]
+        for session in stale:
+            self.remove(session.token)
+            session.abandon()

@@ -1,0 +1,105 @@
+"""A participant's live game: the tick engine, bound to a connection and a clock offset.
+
+A :class:`GameSession` is overcooked-demo's game object: ``enqueue_action`` (called by
+whoever receives input), ``tick`` (called by the scheduler) and ``get_state`` (what a
+client draws). The rules of real-time play (one input per tick, otherwise ``noop``;
+the queue, the rate limit, every refusal) are :class:`tasks.worldtest.tick.TickEngine`'s,
+the same the local pygame loop keeps; what is written is
+:class:`records.recorder.EpisodeRecorder`'s. The session adds only what the server
+knows: the token a client joins with, the connection bound to it, how long it has been
+without one, and the participant's clock offset. It knows nothing about sockets, so it
+is tested alone.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from records.recorder import EpisodeRecorder
+from study_server.clock import ClockOffset
+from tasks.worldtest.episode import Episode
+from tasks.worldtest.problem import Problem
+from tasks.worldtest.tick import QUEUE_SIZE, RATE_LIMIT, Tick, TickEngine
+
+
+class GameSession:
+    """One live episode, ticked by the scheduler; recorded when it has a recorder (a
+    preview has none)."""
+
+    def __init__(
+        self,
+        episode: Episode,
+        recorder: EpisodeRecorder | None = None,
+        *,
+        study_id: str | None = None,
+        participant_id: int | None = None,
+        token: str | None = None,
+        queue_size: int = QUEUE_SIZE,
+        rate_limit: int = RATE_LIMIT,
+    ) -> None:
+        self.token = token or secrets.token_urlsafe(16)
+        self.recorder = recorder
+        self.engine = TickEngine(episode, recorder, queue_size=queue_size,
+                                 rate_limit=rate_limit)
+        self.study_id = study_id
+        self.participant_id = participant_id
+        self.clock = ClockOffset()
+        self.sid: str | None = None
+        """The connection bound to this session (only it may send input)."""
+        self.idle_since: float | None = time.time()
+        """Server time since when no connection is bound (None while one is)."""
+
+    @classmethod
+    def create(
+        cls,
+        problem: Problem,
+        store: Any = None,
+        *,
+        study_id: str | None = None,
+        participant_id: int | None = None,
+        **options: Any,
+    ) -> GameSession:
+        """A fresh episode of ``problem``, with its episode row when ``store`` is given."""
+        recorder = None
+        if store is not None:
+            recorder = EpisodeRecorder(store, problem, study_id=study_id,
+                                       participant_id=participant_id)
+        return cls(Episode(problem), recorder, study_id=study_id,
+                   participant_id=participant_id, **options)
+
+    @property
+    def episode(self) -> Episode:
+        return self.engine.episode
+
+    @property
+    def episode_id(self) -> int | None:
+        return self.recorder.episode_id if self.recorder is not None else None
+
+    @property
+    def period(self) -> float:
+        """Seconds between ticks."""
+        return 1.0 / self.episode.frame_rate
+
+    @property
+    def problem_id(self) -> str:
+        return self.episode.problem.id
+
+    def enqueue_action(self, text: Any, client_time: float | None = None,
+                       now: float | None = None) -> str:
+        """Queue one input for the next tick (its time on the participant's clock,
+        corrected by the estimated offset); ``queued`` or why it was refused."""
+        return self.engine.admit(text, self.clock.to_server(client_time), now)
+
+    def tick(self, lateness: float = 0.0, now: float | None = None) -> Tick:
+        """One tick of the engine; the event keeps how late the tick was."""
+        return self.engine.tick(now, latency=lateness)
+
+    def abandon(self) -> None:
+        """Nobody came back: queued inputs are dropped and the attempt ends abandoned."""
+        self.engine.abandon("the session was abandoned")
+
+    def get_state(self) -> dict[str, Any]:
+        """Everything a client draws now (the episode's view, plus the session token)."""
+        return {**self.engine.view(), "token": self.token}

@@ -1,0 +1,227 @@
+"""The real-time rule: a clock ticks the episode at its frame rate, one input per tick.
+
+People play WorldTest problems in real time (002 Sec. 4.1): the world moves on by itself,
+so every tick applies at most one input and an automatic ``noop`` when there is none.
+:class:`TickEngine` is that rule, once, for every driver that plays in real time: the
+study server's sessions (``study_server.session``) and the local pygame loop
+(``game_client.loop``). It knows nothing about sockets, windows or the database; the
+driver owns the clock and passes the time in, and the engine reports what happened to
+a :class:`Sink` (``records.recorder.EpisodeRecorder`` writes it to the store).
+
+Admitting an input, in order (the first rule that applies decides):
+
+* ``rate-limited`` when the sender already sent ``rate_limit`` inputs in the last second;
+* ``rejected`` when the episode is over;
+* ``malformed`` when the text is no action (:func:`tasks.core.parse_action` says why);
+* ``rejected`` when it clicks outside the grid;
+* ``dropped`` when ``queue_size`` inputs already wait, as a key held down would be;
+* otherwise ``queued``.
+
+Whether an action is allowed in the phase is decided when its tick comes, since an input
+queued before it (``go-to-test``) may change the phase. A tick applies the first queued
+input allowed then (those before it are refused as ``rejected``, with the episode's own
+refusal text), else ``noop``. A step that raises (an environment's runtime error) is
+reported as a failed step and not applied; the episode goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tasks.core import parse_action
+from tasks.worldtest.episode import Episode, Step
+
+log = logging.getLogger(__name__)
+
+QUEUE_SIZE = 4
+"""Inputs waiting for a tick; more are dropped (and reported)."""
+RATE_LIMIT = 30
+"""Inputs per second one sender may send; more are refused (and reported)."""
+QUEUED, DROPPED, REJECTED, MALFORMED, RATE_LIMITED = (
+    "queued", "dropped", "rejected", "malformed", "rate-limited")
+INPUT, AUTO = "input", "auto"
+"""Where an applied action came from: a person, or the clock's automatic noop."""
+
+
+class Sink(Protocol):
+    """What a driver's engine reports to (``records.recorder.EpisodeRecorder``)."""
+
+    def applied(self, step: Step, *, source: str, server_time: float | None = None,
+                client_time: float | None = None, **fields: Any) -> None:
+        """An action was applied; ``fields`` are other event fields (``latency`` ...)."""
+
+    def failed(self, action: str, *, phase: str, source: str, error: str,
+               server_time: float | None = None, client_time: float | None = None,
+               **fields: Any) -> None:
+        """Applying ``action`` raised; the episode was left as it was."""
+
+    def refused(self, text: str, *, status: str, reason: str, received_at: float,
+                client_time: float | None = None) -> None:
+        """An input arrived but was not applied."""
+
+    def invalid(self, *, phase: str, raw_reply: str, error: str, **fields: Any) -> None:
+        """A model turn named no action available then (the agent turn's report)."""
+
+    def finished(self, episode: Episode, *, status: str, info: dict[str, Any]) -> None:
+        """The attempt ended: ``done``, ``abandoned`` or ``error``."""
+
+
+@dataclass
+class Input:
+    """One queued input: canonical action text and when it was made and received."""
+
+    action: str
+    client_time: float | None
+    received_at: float
+
+
+@dataclass
+class Tick:
+    """What one tick did: the step (None if applying it raised), the action tried, where
+    it came from, and the error of a failed step."""
+
+    step: Step | None
+    action: str
+    source: str
+    error: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.step is not None and self.step.done
+
+
+class TickEngine:
+    """One episode played in real time: inputs are admitted into a short queue, the
+    driver's clock calls :meth:`tick`. Thread-safe: every call holds :attr:`lock`."""
+
+    def __init__(
+        self,
+        episode: Episode,
+        sink: Sink | None = None,
+        *,
+        queue_size: int = QUEUE_SIZE,
+        rate_limit: int = RATE_LIMIT,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.episode = episode
+        self.sink = sink
+        self.queue_size = queue_size
+        self.rate_limit = rate_limit
+        self.clock = clock
+        self.queue: deque[Input] = deque()
+        self.recent: deque[float] = deque()
+        self.lock = threading.RLock()
+        self.finished = False
+
+    # -- input ----------------------------------------------------------------------------
+
+    def admit(self, text: Any, client_time: float | None = None,
+              now: float | None = None) -> str:
+        """Queue one input for a coming tick; ``queued`` or why it was refused."""
+        now = self.clock() if now is None else now
+        with self.lock:
+            status, reason, action = self._judge(text, now)
+            if status == QUEUED:
+                self.queue.append(Input(action, client_time, now))
+            else:
+                self._refuse(str(text), status, reason, now, client_time)
+            return status
+
+    def _judge(self, text: Any, now: float) -> tuple[str, str, str]:
+        while self.recent and self.recent[0] <= now - 1.0:
+            self.recent.popleft()
+        if len(self.recent) >= self.rate_limit:
+            return RATE_LIMITED, f"more than {self.rate_limit} inputs per second", ""
+        self.recent.append(now)
+        if self.episode.done:
+            return REJECTED, "the episode is over", ""
+        try:
+            action = parse_action(text)
+        except ValueError as error:
+            return MALFORMED, str(error), ""
+        try:
+            parse_action(action, size=self.episode.size)
+        except ValueError as error:
+            return REJECTED, str(error), ""
+        if len(self.queue) >= self.queue_size:
+            return DROPPED, f"{self.queue_size} inputs already wait for the next tick", ""
+        return QUEUED, "", str(action)
+
+    def _refuse(self, text: str, status: str, reason: str, now: float,
+                client_time: float | None) -> None:
+        log.info("input %r %s (%s)", text[:100], status, reason)
+        if self.sink is not None:
+            self.sink.refused(text[:200], status=status, reason=reason, received_at=now,
+                              client_time=client_time)
+
+    # -- the clock ------------------------------------------------------------------------
+
+    def tick(self, now: float | None = None, **fields: Any) -> Tick:
+        """Apply the first queued input allowed now, or an automatic ``noop``; report it.
+        ``fields`` go on the event (the server's tick ``latency``)."""
+        now = self.clock() if now is None else now
+        with self.lock:
+            item = self._next_input(now)
+            action, source = (item.action, INPUT) if item else ("noop", AUTO)
+            client_time = item.client_time if item else None
+            try:
+                step = self.episode.apply(action)
+            except Exception as error:  # an environment's runtime error must not end play
+                return self._failed(action, source, error, now, client_time, fields)
+            if self.sink is not None:
+                self.sink.applied(step, source=source, server_time=now,
+                                  client_time=client_time, **fields)
+            if step.done:
+                self._finish("done", {"ticks": step.index + 1})
+            return Tick(step, action, source)
+
+    def _next_input(self, now: float) -> Input | None:
+        """The first queued input allowed in the current phase; those before it are
+        refused with the episode's reason."""
+        while self.queue:
+            item = self.queue.popleft()
+            refusal = self.episode.refusal(parse_action(item.action))
+            if refusal is None:
+                return item
+            self._refuse(item.action, REJECTED, refusal, now, item.client_time)
+        return None
+
+    def _failed(self, action: str, source: str, error: Exception, now: float,
+                client_time: float | None, fields: dict[str, Any]) -> Tick:
+        message = f"{type(error).__name__}: {error}"
+        log.warning("%s raised %s", action, message)
+        if self.sink is not None:
+            self.sink.failed(action, phase=self.episode.phase, source=source, error=message,
+                             server_time=now, client_time=client_time, **fields)
+        return Tick(None, action, source, message)
+
+    # -- the end --------------------------------------------------------------------------
+
+    def abandon(self, reason: str, now: float | None = None) -> None:
+        """Nobody will play on: queued inputs are refused as ``dropped`` and an unfinished
+        episode ends ``abandoned`` (it scores 0)."""
+        now = self.clock() if now is None else now
+        with self.lock:
+            while self.queue:
+                item = self.queue.popleft()
+                self._refuse(item.action, DROPPED, reason, now, item.client_time)
+            if not self.episode.done:
+                self._finish("abandoned", {"reason": reason})
+
+    def _finish(self, status: str, info: dict[str, Any]) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        if self.sink is not None:
+            self.sink.finished(self.episode, status=status, info=info)
+
+    def view(self) -> dict[str, Any]:
+        """The episode's view, read under the lock."""
+        with self.lock:
+            return self.episode.view()

@@ -1,0 +1,155 @@
+"""The agent turn: a model (or any program) plays one action per reply, with no clock.
+
+:class:`AgentTurns` is that rule, once, for both agent drivers: the in-process runner
+(``game_client.runner``) and the server's agent API (``study_server.agent_api``). One
+turn takes the action a reply named and either applies it to the episode or, when it
+names none or one not available now, reports it as an invalid turn without stepping the
+environment (grounding accuracy, docs/metrics.md). The attempt ends:
+
+* ``done`` when the episode ends;
+* ``abandoned`` after ``max_invalid`` invalid turns in a row, or after ``max_turns``
+  turns without an end;
+* ``error`` when applying an action raised (an environment's runtime error), or when
+  the driver says so (the model's provider could not answer);
+* ``abandoned`` when the driver ends it (the agent gave up).
+
+An attempt that did not finish scores 0 (:attr:`Episode.final_score`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tasks.worldtest.episode import Episode, Step
+from tasks.worldtest.tick import Sink
+
+MAX_INVALID = 5
+"""Invalid turns in a row that end an attempt."""
+MAX_TURNS = 1000
+"""Turns after which an unfinished attempt is abandoned."""
+ACTIVE, DONE, ABANDONED, ERROR = "active", "done", "abandoned", "error"
+AGENT = "agent"
+"""The ``source`` of every event an agent turn writes."""
+
+
+@dataclass
+class TurnResult:
+    """What one turn did: the applied action's canonical text and step, or why the reply
+    was not applied."""
+
+    applied: bool
+    action: str | None = None
+    error: str | None = None
+    step: Step | None = None
+
+
+class AgentTurns:
+    """One attempt played turn by turn; counts turns, invalid turns and the current
+    streak of invalid ones (a rebuilt attempt starts from its stored counts)."""
+
+    def __init__(
+        self,
+        episode: Episode,
+        sink: Sink | None = None,
+        *,
+        max_invalid: int = MAX_INVALID,
+        max_turns: int = MAX_TURNS,
+        turns: int = 0,
+        invalid: int = 0,
+        streak: int = 0,
+        status: str = ACTIVE,
+        reason: str | None = None,
+    ) -> None:
+        if max_invalid < 1 or max_turns < 1:
+            raise ValueError("max_invalid and max_turns must be positive")
+        self.episode = episode
+        self.sink = sink
+        self.max_invalid, self.max_turns = max_invalid, max_turns
+        self.turns, self.invalid, self.streak = turns, invalid, streak
+        self.status, self.reason = status, reason
+
+    @property
+    def ended(self) -> bool:
+        return self.status != ACTIVE
+
+    def take(self, action: Any, *, error: str | None = None, raw_reply: str | None = None,
+             **fields: Any) -> TurnResult:
+        """One turn: ``action`` is the text the reply named (None: it named none, and
+        ``error`` says why). ``fields`` are the turn's model fields (tokens, cost,
+        latency). Raises ``ValueError`` once the attempt has ended."""
+        if self.ended:
+            raise ValueError(f"the attempt is over ({self.status}); start another")
+        self.turns += 1
+        why = self.why_invalid(action, error)
+        result = self._invalid(action, raw_reply, why, fields) if why else \
+            self._apply(action, raw_reply, fields)
+        if not self.ended and self.turns >= self.max_turns:
+            self.end(ABANDONED, f"no end after {self.max_turns} turns")
+        return result
+
+    def why_invalid(self, action: Any, reported: str | None = None) -> str | None:
+        """Why ``action`` cannot be applied now, or None."""
+        if action is None:
+            return str(reported or "the reply names no action")
+        if not isinstance(action, str) or not self.episode.is_allowed(action):
+            allowed = ", ".join(self.episode.allowed_actions())
+            return f"{action} is not available now; available: {allowed}"
+        return None
+
+    def _apply(self, action: str, raw_reply: str | None, fields: dict[str, Any]) -> TurnResult:
+        phase = self.episode.phase
+        try:
+            step = self.episode.apply(action)
+        except Exception as error:  # an environment's runtime error ends this attempt only
+            message = f"{type(error).__name__}: {error}"
+            if self.sink is not None:
+                self.sink.failed(action, phase=phase, source=AGENT, error=message,
+                                 raw_reply=raw_reply, parse_valid=True, **fields)
+            self.end(ERROR, f"the environment failed on {action}: {message}")
+            return TurnResult(False, error=message)
+        self.streak = 0
+        if self.sink is not None:
+            self.sink.applied(step, source=AGENT, raw_reply=raw_reply, parse_valid=True,
+                              **fields)
+        if step.done:
+            self.end(DONE)
+        return TurnResult(True, step.action, step=step)
+
+    def _invalid(self, action: Any, raw_reply: str | None, why: str,
+                 fields: dict[str, Any]) -> TurnResult:
+        self.invalid += 1
+        self.streak += 1
+        if self.sink is not None:
+            reply = raw_reply or (action if isinstance(action, str) else "")
+            self.sink.invalid(phase=self.episode.phase, raw_reply=reply, error=why, **fields)
+        if self.streak >= self.max_invalid:
+            self.end(ABANDONED, f"{self.streak} invalid replies in a row")
+        return TurnResult(False, error=why)
+
+    def end(self, status: str, reason: str | None = None) -> None:
+        """End the attempt (once): ``done``, ``abandoned`` or ``error``, with a reason."""
+        if self.ended:
+            return
+        self.status, self.reason = status, reason
+        if self.sink is not None:
+            info: dict[str, Any] = {"turns": self.turns, "invalid": self.invalid}
+            if reason:
+                info["reason"] = reason
+            self.sink.finished(self.episode, status=status, info=info)
+
+    def state(self) -> dict[str, Any]:
+        """What the agent is shown: the episode's view, the observation's ``text`` and
+        ``info``, the ``actions`` allowed now (as patterns; none once ended), ``ended``,
+        and the ``attempt``'s :meth:`summary`. The agent API sends exactly this."""
+        episode = self.episode
+        return {**episode.view(), "text": episode.observation.text,
+                "actions": [] if self.ended else episode.allowed_actions(),
+                "info": episode.observation.info, "ended": self.ended,
+                "attempt": self.summary()}
+
+    def summary(self) -> dict[str, Any]:
+        """How the attempt stands: status, reason, turns, invalid turns and its score
+        (0 for an attempt that did not finish)."""
+        return {"status": self.status, "reason": self.reason, "turns": self.turns,
+                "invalid": self.invalid, "score": self.episode.final_score}

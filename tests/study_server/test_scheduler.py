@@ -1,0 +1,101 @@
+"""The one scheduler that ticks every live session, on a real store."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from records.store import Store
+from study_server.scheduler import Scheduler, next_deadline
+from study_server.session import GameSession
+from tasks import registry
+from tasks.worldtest.problem import Problem
+from tests.envs import Walker
+
+
+class SlowWalker(Walker):
+    frame_rate = 4
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(str(tmp_path / "rt.db"), flush_interval=0.01) as store:
+        yield store
+
+
+@pytest.fixture
+def problems(test_problems):
+    registry.register_env("test/rt-slow", SlowWalker, replace=True)
+    slow = Problem("test/rt-slow-planning", "test/rt-slow", "planning", 0,
+                   params={"goal_cells": [[4, 4]], "goal_colours": ["gold"]})
+    yield {**test_problems, "slow": slow}
+    registry.unregister(env_id="test/rt-slow")
+
+
+# -- the scheduler ------------------------------------------------------------------------
+
+
+def run_scheduler(deliveries, started=None):
+    def deliver(session, tick):
+        deliveries.append((session.token, tick.step.index))
+
+    def start_task(target):
+        thread = threading.Thread(target=target, daemon=True)
+        thread.start()
+        if started is not None:
+            started.append(thread)
+        return thread
+
+    return Scheduler(deliver, start_task=start_task, sleep=time.sleep)
+
+
+def test_one_scheduler_ticks_each_session_at_its_own_frame_rate(store, problems):
+    deliveries: list = []
+    started: list = []
+    scheduler = run_scheduler(deliveries, started)
+    fast = scheduler.add(GameSession.create(problems["mfp"], store))
+    slow = scheduler.add(GameSession.create(problems["slow"], store))
+    scheduler.start(fast.token)
+    scheduler.start(slow.token)
+    deadline = time.monotonic() + 10
+    while sum(1 for d in deliveries if d[0] == slow.token) < 8 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    scheduler.stop()
+    counts = {t: sum(1 for d in deliveries if d[0] == t) for t in (fast.token, slow.token)}
+    # 8 FPS against 4 FPS: twice the ticks, give or take the one in flight at stop.
+    assert counts[slow.token] >= 8
+    assert abs(counts[fast.token] - 2 * counts[slow.token]) <= 2
+    for token in counts:
+        assert [d[1] for d in deliveries if d[0] == token] == list(range(counts[token]))
+    assert len(started) == 1  # one loop for every session, not a thread per session
+
+
+def test_a_paused_session_stops_ticking_and_a_finished_one_is_unscheduled(store, problems):
+    deliveries: list = []
+    scheduler = run_scheduler(deliveries)
+    paused = scheduler.add(GameSession.create(problems["mfp"], store))
+    finished = scheduler.add(GameSession.create(problems["mfp"], store))
+    for action in ("go-to-test", "choose_option_0", "submit"):
+        finished.enqueue_action(action)
+    scheduler.start(paused.token)
+    scheduler.start(finished.token)
+    time.sleep(0.3)
+    scheduler.pause(paused.token)
+    seen = [d for d in deliveries if d[0] == paused.token]
+    time.sleep(0.6)
+    scheduler.stop()
+    assert [d for d in deliveries if d[0] == paused.token] == seen
+    assert [d[1] for d in deliveries if d[0] == finished.token] == [0, 1, 2]
+    assert finished.token not in scheduler.scheduled
+
+
+@pytest.mark.parametrize(("deadline", "now", "expected"), [
+    (10.0, 10.01, 10.125),  # on time: the next period
+    (10.0, 10.2, 10.125),  # less than a period late: still the next one, due at once
+    (10.0, 10.6, 10.5),  # stalled: the missed ticks are skipped, the phase is kept
+    (10.0, 12.99, 12.875),
+])
+def test_after_a_stall_the_next_tick_keeps_the_sessions_phase(deadline, now, expected):
+    assert next_deadline(deadline, 0.125, now) == pytest.approx(expected)
