@@ -16,8 +16,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from analysis.metrics.records import KINDS
+from analysis.readings import Row
 
-Row = dict[str, Any]
 SIZE = (6.4, 3.6)
 DPI = 100
 

@@ -15,8 +15,11 @@ from typing import Any
 import numpy as np
 
 from analysis.dataset import Dataset, EpisodeRecord
+from tasks.worldtest.challenge import challenges
 
 HUMAN = "human"
+Row = dict[str, Any]
+"""One row of a table: column name -> value."""
 
 
 def agent_of(episode: EpisodeRecord) -> str:
@@ -53,7 +56,7 @@ def counted(dataset: Dataset) -> list[EpisodeRecord]:
 
 
 def score_of(episode: EpisodeRecord) -> float:
-    """The episode's score; a finished attempt without an answer scores 0 (METRICS.md)."""
+    """The episode's score; a finished attempt without an answer scores 0 (docs/metrics.md)."""
     return 0.0 if episode.score is None else float(episode.score)
 
 
@@ -101,3 +104,15 @@ def solve_step(episode: EpisodeRecord) -> int | None:
     if not solved(episode):
         return None
     return len(scored_steps(episode)) or None
+
+
+def scored_by_steps(episode: EpisodeRecord) -> bool:
+    """Whether success comes at a test step (``Challenge.scored_by_steps``)."""
+    return bool(declared(episode.challenge, "scored_by_steps"))
+
+
+def declared(challenge: str, reading: str) -> Any:
+    """What the registered challenge declares for ``reading`` (None for a challenge this
+    machine does not know, as in an export read elsewhere)."""
+    found = challenges().get(challenge)
+    return getattr(found, reading) if found is not None else None

@@ -26,7 +26,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from analysis import figures, tables
+from analysis import curiosity, figures, tables
 from analysis.dataset import Dataset
 from analysis.metrics import (
     action_type_distribution,
@@ -45,9 +45,8 @@ from analysis.metrics import (
 )
 from analysis.metrics.explore_exploit import explore_exploit
 from analysis.metrics.parameters import parameters_of
-from analysis.readings import agent_of
+from analysis.readings import Row, agent_of
 
-Row = dict[str, Any]
 T_MAX = 50
 """Default AUV horizon in scored steps (004 leaves it to the problem family)."""
 
@@ -111,7 +110,7 @@ def sections(t_max: int = T_MAX, k: int = 1) -> list[Section]:
                 lambda d, rows: figures.memory_figure(rows),
                 metrics=((auv, {"t_max": t_max}), (memory_index, {}))),
         Section("at_k", f"pass@{k}, discovery@{k}, interaction@{k} (003)",
-                partial(tables.at_k_rows, k=k), metrics=((at_k, {"k": k}),)),
+                partial(curiosity.at_k_rows, k=k), metrics=((at_k, {"k": k}),)),
         Section("explore_exploit", "Exploration and exploitation error (000 Fig. 1)",
                 tables.explore_exploit_rows, lambda d, rows: figures.explore_exploit_figure(rows),
                 ((explore_exploit, {}),)),

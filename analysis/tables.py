@@ -19,7 +19,6 @@ import numpy as np
 from analysis.dataset import Dataset, EpisodeRecord
 from analysis.metrics import (
     action_type_distribution,
-    at_k,
     auv,
     final_perplexity,
     grounding_accuracy,
@@ -32,7 +31,6 @@ from analysis.metrics import (
     progress_curve,
     random_baseline,
     reset_frequency,
-    solution_contact,
     unique_action_counts,
 )
 from analysis.metrics.explore_exploit import explore_exploit
@@ -41,24 +39,25 @@ from analysis.readings import (
     FULL_HISTORY,
     HUMAN,
     NO_HISTORY,
+    Row,
     agent_of,
     base_agent,
     challenge_of,
     counted,
+    declared,
     env_of,
     group,
     history_setting,
     mean_of,
     problem_of,
     score_of,
+    scored_by_steps,
     scored_steps,
     solve_step,
     solved,
 )
 from analysis.replay import known_problem, replay
-
-Row = dict[str, Any]
-
+from tasks.worldtest.challenge import MATCH, REACHES_GOAL, SUBGOAL, TRIGGERS_CHANGE
 
 # -- scores (002 Fig. 4, Table E.1) ---------------------------------------------------
 
@@ -166,10 +165,9 @@ def perplexity_curves(dataset: Dataset, window: int = 10,
 
 def memory_rows(dataset: Dataset, t_max: int = 50) -> list[Row]:
     """Per model that has a history option (its run's ``config["history"]``), challenge
-    (planning, explore) and history setting: AUV over ``t_max`` scored steps, and the memory index ``AUV(full) - AUV(none)`` (004 Eq. 5) on every
+    scored by steps (planning, explore) and history setting: AUV over ``t_max`` scored steps, and the memory index ``AUV(full) - AUV(none)`` (004 Eq. 5) on every
     row of a model and challenge that has runs with both settings (else ``None``)."""
-    runs = [e for e in counted(dataset)
-            if "history" in e.agent_config and e.challenge in ("planning", "explore")]
+    runs = [e for e in counted(dataset) if "history" in e.agent_config and scored_by_steps(e)]
     rows = []
     for (base, challenge), episodes in group(runs, base_agent, challenge_of).items():
         by_setting = group(episodes, history_setting)
@@ -225,9 +223,10 @@ def random_baseline_rows(dataset: Dataset, timeout: int = 1000) -> list[Row]:
     rows = []
     runs = [e for e in counted(dataset) if e.agent_kind == "random"]
     for (env, challenge), episodes in group(runs, env_of, challenge_of).items():
-        if challenge == "planning":
+        reading = declared(challenge, "baseline")
+        if reading == REACHES_GOAL:
             samples = [solve_step(e) for e in episodes]
-        elif challenge == "cd":
+        elif reading == TRIGGERS_CHANGE:
             samples = [trigger_step(e) for e in episodes if "test_triggered" in e.info]
         else:
             continue
@@ -243,76 +242,14 @@ def trigger_step(episode: EpisodeRecord) -> int | None:
     return episode.info.get("test_t_star") if episode.info.get("test_triggered") else None
 
 
-# -- curiosity (003): pass@k and friends ------------------------------------------------
-
-AT_K_METRICS = ("pass", "discovery", "interaction")
-"""What counts for each metric@k, in the order of :func:`attempt_flags`. Discovery and
-interaction exist only for problems with an injected solution (see
-:func:`injection_flags`); other problems are left out of them."""
-
-
-def attempt_flags(episode: EpisodeRecord) -> tuple[bool | None, ...]:
-    """``(solved, discovered, interacted)`` for one attempt, read once."""
-    return (solved(episode), *injection_flags(episode))
-
-
-def injection_flags(episode: EpisodeRecord) -> tuple[bool | None, bool | None]:
-    """``(discovered, interacted)`` for an attempt at a problem whose ``params`` carry an
-    ``injected_solution`` (``cells`` and ``colours``), from the frames the attempt
-    received and its clicks (:func:`solution_contact`); values the episode's ``info``
-    records itself (``discovered``, ``interacted``) take precedence. ``(None, None)``
-    for a problem without one."""
-    if "discovered" in episode.info or "interacted" in episode.info:
-        return episode.info.get("discovered"), episode.info.get("interacted")
-    problem = known_problem(episode.problem_id)
-    spec = problem.params.get("injected_solution") if problem is not None else None
-    if not spec:
-        return None, None
-    shown = {e.frame_hash for e in episode.events if e.applied and e.frame_hash}
-    return solution_contact((episode.frame(h) for h in shown), episode.actions,
-                            spec["cells"], spec["colours"])
-
-
-def at_k_rows(dataset: Dataset, k: int = 1) -> list[Row]:
-    """Per agent, pass@k (and discovery@k, interaction@k where recorded) over problems.
-
-    Raises ``ValueError`` naming the problem when an agent has fewer than ``k`` attempts
-    at one, since the estimator is undefined there (003 Eq. 1)."""
-    rows = []
-    for (agent,), episodes in group(counted(dataset), agent_of).items():
-        problems = group(episodes, problem_of)
-        short = {p[0]: len(es) for p, es in problems.items() if len(es) < k}
-        if short:
-            problem, n = next(iter(short.items()))
-            raise ValueError(f"{agent} has {n} attempt(s) at {problem}; @{k} needs n >= {k}")
-        flags = [[attempt_flags(e) for e in es] for es in problems.values()]
-        row: Row = {"agent": agent, "problems": len(problems), "k": k}
-        for index, name in enumerate(AT_K_METRICS):
-            row[f"{name}@{k}"] = _at_k_mean(flags, index, k)
-        rows.append(row)
-    return rows
-
-
-def _at_k_mean(problems: list[list[tuple]], index: int, k: int) -> float | None:
-    """Mean @k of flag ``index`` over the problems where it is defined for every
-    attempt; ``None`` when it is defined for none."""
-    values = []
-    for attempts in problems:
-        flags = [attempt[index] for attempt in attempts]
-        if any(f is None for f in flags):
-            continue
-        values.append(at_k(len(flags), sum(map(bool, flags)), k))
-    return mean_of(values)
-
-
 # -- test-time improvement (004): AUV and loop ratio -----------------------------------
 
 
 def auv_rows(dataset: Dataset, t_max: int = 50) -> list[Row]:
-    """Per challenge (planning, explore) and agent: success rate, AUV over ``t_max``
+    """Per challenge scored by steps (planning, explore) and agent: success rate, AUV over ``t_max``
     scored steps, and the pooled loop ratio over the scored-phase frames."""
     rows = []
-    scored = [e for e in counted(dataset) if e.challenge in ("planning", "explore")]
+    scored = [e for e in counted(dataset) if scored_by_steps(e)]
     for (challenge, agent), episodes in group(scored, challenge_of, agent_of).items():
         rows.append({"challenge": challenge, "agent": agent, "episodes": len(episodes),
                      "t_max": t_max, "success": mean_of(float(solved(e)) for e in episodes),
@@ -323,7 +260,7 @@ def auv_rows(dataset: Dataset, t_max: int = 50) -> list[Row]:
 
 def _states(episode: EpisodeRecord) -> list[str]:
     """The scored phase as a sequence of environment states: the full state where the
-    replayed environment has one (METRICS.md), else the stored frame hashes."""
+    replayed environment has one (docs/metrics.md), else the stored frame hashes."""
     replayed = replay(episode)
     if replayed is not None:
         return replayed.states
@@ -333,30 +270,32 @@ def _states(episode: EpisodeRecord) -> list[str]:
 # -- progress rate (001) and task-DAG errors (000) -------------------------------------
 
 
-def planning_progress(episode: EpisodeRecord, goal: dict) -> list[float]:
-    """``r_t`` over the test phase: the frame entering it, then one per test step."""
+def match_progress(episode: EpisodeRecord, goal: dict) -> list[float]:
+    """``r_t`` over the test phase (match form): the frame entering it, then one per
+    test step."""
     states = [episode.frame(e) for e in episode.events
               if e.applied and e.frame_hash and (e.phase == "test" or e.next_phase == "test")]
-    return progress_curve("planning", states, goal) if states else []
+    return progress_curve(episode.challenge, states, goal) if states else []
 
 
-def explore_progress(episode: EpisodeRecord) -> list[float]:
+def subgoal_progress(episode: EpisodeRecord) -> list[float]:
     """``r_t`` of a task-DAG episode: the fraction of the map's nodes achieved, from the
     start position on, one value per applied step (read from the replayed map)."""
     replayed = replay(episode)
     if replayed is None or replayed.start is None:
         return []
     achieved = [o.info["achieved"] for o in (replayed.start, *(s.observation for s in replayed.steps))]
-    return progress_curve("explore", achieved, replayed.env.map.nodes)
+    return progress_curve(episode.challenge, achieved, replayed.env.map.nodes)
 
 
 def episode_progress(episode: EpisodeRecord) -> list[float]:
-    """The progress curve of a planning or explore episode (``[]`` for other
-    challenges, and for planning problems this machine does not know)."""
-    if episode.challenge == "explore":
-        return explore_progress(episode)
-    problem = known_problem(episode.problem_id) if episode.challenge == "planning" else None
-    return planning_progress(episode, problem.params) if problem is not None else []
+    """The progress curve of an episode in the form its challenge declares (``[]`` where
+    none is defined, and for match-form problems this machine does not know)."""
+    form = declared(episode.challenge, "progress")
+    if form == SUBGOAL:
+        return subgoal_progress(episode)
+    problem = known_problem(episode.problem_id) if form == MATCH else None
+    return match_progress(episode, problem.params) if problem is not None else []
 
 
 def difficulty_of(episode: EpisodeRecord) -> str:
@@ -402,7 +341,7 @@ def explore_exploit_rows(dataset: Dataset) -> list[Row]:
     """Per agent: mean exploration and exploitation error and success rate on task-DAG
     (``explore``) problems (000 Fig. 1)."""
     rows = []
-    runs = [e for e in counted(dataset) if e.challenge == "explore"]
+    runs = [e for e in counted(dataset) if declared(e.challenge, "progress") == SUBGOAL]
     for (agent,), episodes in group(runs, agent_of).items():
         readings = [dag_errors(e) for e in episodes]
         rows.append({"agent": agent, "episodes": len(episodes),

@@ -1,24 +1,15 @@
 """The comprehension quiz: a few multiple-choice questions on the interface and the task.
 
-Common questions cover the real-time interface every problem shares; one or two more
-cover the test of each task type the participant will meet. The quiz is passed only when
-every answer is right; the flow allows a fixed number of tries (``quiz_tries``).
+Common questions cover the real-time interface every problem shares; each challenge the
+participant will meet adds its own (``Challenge.questions``). The quiz is passed only
+when every answer is right; the flow allows a fixed number of tries (``quiz_tries``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class Question:
-    id: str
-    text: str
-    choices: tuple[str, ...]
-    answer: int
-    """Index of the right choice."""
-
+from tasks.worldtest.challenge import Question, get
 
 COMMON = (
     Question(
@@ -41,51 +32,11 @@ COMMON = (
     ),
 )
 
-BY_CHALLENGE = {
-    "mfp": (
-        Question(
-            "mfp-goal",
-            "In the test you watch a recording whose last frames are partly hidden. What do you do?",
-            ("Pick the option that fills the hidden cells correctly", "Repaint the grid", "Nothing"),
-            0,
-        ),
-    ),
-    "planning": (
-        Question(
-            "planning-goal",
-            "In the test some cells are marked with target colours. What do you do?",
-            ("Wait until time runs out", "Act so that the marked cells show their target colours", "Press Reset"),
-            1,
-        ),
-    ),
-    "cd": (
-        Question(
-            "cd-goal",
-            "In the test the world's rules may change at some moment. What do you do?",
-            (
-                "Press Found change as soon as you notice it, then pick the frame where it began",
-                "Press Reset when it changes",
-                "Keep playing until the end whatever happens",
-            ),
-            0,
-        ),
-    ),
-    "explore": (
-        Question(
-            "explore-goal",
-            "What is the goal of an exploration map?",
-            ("Reach the goal within the step budget", "Paint every cell", "Find a hidden change"),
-            0,
-        ),
-    ),
-}
-
-
 def questions_for(challenges: Iterable[str]) -> list[Question]:
     """The common questions plus those of each challenge, in a stable order."""
     out = list(COMMON)
-    for challenge in sorted(set(challenges)):
-        out.extend(BY_CHALLENGE.get(challenge, ()))
+    for name in sorted(set(challenges)):
+        out.extend(get(name).questions)
     return out
 
 

@@ -27,7 +27,16 @@ from flask import (
     url_for,
 )
 
+from tasks.worldtest import challenge
+
 bp = Blueprint("consent", __name__, url_prefix="/study", template_folder="templates")
+
+
+@bp.context_processor
+def challenge_texts() -> dict[str, Any]:
+    """Templates read a challenge's title and participant texts from the registry."""
+    return {"challenge": challenge.get}
+
 
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
 

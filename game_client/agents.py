@@ -8,9 +8,9 @@ the server's agent API) apply the decision and record it; agents never touch epi
   right and noop (those the phase allows), a click at a uniform cell; uniform options and
   frames when a choice is due.
 * :class:`ScriptedAgent`: replays a list of replies (any text: malformed ones too).
-* :class:`PlannerAgent`: a shortest plan found breadth first
-  (:func:`tasks.worldtest.search.shortest_plan`) for planning problems, the oracle's plan
-  for task-DAG maps.
+* :class:`PlannerAgent`: follows the plan the problem's challenge gives as its oracle
+  (``Challenge.oracle``): a shortest plan found breadth first for planning problems, the
+  map's own solution for task-DAG maps.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from tasks import registry
-from tasks.core import region
+from tasks.worldtest.challenge import challenges, get
 from tasks.worldtest.problem import Problem
 
 RANDOM_TYPES = ("click", "up", "down", "left", "right", "noop")
@@ -163,37 +162,15 @@ class PlannerAgent:
         return {"clicks": self.clicks, "max_depth": self.max_depth, "max_states": self.max_states}
 
     def start(self, problem: Problem) -> None:
-        if problem.challenge == "planning":
-            self.plan = ["go-to-test", *self._planning_plan(problem)]
-        elif problem.challenge == "explore":
-            self.plan = self._explore_plan(problem)
-        else:
+        oracle = get(problem.challenge).oracle
+        if oracle is None:
+            playable = " and ".join(name for name, c in challenges().items() if c.oracle)
             raise ValueError(
-                f"the planner plays planning and explore problems, not {problem.challenge} "
+                f"the planner plays {playable} problems, not {problem.challenge} "
                 f"({problem.id}); use the random or an LLM agent"
             )
+        self.plan = oracle(problem, self.config())
         self.position = 0
-
-    def _planning_plan(self, problem: Problem) -> list[str]:
-        from tasks.worldtest.search import shortest_plan
-
-        cells = [tuple(c) for c in problem.params["goal_cells"]]
-        colours = tuple(problem.params["goal_colours"])
-        result = shortest_plan(
-            problem.env_id, problem.seed, lambda obs: region(obs.frame, cells) == colours,
-            clicks=self.clicks, max_depth=self.max_depth, max_states=self.max_states,
-        )
-        if result.plan is None:
-            raise ValueError(f"no plan of at most {self.max_depth} actions found for {problem.id}")
-        return result.plan
-
-    @staticmethod
-    def _explore_plan(problem: Problem) -> list[str]:
-        from tasks.dagmap.oracle import solve
-
-        env = registry.make(problem.env_id)
-        env.reset(problem.seed)
-        return solve(env.map)
 
     def decide(self, turn: Turn) -> Decision:
         if self.position >= len(self.plan):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from game_client.agents import random_env_action
+from tasks.worldtest.challenge import PICKS_OPTION, REACHES_GOAL, TRIGGERS_CHANGE, get
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.problem import Problem
 
@@ -39,19 +40,27 @@ class BaselineRow:
         return tuple(getattr(self, name) for name in COLUMNS)
 
 
+def sampled_by_agent(problem: Problem) -> bool:
+    """Whether the baseline of ``problem`` is measured by running the random agent (not
+    computed, as the chance of picking the right option is)."""
+    return get(problem.challenge).baseline in (REACHES_GOAL, TRIGGERS_CHANGE)
+
+
 def sample(problem: Problem, steps: int, rng: random.Random) -> tuple[bool, int]:
-    """One random test phase of a CD or planning problem: (succeeded, steps taken)."""
+    """One random test phase: (succeeded, steps taken). Success is reaching the goal, or,
+    for a challenge read by whether the change was triggered, the defect time ``t*``."""
     episode = Episode(replace(problem, params={**problem.params, "horizon": steps}))
     if episode.phase == "interaction":
         episode.apply("go-to-test")
+    triggers = episode.challenge.baseline == TRIGGERS_CHANGE
     test = episode.test
     for taken in range(1, steps + 1):
-        if problem.challenge == "cd" and test.t_star is not None:
+        if triggers and test.t_star is not None:
             return True, test.t_star
         episode.apply(random_env_action(rng, episode.allowed_verbs(), episode.size))
         if episode.done:
             return episode.score == 1.0, taken
-    if problem.challenge == "cd" and test.t_star is not None:
+    if triggers and test.t_star is not None:
         return True, test.t_star
     return False, steps
 
@@ -59,10 +68,11 @@ def sample(problem: Problem, steps: int, rng: random.Random) -> tuple[bool, int]
 def baseline_row(problem: Problem, samples: int, steps: int, seed: int = 0,
                  on_sample: Callable[[], None] | None = None) -> BaselineRow:
     """The baseline of one problem."""
-    if problem.challenge == "mfp":
-        return BaselineRow(problem.env_id, problem.id, "mfp", 0, 0,
+    reading = get(problem.challenge).baseline
+    if reading == PICKS_OPTION:
+        return BaselineRow(problem.env_id, problem.id, problem.challenge, 0, 0,
                            1 / len(problem.params["options"]), None)
-    if problem.challenge not in ("cd", "planning"):
+    if not sampled_by_agent(problem):
         raise ValueError(f"no random baseline for {problem.challenge} problems ({problem.id})")
     outcomes = []
     for index in range(samples):

@@ -224,23 +224,24 @@ def baseline() -> None:
 @baseline.command("random")
 @click.option("--samples", default=50, show_default=True, help="Random runs per problem.")
 @click.option("--steps", default=1000, show_default=True, help="Step limit (timeout) per run.")
-@click.option("--problems", "patterns", multiple=True, help="Problem ids or patterns (default: every cd, planning and mfp problem).")
+@click.option("--problems", "patterns", multiple=True, help="Problem ids or patterns (default: every problem whose challenge has a random baseline).")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--csv", "csv_path", default="random_baseline.csv", show_default=True, help="Where to write the table.")
 def baseline_random(samples, steps, patterns, seed, csv_path):
     """The random agent's success probability and mean steps per problem."""
     from tqdm import tqdm
 
-    from game_client.baseline import format_table, run_baseline, write_csv
+    from game_client.baseline import format_table, run_baseline, sampled_by_agent, write_csv
     from game_client.batch import select_problems
     from tasks import registry
+    from tasks.worldtest.challenge import get
 
     ids = select_problems(patterns) if patterns else [s.id for s in registry.list_problems()]
     problems = [registry.get_problem(i) for i in ids]
-    problems = [p for p in problems if p.challenge in ("cd", "planning", "mfp")]
+    problems = [p for p in problems if get(p.challenge).baseline is not None]
     if not problems:
-        raise click.UsageError("no cd, planning or mfp problems are registered")
-    sampled = sum(p.challenge != "mfp" for p in problems) * samples
+        raise click.UsageError("none of the selected problems has a random baseline")
+    sampled = sum(sampled_by_agent(p) for p in problems) * samples
     with tqdm(total=sampled, unit="sample") as bar:
         rows = run_baseline(problems, samples, steps, seed, on_sample=lambda: bar.update(1))
     click.echo(format_table(rows))

@@ -11,9 +11,11 @@ By phase:
 * masked frame prediction: right/left step/rewind through the trajectory, ``1``-``6``
   (or a click on an option) choose an option, Enter submits;
 * planning: arrows and clicks act on the live grid;
-* change detection: arrows and clicks act, ``F`` found-change; then left/right move
-  over the test frames (each move is a ``choose_frame_I``; the first press shows the
-  latest frame) and Enter submits;
+* change detection: arrows and clicks act; then left/right move over the test frames
+  (each move is a ``choose_frame_I``; the first press shows the latest frame) and Enter
+  submits;
+* in any test phase, the keys the challenge declares for its verbs (``Challenge.keys``,
+  sent in the view's ``keys``: ``F`` found-change);
 * always: space pauses, ``.`` steps one frame while paused, ``+``/``-`` change the frame
   rate, Escape closes the window.
 """
@@ -49,9 +51,7 @@ def command_for_key(key: str, view: dict[str, Any]) -> str | None:
         return _select_key(key, test)
     if key in _ARROWS:
         return key
-    if kind == "cd" and key == "f":
-        return "found-change"
-    return None
+    return (view.get("keys") or {}).get(key)
 
 
 def command_for_click(cell: tuple[int, int] | None, option: int | None, view: dict[str, Any]) -> str | None:

@@ -106,6 +106,12 @@ def _phase_hint(view: dict[str, Any]) -> str:
     if kind == "cd" and view["phase"] == "select":
         chosen = "-" if test["chosen"] is None else test["chosen"]
         return f" | frame {chosen} of 0-{test['frame_count'] - 1}"
-    if kind in ("cd", "planning"):
-        return f" | step {test['steps']}/{test['horizon']}"
-    return ""
+    hint = f" | step {test['steps']}/{test['horizon']}" if kind in ("cd", "planning") else ""
+    return hint + _key_hint(view)
+
+
+def _key_hint(view: dict[str, Any]) -> str:
+    """The challenge's keys with their buttons' labels (`` | F: Found the change``)."""
+    labels = dict(view.get("buttons") or [])
+    keys = view.get("keys") or {}
+    return "".join(f" | {key.upper()}: {labels.get(verb, verb)}" for key, verb in keys.items())

@@ -16,7 +16,8 @@ from flask import Blueprint, abort, current_app, jsonify, render_template, reque
 
 from study_server.session import GameSession
 from tasks import registry
-from tasks.worldtest.problem import CHALLENGE_TITLES, Problem
+from tasks.worldtest.challenge import challenges, get
+from tasks.worldtest.problem import Problem
 
 bp = Blueprint("play", __name__, url_prefix="/play")
 
@@ -49,7 +50,7 @@ def preview_enabled() -> None:
 def index() -> str:
     """Every registered problem, each a preview link."""
     return render_template("play_index.html", problems=registry.list_problems(),
-                           titles=CHALLENGE_TITLES)
+                           titles={name: c.title for name, c in challenges().items()})
 
 
 @bp.get("/<path:problem_id>")
@@ -59,7 +60,7 @@ def play(problem_id: str) -> str:
     record = request.args.get("record") == "1"
     session = open_session(problem, record=record)
     return render_template("play.html", problem=problem, token=session.token, record=record,
-                           title=CHALLENGE_TITLES[problem.challenge])
+                           title=get(problem.challenge).title)
 
 
 @bp.post("/<path:problem_id>/session")

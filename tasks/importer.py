@@ -42,8 +42,9 @@ from typing import Any
 
 from tasks.autumn import AutumnError, load
 from tasks.core import GridEnv, parse_action, rollout
+from tasks.worldtest.cd import derive_cd
 from tasks.worldtest.check import Lockstepped, final_frames, is_stochastic, lockstep, sample_seeds
-from tasks.worldtest.derive import default_horizon, derive_cd
+from tasks.worldtest.derive import default_horizon
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.search import (
     focus_clicks,

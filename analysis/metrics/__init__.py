@@ -1,6 +1,6 @@
 """Every metric of the analysis pipeline, as pure functions of the event record.
 
-Each function matches its definition in METRICS.md and computes the same thing for a
+Each function matches its definition in docs/metrics.md and computes the same thing for a
 person and for a model. Modules, one idea each:
 
 * :mod:`~analysis.metrics.scores`: the change-detection score (the episode's own) and
@@ -21,7 +21,7 @@ or event records, mappings or objects (filtered to applied interaction-phase act
 :mod:`~analysis.metrics.records` says exactly how.
 
 **Parameters.** Every choice a metric makes is a keyword parameter whose default is
-METRICS.md's; the signature is the only place the default lives. To print the
+docs/metrics.md's; the signature is the only place the default lives. To print the
 parameters a figure was computed with, ask the function::
 
     parameters_of(perplexity_auc)            # {'window': 10, 'include': ()}

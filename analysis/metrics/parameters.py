@@ -1,6 +1,6 @@
 """The parameters a metric was computed with, read from the metric itself.
 
-Every metric's tunable choices are keyword parameters with defaults (METRICS.md's
+Every metric's tunable choices are keyword parameters with defaults (docs/metrics.md's
 defaults). Their signature is the single place those defaults live, so a report that
 wants to print "the parameters it used" asks the function rather than keeping a copy
 that could drift.

@@ -6,7 +6,7 @@ number of distinct symbols in it. Humans' curves fall faster and end lower than 
 models' (002 Sec. 4.2.3); the area under the curve and the last window's value are the
 two summaries the paper reports.
 
-The alphabet (METRICS.md): directional keys and each distinct click position are
+The alphabet (docs/metrics.md): directional keys and each distinct click position are
 symbols; ``noop`` and ``reset`` are left out unless named in ``include``; only applied
 interaction-phase actions count (see :mod:`analysis.metrics.records`). An episode with
 no symbol has no value: these functions return ``None`` for it, never 0, so that it is
@@ -25,7 +25,7 @@ from analysis.metrics.checks import require_whole
 from analysis.metrics.records import check_include, symbols
 
 WINDOW = 10
-"""METRICS.md's window length ``w``, in symbols."""
+"""docs/metrics.md's window length ``w``, in symbols."""
 
 
 def window_values(codes: np.ndarray, window: int = WINDOW) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 Success alone treats a near miss like doing nothing; the progress rate ``r_t`` is the
 best matching score ``f(s_i, g)`` over the states ``s_0 .. s_t`` seen so far, so it
-rises as an agent gets closer and never falls. Two forms, chosen by the challenge:
+rises as an agent gets closer and never falls. Two forms; each challenge declares its
+own (``Challenge.progress``):
 
 * **subgoal** (task-DAG ``explore`` problems): ``f`` = fraction of the DAG's nodes
   achieved in the state;
@@ -22,9 +23,7 @@ import numpy as np
 
 from analysis.metrics.records import field
 from tasks.core import region
-
-SUBGOAL, MATCH = "subgoal", "match"
-FORMS = {"explore": SUBGOAL, "planning": MATCH}
+from tasks.worldtest.challenge import MATCH, challenges, get
 
 
 def subgoal_fraction(achieved: Collection[Any], nodes: Collection[Any]) -> float:
@@ -59,15 +58,14 @@ def match_fraction(
 
 
 def _form(challenge: str) -> str:
-    form = FORMS.get(challenge)
+    """The form the challenge declares (``Challenge.progress``)."""
+    form = get(challenge).progress
     if form is None:
-        if challenge in ("mfp", "cd"):
-            raise ValueError(
-                f"the progress rate is not defined for {challenge!r} problems: they end in "
-                "one answer with no goal state to approach (001 Sec. 3.3); it is defined "
-                "for planning (match form) and explore (subgoal form)"
-            )
-        raise ValueError(f"unknown challenge {challenge!r}: expected planning or explore")
+        defined = ", ".join(f"{name} ({c.progress} form)" for name, c in challenges().items() if c.progress)
+        raise ValueError(
+            f"the progress rate is not defined for {challenge!r} problems: they end in "
+            f"one answer with no goal state to approach (001 Sec. 3.3); it is defined for {defined}"
+        )
     return form
 
 

@@ -15,6 +15,7 @@ from game_client.bridge import prompts
 from game_client.bridge.memory import History, Scratchpad
 from game_client.bridge.parse import JSON, TAG, ReplyError, extract_action
 from game_client.bridge.provider import ChatProvider
+from tasks.worldtest.challenge import TASK_DAG_PROMPT, get
 from tasks.worldtest.problem import Problem
 
 
@@ -44,7 +45,7 @@ class LLMAgent:
         self.history = History(self.history_mode, self.k)
         self.scratchpad = Scratchpad()
         self.previous_phase: str | None = None
-        self.dag = problem.challenge == "explore"
+        self.dag = get(problem.challenge).prompt_style == TASK_DAG_PROMPT
         if self.dag:
             from game_client.bridge.dag import DagPrompter
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from tasks import registry
+from tasks.worldtest.challenge import names as challenge_names
 
 
 @click.group()
@@ -36,7 +37,7 @@ def problems() -> None:
 
 
 @problems.command("list")
-@click.option("--challenge", type=click.Choice(["mfp", "planning", "cd", "explore"]))
+@click.option("--challenge", type=click.Choice(challenge_names()))
 def problems_list(challenge: str | None) -> None:
     """List every registered problem."""
     specs = registry.list_problems(challenge=challenge)
@@ -59,7 +60,7 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bo
 
     Exits with 1 when a problem is invalid (or, with --strict, unverified: valid as far
     as could be checked, but the bounded search found no plan or witness to prove it)."""
-    from tasks.worldtest.derive import check_problem
+    from tasks.worldtest.check import check_problem
 
     ids = list(problem_ids) or [s.id for s in registry.list_problems()]
     with click.progressbar(ids, label="checking", file=sys.stderr) as bar:

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from tasks import registry
+from tasks.worldtest.challenge import challenges
 from tasks.worldtest.problem import Problem
 
 LIBRARY = Path(__file__).parent
-CHALLENGE_ORDER = ("mfp", "planning", "cd")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,12 @@ class LibraryEnv:
     def changed_env_id(self) -> str:
         return f"autumn/{self.name}-changed"
 
+    @property
+    def challenges(self) -> tuple[str, ...]:
+        """The challenges this environment's recipes derive, in registry order."""
+        recipes = self.meta["recipes"]
+        return tuple(name for name, c in challenges().items() if c.from_recipe and name in recipes)
+
     def problem_path(self, challenge: str) -> Path:
         return self.folder / "problems" / f"{challenge}.json"
 
@@ -60,7 +66,7 @@ class LibraryEnv:
             "Observation: the rendered grid (colour names, frame[y][x]).",
             "Termination: none; the WorldTest episode decides when the test ends.",
             f"Registered ids: {self.env_id}, {self.changed_env_id}; problems "
-            + ", ".join(f"{self.name}/{c}" for c in CHALLENGE_ORDER) + ".",
+            + ", ".join(f"{self.name}/{c}" for c in self.challenges) + ".",
         ]
         return "\n".join(lines)
 
@@ -97,7 +103,7 @@ def _register_all() -> None:
         registry.register_env(env.changed_env_id, load_env, description=doc,
                               tags=(*tags, "changed"), replace=True, name=env.name,
                               variant="changed")
-        for challenge in CHALLENGE_ORDER:
+        for challenge in env.challenges:
             path = env.problem_path(challenge)
             if path.is_file():
                 registry.register_problem(

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from tasks.library import CHALLENGE_ORDER, LibraryEnv, library_envs
-from tasks.worldtest.derive import check_problem, derive_cd, derive_mfp, derive_planning
+from tasks.library import LibraryEnv, library_envs
+from tasks.worldtest.challenge import get
+from tasks.worldtest.check import check_problem
 from tasks.worldtest.problem import Problem
 
 SEED_TRIES = 10
@@ -43,15 +44,11 @@ def derive_env(env: LibraryEnv, challenge: str, *, samples: int = 64) -> Problem
 
 def _builder(env: LibraryEnv, challenge: str, recipe: dict, problem_id: str,
              samples: int) -> Callable[[int], Problem]:
-    if challenge == "mfp":
-        return lambda seed: derive_mfp(env.env_id, seed, recipe["actions"], mask=recipe.get("mask"),
-                                       samples=samples, problem_id=problem_id)
-    if challenge == "planning":
-        return lambda seed: derive_planning(env.env_id, seed, recipe["plan"],
-                                            goal_cells=recipe.get("goal_cells"),
-                                            max_states=20_000, problem_id=problem_id)
-    return lambda seed: derive_cd(env.env_id, env.changed_env_id, seed, recipe["witness"],
-                                  problem_id=problem_id)
+    from_recipe = get(challenge).from_recipe
+    if from_recipe is None:
+        raise ValueError(f"{problem_id}: {challenge} problems are not derived from recipes")
+    return lambda seed: from_recipe(env.env_id, env.changed_env_id, seed, recipe,
+                                    problem_id=problem_id, samples=samples)
 
 
 def _documented(problem: Problem, env: LibraryEnv) -> Problem:
@@ -72,8 +69,8 @@ def derive_library(names: Iterable[str] | None = None, *, samples: int = 64,
     for env in library_envs():
         if wanted is not None and env.name not in wanted:
             continue
-        env.problem_path("mfp").parent.mkdir(exist_ok=True)
-        for challenge in CHALLENGE_ORDER:
+        (env.folder / "problems").mkdir(exist_ok=True)
+        for challenge in env.challenges:
             progress(f"{env.name}/{challenge}")
             try:
                 derive_env(env, challenge, samples=samples).save(env.problem_path(challenge))

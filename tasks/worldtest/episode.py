@@ -2,9 +2,9 @@
 
 ``interaction -> test (-> select) -> done``. The interaction phase is reward-free: the
 environment's own actions, ``reset`` (back to the initial state of the same seed) and
-``go-to-test``. The test phase belongs to the problem's challenge (``mfp``, ``planning``,
-``cd``); change detection adds a ``select`` phase. Task-DAG ``explore`` problems start in
-the test phase directly.
+``go-to-test``. The test phase belongs to the problem's challenge
+(:mod:`tasks.worldtest.challenge`); change detection adds a ``select`` phase. A challenge
+without an interaction phase (task-DAG ``explore`` maps) starts in the test phase.
 
 The episode never knows who drives it: a real-time session calls :meth:`Episode.apply`
 once per tick (``noop`` when nobody pressed anything), an agent runner once per model
@@ -20,7 +20,7 @@ from typing import Any
 
 from tasks import registry
 from tasks.core import Action, GridEnv, Observation, parse_action
-from tasks.worldtest.challenges import TestPhase, make_test_phase
+from tasks.worldtest.challenge import Challenge, TestPhase, get
 from tasks.worldtest.problem import Problem
 
 INTERACTION, TEST, SELECT, DONE = "interaction", "test", "select", "done"
@@ -53,7 +53,8 @@ class Episode:
         self.problem = problem
         self._make_env = make_env
         self.env = make_env(problem.env_id)
-        self.test: TestPhase = make_test_phase(problem, make_env)
+        self.challenge: Challenge = get(problem.challenge)
+        self.test: TestPhase = self.challenge.phase(problem, make_env)
         self.history: list[tuple[str, str]] = []
         """Every applied action as ``(phase, action text)``, in order: enough to replay."""
         self.score: float | None = None
@@ -184,7 +185,15 @@ class Episode:
             "allowed": list(self.allowed_verbs()),
             "score": self.score if self.done else None,
             "test": self.test.view(self.phase) if self.phase != INTERACTION else None,
+            **self.controls(),
         }
+
+    def controls(self) -> dict[str, Any]:
+        """The challenge's buttons and keys for the verbs allowed now (none outside the
+        test)."""
+        if self.phase == INTERACTION or self.done:
+            return {"buttons": [], "keys": {}}
+        return self.challenge.controls(self.allowed_verbs())
 
     def outcome(self) -> dict[str, Any]:
         """What the episode's record keeps about the attempt: actions applied, resets,

@@ -1,4 +1,4 @@
-"""Challenge scores exactly as METRICS.md defines them."""
+"""Challenge scores exactly as docs/metrics.md defines them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every metric can say which parameters it uses, with METRICS.md's defaults."""
+"""Every metric can say which parameters it uses, with docs/metrics.md's defaults."""
 
 import pytest
 

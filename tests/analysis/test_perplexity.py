@@ -1,4 +1,4 @@
-"""Normalized perplexity, its AUC and final value (002 App. D.1; METRICS.md)."""
+"""Normalized perplexity, its AUC and final value (002 App. D.1; docs/metrics.md)."""
 
 import numpy as np
 import pytest

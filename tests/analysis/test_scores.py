@@ -1,4 +1,4 @@
-"""Challenge scores and the human percentile aggregate (METRICS.md, 002 Sec. 4.1.1)."""
+"""Challenge scores and the human percentile aggregate (docs/metrics.md, 002 Sec. 4.1.1)."""
 
 import math
 

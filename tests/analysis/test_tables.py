@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from analysis import tables
+from analysis import curiosity, tables
 from analysis.load import load
 from records.store import Store
 from tests.analysis.report_study import fill
@@ -153,18 +153,18 @@ def test_auv_over_scored_steps(dataset):
 
 
 def test_at_k_and_its_refusal(dataset):
-    human = pick(tables.at_k_rows(dataset, k=1), agent="human")
+    human = pick(curiosity.at_k_rows(dataset, k=1), agent="human")
     assert human["pass@1"] == pytest.approx((1 / 3 + 1 / 2) / 2)
     # only easy has an injected solution (cell 1 1 turning blue): participant 1 clicked
     # it (and so saw it) in one of three counted attempts
     assert (human["discovery@1"], human["interaction@1"]) == (pytest.approx(1 / 3),
                                                               pytest.approx(1 / 3))
-    assert pick(tables.at_k_rows(dataset, k=1), agent="llm:m-1")["discovery@1"] == 0.0
-    scripted = pick(tables.at_k_rows(dataset, k=1), agent="scripted")
+    assert pick(curiosity.at_k_rows(dataset, k=1), agent="llm:m-1")["discovery@1"] == 0.0
+    scripted = pick(curiosity.at_k_rows(dataset, k=1), agent="scripted")
     assert (scripted["discovery@1"], scripted["interaction@1"]) == (None, None)
     with pytest.raises(ValueError, match=r"llm:m-1 has 1 attempt\(s\) at test/report-easy; "
                                          r"@2 needs n >= 2"):
-        tables.at_k_rows(dataset, k=2)
+        curiosity.at_k_rows(dataset, k=2)
 
 
 def test_explore_exploit_on_task_dag_episode(dataset):

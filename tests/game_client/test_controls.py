@@ -6,11 +6,13 @@ import pytest
 
 from game_client.controls import command_for_click, command_for_key
 from game_client.layout import Layout
+from tasks.worldtest import challenge
 
 INTERACTION = {"phase": "interaction", "allowed": ["noop", "up", "click", "reset", "go-to-test"], "test": None}
 MFP = {"phase": "test", "allowed": ["noop", "step", "choose_option"],
        "test": {"kind": "mfp", "options": [[]] * 6, "chosen": None}}
-CD_TEST = {"phase": "test", "allowed": ["noop", "up", "click", "found-change"], "test": {"kind": "cd"}}
+CD_TEST = {"phase": "test", "allowed": ["noop", "up", "click", "found-change"], "test": {"kind": "cd"},
+           **challenge.get("cd").controls(("noop", "up", "click", "found-change"))}
 CD_SELECT = {"phase": "select", "allowed": ["noop", "choose_frame"],
              "test": {"kind": "cd", "frame_count": 6, "chosen": None}}
 CD_CHOSEN = {**CD_SELECT, "test": {"kind": "cd", "frame_count": 6, "chosen": 0}}

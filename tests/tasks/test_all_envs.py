@@ -15,7 +15,7 @@ import pytest
 from tasks import registry
 from tasks.checker import check_env, random_actions
 from tasks.core import frame_hash, rollout
-from tasks.worldtest.derive import check_problem
+from tasks.worldtest.check import check_problem
 from tests.envs import TEST_ENVS, make_test_env
 
 SEEDS = (0, 1, 2)

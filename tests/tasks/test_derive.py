@@ -12,14 +12,11 @@ from study_server.commands.catalog import problems as problems_command
 from tasks import registry
 from tasks.core import region, rollout
 from tasks.worldtest import Episode, Problem
-from tasks.worldtest.check import final_frames, is_stochastic, lockstep, sample_seeds
-from tasks.worldtest.derive import (
-    MIN_HORIZON,
-    check_problem,
-    derive_cd,
-    derive_mfp,
-    derive_planning,
-)
+from tasks.worldtest.cd import derive_cd
+from tasks.worldtest.check import check_problem, final_frames, is_stochastic, lockstep, sample_seeds
+from tasks.worldtest.derive import MIN_HORIZON
+from tasks.worldtest.mfp import derive_mfp
+from tasks.worldtest.planning import derive_planning
 from tests.envs import Rain, Walker
 
 WALK = ["right", "right", "down", "click 1 1", "down", "right"]

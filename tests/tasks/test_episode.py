@@ -1,6 +1,6 @@
 """The WorldTest episode state machine, step by step, on the test environments.
 
-Every scoring branch of METRICS.md ("Challenge scores") has a case here: MFP right,
+Every scoring branch of docs/metrics.md ("Challenge scores") has a case here: MFP right,
 wrong, quit and no answer; planning success at the first matching step, horizon
 exhausted and quit; change detection at t*-2, t*-1, t*, t*+1 and very late, found-change
 before the change, and never submitting.

@@ -16,7 +16,7 @@ from study_server.cli import main
 from tasks import registry
 from tasks.imported import library_root, register_library
 from tasks.importer import FolderError, library_files, parse_colour_dict, read_folder
-from tasks.worldtest.derive import check_problem
+from tasks.worldtest.check import check_problem
 from tasks.worldtest.episode import Episode
 
 FIXTURE = Path(__file__).parent / "fixtures" / "autumnbench"

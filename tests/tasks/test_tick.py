@@ -14,23 +14,7 @@ from records.models import EpisodeRow, Event, RawInput
 from records.recorder import EpisodeRecorder
 from records.store import Store
 from study_server.session import GameSession
-from tasks import registry
 from tasks.worldtest.episode import Episode
-from tasks.worldtest.problem import Problem
-from tests.envs import Walker
-
-
-class Broken(Walker):
-    """A walker whose clicks raise, as an Autumn runtime error would."""
-
-    def step(self, action):
-        if str(action).startswith("click"):
-            raise RuntimeError("division by zero in on-click")
-        return super().step(action)
-
-
-BROKEN = Problem("test/tick-broken-planning", "test/tick-broken", "planning", 0,
-                 params={"goal_cells": [[4, 4]], "goal_colours": ["gold"]})
 
 
 class Clock:
@@ -149,14 +133,6 @@ CASES = {
          ("down", "dropped", "the session was abandoned")],
         ending=("abandoned", 0.0), abandon=True),
 }
-
-
-@pytest.fixture
-def problems(test_problems):
-    registry.register_env("test/tick-broken", Broken, replace=True)
-    registry.add_problem(BROKEN, replace=True)
-    yield {**test_problems, "broken": BROKEN}
-    registry.unregister(env_id="test/tick-broken", problem_id=BROKEN.id)
 
 
 def play(driver_name, case, problems, tmp_path):

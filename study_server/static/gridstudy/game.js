@@ -1,8 +1,14 @@
 /* The gridstudy browser client: draws the server's state, sends keys, clicks and buttons.
  *
- * The server owns the game (study_server/realtime.py); this file only draws each `state`
- * it is sent and turns what the person does into action texts (`up`, `click 3 4`,
- * `choose_option_2` ...), each stamped with the client's clock. Protocol: sockets.py.
+ * The server owns the game (tasks/worldtest/tick.py behind study_server/session.py); this
+ * file only draws each `state` it is sent and turns what the person does into action
+ * texts (`up`, `click 3 4`, `choose_option_2` ...), each stamped with the client's clock.
+ * Protocol: docs/protocols.md.
+ *
+ * A test phase is drawn by the widget its `test.kind` names (mfp options, planning goal,
+ * cd frame selection); any challenge's own verbs come as `state.buttons` ([verb, label])
+ * and `state.keys` (key -> verb), so a new challenge needs no change here unless it
+ * needs a new widget.
  *
  * GridStudy.mount(element, {onDone}) starts one game panel (templates/_game.html);
  * panels marked data-gs-autostart start by themselves. The panel's data-phase and
@@ -126,7 +132,8 @@
   };
 
   Game.prototype.onKey = function (event) {
-    var verb = KEYS[event.key];
+    var keys = (this.state && this.state.keys) || {};
+    var verb = KEYS[event.key] || keys[event.key.toLowerCase()];
     var target = event.target;
     if (!verb || (target && target.tagName === "INPUT")) { return; }  // sliders keep their arrows
     event.preventDefault();
@@ -159,6 +166,7 @@
     this.root.dataset.tick = state.tick;
     this.el.phase.textContent = state.phase;
     if (first) { this.showPhase(state); }
+    this.updateButtons(state.buttons || []);
     this.draw();
     if (state.test) { this.updateTest(state.test); }
     if (state.phase === "done") { this.finish(state); }
@@ -171,12 +179,28 @@
     this.el.mfp.hidden = !(phase === "test" && kind === "mfp");
     this.el.planning.hidden = !(phase === "test" && kind === "planning");
     this.el["goal-panel"].hidden = !(phase === "test" && kind === "planning");
-    this.el.cd.hidden = !(phase === "test" && kind === "cd");
     this.el["cd-select"].hidden = phase !== "select";
     this.el.done.hidden = phase !== "done";
     if (phase === "test" && kind === "mfp") { this.buildOptions(state.test); }
     var focus = this.root.querySelector("[data-gs='" + (phase === "select" ? "cd-slider" : "grid") + "']");
     if (focus && phase !== "done") { focus.focus(); }
+  };
+
+  /* The challenge's own buttons for the verbs allowed now, rebuilt only when they change. */
+  Game.prototype.updateButtons = function (buttons) {
+    var key = JSON.stringify(buttons), self = this, box = this.el.buttons;
+    if (key === this.buttonsKey) { return; }
+    this.buttonsKey = key;
+    box.textContent = "";
+    buttons.forEach(function (pair) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.dataset.gsAction = pair[0];
+      button.textContent = pair[1];
+      button.addEventListener("click", function () { self.send(pair[0]); });
+      box.appendChild(button);
+    });
+    box.hidden = buttons.length === 0;
   };
 
   /* Cell size: the largest that fits the window beside the controls. */

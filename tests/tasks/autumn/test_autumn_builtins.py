@@ -1,4 +1,4 @@
-"""Every built-in and built-in-module function (AUTUMN.md section 8), as value tables."""
+"""Every built-in and built-in-module function (docs/autumn.md section 10), as value tables."""
 
 from __future__ import annotations
 

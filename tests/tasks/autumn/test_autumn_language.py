@@ -1,4 +1,4 @@
-"""The language, section by section of AUTUMN.md: source -> expected value tables."""
+"""The language, section by section of docs/autumn.md: source -> expected value tables."""
 
 from __future__ import annotations
 

@@ -1,0 +1,236 @@
+"""Change detection (002 App. C.2): notice when the world's rules change, and when.
+
+The changed program runs; the original runs beside it in lockstep on the same actions
+from the same seed, and the defect time ``t*`` is the first frame index where their
+frames differ. ``found-change`` (or reaching the horizon) opens the selection phase:
+``choose_frame_I`` shows test frame I, ``submit`` scores it with
+:func:`tasks.worldtest.scoring.cd_score`. No reset in the test phase, so frame indices
+stay unambiguous.
+
+Problem ``params``: ``changed_env_id``, ``horizon`` (test steps allowed), ``witness``
+(action texts that trigger the change) and ``witness_t_star`` (its defect time).
+Imported problems whose search found no witness record ``search_states`` instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tasks import registry
+from tasks.core import Action, Observation
+from tasks.worldtest.challenge import (
+    DONE,
+    SELECT,
+    TRIGGERS_CHANGE,
+    Challenge,
+    EnvFactory,
+    Question,
+    Result,
+    TestPhase,
+    env_verbs,
+    register,
+)
+from tasks.worldtest.check import UNVERIFIED, lockstep
+from tasks.worldtest.derive import default_horizon, env_actions
+from tasks.worldtest.problem import Problem
+from tasks.worldtest.scoring import cd_score
+
+
+class ChangeDetection(TestPhase):
+    """The changed program runs; the original runs beside it in lockstep on the same
+    actions from the same seed, and the defect time ``t*`` is the first frame index where
+    their frames differ. ``found-change`` (or reaching the horizon) opens the selection
+    phase: ``choose_frame_I`` shows test frame I, ``submit`` scores it with
+    :func:`cd_score`. No reset in the test phase, so frame indices stay unambiguous."""
+
+    def __init__(self, problem: Problem, make_env: EnvFactory) -> None:
+        super().__init__(problem, make_env)
+        self.changed_env_id = self.params["changed_env_id"]
+        self.horizon = int(self.params.get("horizon", 1000))
+        self.frames: list[list[list[str]]] = []
+        self.t_star: int | None = None
+        self.selecting = False
+        self.chosen: int | None = None
+
+    def start(self) -> Observation:
+        self.env = self.make_env(self.changed_env_id)
+        self.original = self.make_env(self.problem.env_id)
+        self.observation = self.env.reset(self.problem.seed)
+        reference = self.original.reset(self.problem.seed)
+        self.frames = [self.observation.frame]
+        self.t_star = 0 if self.observation.frame != reference.frame else None
+        return self.observation
+
+    def allowed_verbs(self, phase: str) -> tuple[str, ...]:
+        if not self.selecting:
+            return (*env_verbs(self.env), "found-change", "quit")
+        if self.chosen is None:
+            return ("noop", "choose_frame", "quit")
+        return ("noop", "choose_frame", "submit", "quit")
+
+    def choice_count(self, verb: str) -> int:
+        return len(self.frames) if verb == "choose_frame" else 0
+
+    def apply(self, action: Action) -> Result:
+        verb = action.verb
+        if verb == "quit":
+            return Result(self.observation, DONE, 0.0)
+        if verb == "found-change":
+            self.selecting = True
+            return Result(self.observation, SELECT)
+        if verb == "choose_frame":
+            return Result(self._choose(action))
+        if verb == "submit":
+            return Result(self.observation, DONE, cd_score(self.chosen, self.t_star))
+        if self.selecting:  # a noop while choosing
+            return Result(self.observation)
+        return self._step(action)
+
+    def _step(self, action: Action) -> Result:
+        self.observation = self.env.step(action)
+        self.frames.append(self.observation.frame)
+        if self.t_star is None:
+            reference = self.original.step(action)
+            if reference.frame != self.observation.frame:
+                self.t_star = len(self.frames) - 1
+        if len(self.frames) - 1 >= self.horizon:
+            self.selecting = True
+            return Result(self.observation, SELECT)
+        return Result(self.observation)
+
+    def _choose(self, action: Action) -> Observation:
+        if not 0 <= action.index < len(self.frames):
+            raise ValueError(
+                f"{action} is not a test frame: expected choose_frame_0 to "
+                f"choose_frame_{len(self.frames) - 1}"
+            )
+        self.chosen = action.index
+        frame = self.frames[self.chosen]
+        text = json.dumps({"frame_index": self.chosen, "render": frame})
+        self.observation = Observation(frame, text, {"frame_index": self.chosen})
+        return self.observation
+
+    def view(self, phase: str) -> dict[str, Any]:
+        return {
+            "kind": "cd",
+            "steps": len(self.frames) - 1,
+            "horizon": self.horizon,
+            "frame_count": len(self.frames),
+            "chosen": self.chosen,
+        }
+
+    def outcome(self) -> dict[str, Any]:
+        """``t_star`` is this attempt's defect time, ``None`` when its actions never
+        made the changed program depart from the original (``triggered`` false)."""
+        return {"steps": max(len(self.frames) - 1, 0), "t_star": self.t_star,
+                "triggered": self.t_star is not None, "chosen": self.chosen}
+
+
+# -- derivation ----------------------------------------------------------------------------
+
+
+def derive_cd(
+    env_id: str,
+    changed_env_id: str,
+    seed: int,
+    witness_actions: Sequence[str | Action],
+    *,
+    horizon: int | None = None,
+    problem_id: str | None = None,
+    make_env: EnvFactory = registry.make,
+) -> Problem:
+    """A change-detection problem: ``changed_env_id`` in the test, ``witness_actions``
+    a trajectory that triggers the change; the witness is cut at the defect time ``t*``.
+
+    Raises ``ValueError`` when the witness triggers no difference, the programs differ
+    from the first frame, or their randomness parts before ``t*``.
+    """
+    witness = env_actions(witness_actions)
+    run = lockstep(make_env(env_id), make_env(changed_env_id), seed, witness)
+    if run.t_star is None:
+        raise ValueError(f"the witness ({len(witness)} actions) never makes the programs differ")
+    if run.t_star < 1:
+        raise ValueError("the programs differ already in the initial frame: t* must be >= 1")
+    if not run.randomness_agrees:
+        raise ValueError(f"the programs consume randomness differently from frame "
+                         f"{run.random_split}, before t* = {run.t_star}")
+    params = {
+        "changed_env_id": changed_env_id, "horizon": horizon or default_horizon(run.t_star),
+        "witness": witness[: run.t_star], "witness_t_star": run.t_star,
+    }
+    return Problem(problem_id or f"{env_id}/cd-{seed}", env_id, "cd", seed, params)
+
+
+# -- check -----------------------------------------------------------------------------------
+
+
+def _check_cd(problem, env, samples, rng_seed, make_env) -> list[str]:
+    params = problem.params
+    try:
+        changed = make_env(params["changed_env_id"])
+    except KeyError as error:
+        return [f"changed environment not registered: {error.args[0]}"]
+    witness = list(params.get("witness") or [])
+    if not witness and "search_states" in params:
+        return [f"{UNVERIFIED}no action sequence within {params['search_states']} states "
+                "shows the change"]
+    run = lockstep(env, changed, problem.seed, witness)
+    if run.t_star is None:
+        return [f"the witness ({len(witness)} actions) triggers no difference"]
+    reasons = []
+    if run.t_star < 1:
+        reasons.append("the programs differ already at the initial frame (t* = 0)")
+    if not run.randomness_agrees:
+        reasons.append(f"randomness consumed differently from frame {run.random_split}, "
+                       f"before t* = {run.t_star}")
+    recorded = params.get("witness_t_star")
+    if recorded is not None and recorded != run.t_star:
+        reasons.append(f"witness_t_star {recorded} but the witness gives t* = {run.t_star}")
+    horizon = ChangeDetection(problem, make_env).horizon
+    if run.t_star > horizon:
+        reasons.append(f"t* = {run.t_star} lies beyond the horizon {horizon}")
+    return reasons
+
+
+def _from_recipe(env_id, changed_env_id, seed, recipe, *, problem_id, samples) -> Problem:
+    return derive_cd(env_id, changed_env_id, seed, recipe["witness"], problem_id=problem_id)
+
+
+CHALLENGE = register(Challenge(
+    name="cd",
+    title="change detection",
+    phase=ChangeDetection,
+    goal="notice when the rules change",
+    how=("In the test, press Found the change when the world behaves differently, then pick "
+         "the frame where it began."),
+    model_task=(
+        "you will interact with a changed version of the environment - where one of the "
+        "dynamics rules has been changed.\nYour goal is to use your understanding of the "
+        "environment from the interaction phase to detect the change. The environment will "
+        "start in a normal state and then at some point, the environment will transition to a "
+        "defective state.\nAs soon as you detect the change, you have to select the "
+        "'found-change' action to go to the next phase, wherein you have to choose exactly "
+        "which frame the change occurred (choose_frame_I shows test frame I), then submit it. "
+        "You may choose as many times as you want to see the frames. You will be penalized if "
+        "you select 'found-change' before the change is detected."
+    ),
+    questions=(
+        Question(
+            "cd-goal",
+            "In the test the world's rules may change at some moment. What do you do?",
+            (
+                "Press Found change as soon as you notice it, then pick the frame where it began",
+                "Press Reset when it changes",
+                "Keep playing until the end whatever happens",
+            ),
+            0,
+        ),
+    ),
+    buttons={"found-change": "Found the change"},
+    keys={"f": "found-change"},
+    check=_check_cd,
+    from_recipe=_from_recipe,
+    baseline=TRIGGERS_CHANGE,
+))
