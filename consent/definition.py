@@ -31,6 +31,15 @@ _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _CODE = re.compile(r"^[A-Za-z0-9_-]{4,32}$")
 
 
+STAGE_ORDER = ("consent", "screening", "instructions", "tutorials", "quiz", "tasks", "debrief")
+"""The parts of the participant flow, in their default order. ``tutorials`` is one
+practice problem per task type, ``tasks`` the assigned problems with the attention checks
+between them."""
+REQUIRED_STAGES = ("consent", "screening", "tasks")
+AFTER_SCREENING = ("instructions", "tutorials", "quiz", "tasks")
+"""Parts that show the assigned problems, which screening reserves."""
+
+
 class DefinitionError(ValueError):
     """A study definition that cannot be used; the message names the field."""
 
@@ -76,6 +85,10 @@ class StudyDefinition:
     quiz_tries: int = 2
     attention_checks: bool = True
     exclusion: ExclusionRules = field(default_factory=ExclusionRules)
+    stages: tuple[str, ...] = STAGE_ORDER
+    """The order of the flow's parts (:data:`STAGE_ORDER` names them): consent first,
+    screening before every part that shows the assigned problems; instructions,
+    tutorials, quiz and debrief may be left out."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -140,6 +153,7 @@ def parse_definition(data: Any, known_problems: set[str] | None = None) -> Study
         "quiz_tries": _positive_int(data, "quiz_tries", 2),
         "attention_checks": _bool(data, "attention_checks", True),
         "exclusion": _exclusion(data.get("exclusion")),
+        "stages": _stages(data.get("stages", STAGE_ORDER)),
     }
     return _checked(StudyDefinition(**values))
 
@@ -263,6 +277,26 @@ def _tutorials(data: dict, known: set[str] | None) -> dict[str, str]:
     if not isinstance(value, dict):
         raise DefinitionError(f"tutorials: expected a mapping challenge -> problem id, got {_kind(value)}")
     return {str(k): _problem_id(v, f"tutorials.{k}", known) for k, v in value.items()}
+
+
+def _stages(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise DefinitionError(f"stages: expected a list of stage names, got {_kind(value)}")
+    unknown = [v for v in value if v not in STAGE_ORDER]
+    if unknown:
+        raise DefinitionError(f"stages: unknown stage {unknown[0]!r}; expected some of {', '.join(STAGE_ORDER)}")
+    repeated = sorted({v for v in value if value.count(v) > 1})
+    missing = [v for v in REQUIRED_STAGES if v not in value]
+    if repeated or missing:
+        raise DefinitionError(f"stages: {repeated[0]!r} appears twice" if repeated else
+                              f"stages: {missing[0]!r} is required")
+    if value[0] != "consent":
+        raise DefinitionError(f"stages: consent must come first, not {value[0]!r}")
+    early = [v for v in value[: value.index("screening")] if v in AFTER_SCREENING]
+    if early:
+        raise DefinitionError(f"stages: {early[0]!r} shows the assigned problems, which "
+                              "screening reserves: put it after screening")
+    return tuple(value)
 
 
 def _consent(data: dict) -> dict[str, str]:

@@ -7,7 +7,12 @@ so that bots walk the whole flow in tests without knowing any answers themselves
 
 Stages are pure: everything they need from the database arrives in a :class:`FlowState`
 (for example whether the episode of the current problem is over), and the blueprint in
-:mod:`consent.views` stores what they return.
+:mod:`consent.views` stores what they return. What finishing a stage does beyond its
+record, each stage declares (:attr:`Stage.effects`: screening reserves problems, a task
+judges its episode, an attention check judges the participant), as it declares whether a
+failed submission counts as a try (the quiz) and which game its page plays; the flow
+(:mod:`study_server.flow`) carries the effects out. The study file sets the order of
+the flow's parts (``stages``, :data:`consent.definition.STAGE_ORDER`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,13 @@ from consent import attention, quiz, screening
 from consent.definition import StudyDefinition
 
 CONTINUE, RETRY, DECLINED, SCREENED_OUT = "continue", "retry", "declined", "screened-out"
+RESERVES_PROBLEMS, JUDGES_EPISODE, JUDGES_PARTICIPANT = (
+    "reserves-problems", "judges-episode", "judges-participant")
+"""Effects a stage may declare: reserve the participant's problems, decide whether the
+episode just played counts (exclusion rules), decide whether the participant counts."""
+PLAYS_TASK, PLAYS_TUTORIAL = "task", "tutorial"
+"""The game a stage's page plays: the assigned problem at the step's position, or the
+practice problem of the step's challenge."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,12 @@ class Stage:
 
     name: ClassVar[str] = ""
     params: ClassVar[tuple[Param, ...]] = ()
+    effects: ClassVar[tuple[str, ...]] = ()
+    """What finishing this stage does beyond storing its record."""
+    counts_tries: ClassVar[bool] = False
+    """A submission sent back for another try counts as a failed try."""
+    plays: ClassVar[str | None] = None
+    """The game played on this stage's page (``PLAYS_TASK``, ``PLAYS_TUTORIAL``)."""
 
     def __init__(self, **values: Any) -> None:
         known = {p.name: p for p in self.params}
@@ -113,6 +131,7 @@ class Consent(Stage):
 
 class Screening(Stage):
     name = "screening"
+    effects = (RESERVES_PROBLEMS,)
     params = (Param("items", int, 6), Param("min_correct", int, 5))
 
     def items(self, state: FlowState) -> list[screening.ScreeningItem]:
@@ -149,6 +168,7 @@ class Tutorial(Stage):
     """A practice problem of one task type, played in the real-time client."""
 
     name = "tutorial"
+    plays = PLAYS_TUTORIAL
 
     def evaluate(self, state: FlowState, form: Mapping[str, str]) -> Outcome:
         if not state.episode_done:
@@ -159,6 +179,7 @@ class Tutorial(Stage):
 class Quiz(Stage):
     name = "quiz"
     params = (Param("tries", int, 2),)
+    counts_tries = True
 
     def questions(self, state: FlowState) -> list[quiz.Question]:
         return quiz.questions_for(state.challenges[p] for p in state.assignment)
@@ -186,6 +207,8 @@ class Task(Stage):
     """One assigned problem, played in the real-time client."""
 
     name = "task"
+    effects = (JUDGES_EPISODE,)
+    plays = PLAYS_TASK
 
     def evaluate(self, state: FlowState, form: Mapping[str, str]) -> Outcome:
         if not state.episode_done:
@@ -195,6 +218,7 @@ class Task(Stage):
 
 class Attention(Stage):
     name = "attention"
+    effects = (JUDGES_PARTICIPANT,)
 
     def check(self, state: FlowState) -> attention.AttentionCheck:
         return attention.make_check(state.participant_id * 1000 + int(state.argument))
@@ -226,19 +250,34 @@ class Debrief(Stage):
         return {"feedback": "Fun <b>grids</b> & puzzles"}
 
 
-def build_steps(definition: StudyDefinition, assignment: list[str], challenges: Mapping[str, str]) -> list[tuple[Stage, Any]]:
-    """The participant's whole flow as (stage, argument) pairs, in order."""
-    kinds = sorted({challenges[p] for p in assignment})
-    steps: list[tuple[Stage, Any]] = [
-        (Consent(version=definition.consent_version, text=definition.consent_text), None),
-        (Screening(items=definition.screening_items, min_correct=definition.screening_min_correct), None),
-        (Instructions(), None),
-        *((Tutorial(), kind) for kind in kinds),
-        (Quiz(tries=definition.quiz_tries), None),
-    ]
+Steps = list[tuple[Stage, Any]]
+
+
+def build_steps(definition: StudyDefinition, assignment: list[str], challenges: Mapping[str, str]) -> Steps:
+    """The participant's whole flow as (stage, argument) pairs, in the study's order."""
+    steps: Steps = []
+    for part in definition.stages:
+        steps += PARTS[part](definition, assignment, challenges)
+    return steps
+
+
+def _tasks(definition: StudyDefinition, assignment: list[str], challenges: Mapping[str, str]) -> Steps:
+    """Each assigned problem, with an attention check between two problems."""
+    steps: Steps = []
     for position in range(len(assignment)):
         if position and definition.attention_checks:
             steps.append((Attention(), position - 1))
         steps.append((Task(), position))
-    steps.append((Debrief(), None))
     return steps
+
+
+PARTS = {
+    "consent": lambda d, a, c: [(Consent(version=d.consent_version, text=d.consent_text), None)],
+    "screening": lambda d, a, c: [(Screening(items=d.screening_items, min_correct=d.screening_min_correct), None)],
+    "instructions": lambda d, a, c: [(Instructions(), None)],
+    "tutorials": lambda d, a, c: [(Tutorial(), kind) for kind in sorted({c[p] for p in a})],
+    "quiz": lambda d, a, c: [(Quiz(tries=d.quiz_tries), None)],
+    "tasks": _tasks,
+    "debrief": lambda d, a, c: [(Debrief(), None)],
+}
+"""How each part of :data:`consent.definition.STAGE_ORDER` unfolds into steps."""

@@ -21,7 +21,18 @@ from sqlmodel import Session, select
 from consent import exclusion
 from consent.definition import StudyDefinition
 from consent.screening import study_palette
-from consent.stages import CONTINUE, RETRY, FlowState, Stage, build_steps
+from consent.stages import (
+    CONTINUE,
+    JUDGES_EPISODE,
+    JUDGES_PARTICIPANT,
+    PLAYS_TASK,
+    PLAYS_TUTORIAL,
+    RESERVES_PROBLEMS,
+    RETRY,
+    FlowState,
+    Stage,
+    build_steps,
+)
 from records.models import EpisodeRow, Event, Participant, utcnow
 from records.rebuild import rebuild
 from records.recorder import EpisodeRecorder
@@ -113,7 +124,7 @@ class Flow:
             participant = db.get(Participant, participant_id)
             data = dict(participant.data)
             if outcome.status == RETRY:
-                if page.stage.name == "quiz":  # a wrong try; missing answers count as wrong
+                if page.stage.counts_tries:  # a wrong try; missing answers count as wrong
                     data["tries"] = data.get("tries", 0) + 1
                 participant.data = data
                 return outcome.error
@@ -129,13 +140,10 @@ class Flow:
         if status != CONTINUE:
             self._end(db, participant, status)
             return
-        name = page.stage.name
-        if name == "screening":
-            self._reserve(db, participant)
-        elif name == "task":
-            self._judge_episode(db, page)
-        elif name == "attention":
-            self._judge_participant(db, participant, page.definition)
+        effects = {RESERVES_PROBLEMS: self._reserve, JUDGES_EPISODE: self._judge_episode,
+                   JUDGES_PARTICIPANT: self._judge_participant}
+        for effect in page.stage.effects:
+            effects[effect](db, participant, page)
         if participant.status == "active":
             steps, _ = self._steps(db, participant, page.definition)
             if participant.data["step"] >= len(steps):
@@ -176,14 +184,14 @@ class Flow:
             self.palettes[definition.id] = study_palette(definition.problems)
         return self.palettes[definition.id]
 
-    def _reserve(self, db: Session, participant: Participant) -> None:
+    def _reserve(self, db: Session, participant: Participant, page: Page) -> None:
         db.commit()  # the assignment takes the study lock in its own transaction
         try:
             assignment.assign(self.store.engine, participant.study_id, participant.id)
         except assignment.StudyFull:
             self._end(db, participant, "full")
 
-    def _judge_episode(self, db: Session, page: Page) -> None:
+    def _judge_episode(self, db: Session, participant: Participant, page: Page) -> None:
         row = self._task_row(db, page)
         events = db.exec(select(Event).where(Event.episode_id == row.id).order_by(Event.seq)).all()
         if not events:
@@ -194,9 +202,9 @@ class Flow:
         if reason:
             row.included, row.exclusion_reason = False, reason
 
-    def _judge_participant(self, db: Session, participant: Participant, definition: StudyDefinition) -> None:
-        results = [r["passed"] for r in participant.data["records"] if r.get("stage") == "attention"]
-        reason = exclusion.participant_reason(definition.exclusion, results)
+    def _judge_participant(self, db: Session, participant: Participant, page: Page) -> None:
+        results = [r["passed"] for r in participant.data["records"] if r.get("stage") == page.stage.name]
+        reason = exclusion.participant_reason(page.definition.exclusion, results)
         if reason:
             participant.exclusion_reason = reason
             for row in assignment.participant_episodes(db, participant.id, every=True):
@@ -207,15 +215,21 @@ class Flow:
     def _task_row(self, db: Session, page: Page) -> EpisodeRow:
         return assignment.participant_episodes(db, page.participant.id)[page.state.argument]
 
+    def _played_row(self, db: Session, page: Page) -> EpisodeRow:
+        """The episode row of the game this stage's page plays."""
+        if page.stage.plays == PLAYS_TUTORIAL:
+            return self._tutorial_row(db, page)
+        return self._task_row(db, page)
+
     def _live_context(self, page: Page) -> dict[str, Any]:
-        if page.stage.name not in ("task", "tutorial"):
+        if page.stage.plays is None:
             return {}
         # Written events first: the writer needs the lock a session below may take, and a
         # session rebuilt by replay needs every action logged so far.
         self.store.flush()
         with self.store.session() as db:
-            row = self._tutorial_row(db, page) if page.stage.name == "tutorial" else self._task_row(db, page)
-            if row.status == assignment.ABANDONED and page.stage.name == "task":
+            row = self._played_row(db, page)
+            if row.status == assignment.ABANDONED and page.stage.plays == PLAYS_TASK:
                 new = assignment.replace_abandoned(self.store.engine, page.definition.id, page.participant.id,
                                                    page.state.argument)
                 row = db.get(EpisodeRow, new) if new else row
@@ -240,11 +254,10 @@ class Flow:
         return row
 
     def _episode_done(self, page: Page) -> bool:
-        if page.stage.name not in ("task", "tutorial"):
+        if page.stage.plays is None:
             return False
         with self.store.session() as db:
-            row = self._tutorial_row(db, page) if page.stage.name == "tutorial" else self._task_row(db, page)
-            return row.status == "done"
+            return self._played_row(db, page).status == "done"
 
     def session_for(self, db: Session, row: EpisodeRow) -> GameSession:
         """The live session of this attempt: the running one, or one rebuilt by replaying

@@ -32,6 +32,13 @@ def test_defaults_and_round_trip():
         ({"time_limit_minutes": 0}, "time_limit_minutes: expected a positive number, got 0"),
         ({"attention_checks": "yes"}, "attention_checks: expected true or false, got 'yes'"),
         ({"colour": "red"}, "unknown field 'colour'"),
+        ({"stages": "consent"}, "stages: expected a list of stage names, got str 'consent'"),
+        ({"stages": ["consent", "screening", "practice", "tasks"]}, "stages: unknown stage 'practice'"),
+        ({"stages": ["screening", "consent", "tasks"]}, "stages: consent must come first, not 'screening'"),
+        ({"stages": ["consent", "quiz", "screening", "tasks"]},
+         "stages: 'quiz' shows the assigned problems, which screening reserves: put it after screening"),
+        ({"stages": ["consent", "screening", "debrief"]}, "stages: 'tasks' is required"),
+        ({"stages": ["consent", "screening", "tasks", "tasks"]}, "stages: 'tasks' appears twice"),
     ],
 )
 def test_errors_name_the_field(change, message):

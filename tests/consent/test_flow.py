@@ -78,6 +78,24 @@ def test_whole_flow_redirects_to_prolific_with_the_completion_code(app):
     assert episodes[2].exclusion_reason == "tutorial"
 
 
+def test_the_study_file_sets_the_order_of_the_stages(app):
+    definition = make_definition(stages=["consent", "screening", "quiz", "tasks"], attention_checks=False)
+    with app.extensions["gridstudy.store"].session() as db:
+        db.get(Study, "pilot").definition = definition.to_dict()
+    client = app.test_client()
+    client.get(ENTRY)
+    seen = []
+    while (page := current(app, client)).stage is not None:
+        seen.append(page.stage.name)
+        assert answer(app, client).status_code == 302
+    assert seen == ["consent", "screening", "quiz", "task", "task"]
+    with app.extensions["gridstudy.store"].session() as db:
+        participant = db.exec(select(Participant)).one()
+        episodes = db.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all()
+    assert participant.status == "complete"
+    assert [(e.status, e.included) for e in episodes] == [("done", True), ("done", True)]
+
+
 def test_declining_consent_shows_the_screenout_code(app):
     client = app.test_client()
     client.get(ENTRY)
