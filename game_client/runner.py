@@ -91,7 +91,9 @@ class LocalAttempt:
                  max_invalid: int = MAX_INVALID, max_turns: int = MAX_TURNS,
                  make_env=registry.make) -> None:
         self.problem = problem
-        recorder = EpisodeRecorder(store, problem, agent_run_id=agent_run_id) if store else None
+        limits = {"max_invalid": max_invalid, "max_turns": max_turns}
+        recorder = (EpisodeRecorder(store, problem, agent_run_id=agent_run_id, info=limits)
+                    if store else None)
         self.episode_id = recorder.episode_id if recorder else None
         self.turns = AgentTurns(Episode(problem, make_env), recorder, max_invalid=max_invalid,
                                 max_turns=max_turns)

@@ -33,15 +33,24 @@ not be found within the budget is said in the environment's ``notes`` and record
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tasks.autumn import AutumnError, load
+from tasks.autumn import load
 from tasks.core import GridEnv, parse_action, rollout
+from tasks.import_files import (
+    FolderError,
+    changed_program,
+    json_field,
+    parse_colour_dict,
+    program_source,
+    prompt_files,
+    read_json,
+    read_text,
+)
 from tasks.worldtest.cd import derive_cd
 from tasks.worldtest.check import Lockstepped, final_frames, is_stochastic, lockstep, sample_seeds
 from tasks.worldtest.derive import default_horizon
@@ -64,11 +73,6 @@ rollouts take. The real ``ice`` example needs about 900 for its plan (a few seco
 SEARCH_SECONDS = 60.0
 """The plan search's time budget, whatever its state budget."""
 PREFIX = "autumnbench"
-_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]*)_(mfp|planning|cd)\.json$")
-
-
-class FolderError(ValueError):
-    """A malformed AutumnBench folder: the message names the file and what was expected."""
 
 
 @dataclass
@@ -91,31 +95,6 @@ class ImportedEnv:
         return f"{PREFIX}/{self.name}-changed"
 
 
-# -- reading the folder ----------------------------------------------------------------------
-
-
-def parse_colour_dict(text: str, source: str = "color_dict.yaml") -> dict[int, str]:
-    """The harness's colour table: one ``<integer>: <name>`` per line (a YAML subset).
-
-    >>> parse_colour_dict("0: transparent\\n1: black  # background\\n")
-    {0: 'transparent', 1: 'black'}
-    """
-    colours: dict[int, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        key, colon, value = line.partition(":")
-        value = value.strip().strip("'\"").strip()
-        if not colon or not key.strip().isdigit() or not value:
-            raise FolderError(f"{source} line {number}: expected '<integer>: <colour name>', "
-                              f"got {line!r}")
-        colours[int(key)] = value
-    if not colours:
-        raise FolderError(f"{source}: no colours; expected lines '<integer>: <colour name>'")
-    return colours
-
-
 def read_folder(folder: str | Path, colours: dict[int, str] | None = None,
                 search_states: int = SEARCH_STATES) -> list[ImportedEnv]:
     """Every environment of an AutumnBench folder with its problems (nothing written).
@@ -128,31 +107,16 @@ def read_folder(folder: str | Path, colours: dict[int, str] | None = None,
         raise FolderError(f"{folder}: not a folder; expected an AutumnBench folder with "
                           "programs/, prompts/, answers/ and color_dict.yaml")
     if colours is None:
-        colours = parse_colour_dict(_text(folder / "color_dict.yaml"), "color_dict.yaml")
-    prompts = _prompt_files(folder)
+        colours = parse_colour_dict(read_text(folder / "color_dict.yaml"), "color_dict.yaml")
+    prompts = prompt_files(folder)
     return [_read_env(folder, name, sorted(challenges), colours, search_states)
             for name, challenges in sorted(prompts.items())]
 
 
-def _prompt_files(folder: Path) -> dict[str, set[str]]:
-    if not (folder / "prompts").is_dir():
-        raise FolderError(f"{folder / 'prompts'}: missing; expected prompts/<env>_mfp.json, "
-                          "<env>_planning.json or <env>_cd.json")
-    found: dict[str, set[str]] = {}
-    for path in (folder / "prompts").iterdir():
-        match = _NAME.match(path.name)
-        if match:
-            found.setdefault(match[1], set()).add(match[2])
-    if not found:
-        raise FolderError(f"{folder / 'prompts'}: no <env>_mfp.json, <env>_planning.json or "
-                          "<env>_cd.json files")
-    return found
-
-
 def _read_env(folder: Path, name: str, challenges: list[str],
               colours: dict[int, str], search_states: int) -> ImportedEnv:
-    program = _program(folder / "programs" / f"{name}.sexp")
-    changed = _changed_program(folder, name) if "cd" in challenges else None
+    program = program_source(folder / "programs" / f"{name}.sexp")
+    changed = changed_program(folder, name) if "cd" in challenges else None
     imported = ImportedEnv(name, program, changed, search_states)
     make_env = _factory(imported)
     order = [c for c in ("mfp", "planning", "cd") if c in challenges]
@@ -162,61 +126,13 @@ def _read_env(folder: Path, name: str, challenges: list[str],
     return imported
 
 
-def _program(path: Path) -> str:
-    source = _text(path)
-    try:
-        load(source, name=path.name)
-    except AutumnError as error:
-        raise FolderError(f"{path}: not a program our interpreter runs: {error}") from None
-    return source
-
-
-def _changed_program(folder: Path, name: str) -> str:
-    prompt = _json(folder / "prompts" / f"{name}_cd.json")
-    candidates = [folder / "programs" / f"{name}_change_detection_wrong_program.sexp"]
-    if isinstance(prompt.get("wrong_program"), str):
-        candidates.append(folder / "programs" / f"{prompt['wrong_program']}.sexp")
-    for path in candidates:
-        if path.is_file():
-            return _program(path)
-    raise FolderError(f"{folder / 'prompts' / f'{name}_cd.json'}: the changed program is "
-                      f"missing; expected one of {', '.join(str(p) for p in candidates)}")
-
-
-def _text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FolderError(f"{path}: missing") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise FolderError(f"{path}: cannot be read ({error})") from None
-
-
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(_text(path))
-    except json.JSONDecodeError as error:
-        raise FolderError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(data, dict):
-        raise FolderError(f"{path}: expected a JSON object")
-    return data
-
-
-def _field(data: dict[str, Any], key: str, kind: type, path: Path) -> Any:
-    value = data.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        kind_name = {int: "an integer", list: "a list"}.get(kind, kind.__name__)
-        raise FolderError(f"{path}: expected {key!r} to be {kind_name}, got {value!r:.80}")
-    return value
-
-
 # -- the three challenges --------------------------------------------------------------------
 
 
 def _mfp(folder: Path, env: ImportedEnv, colours: dict[int, str], make_env) -> Problem:
     path = folder / "prompts" / f"{env.name}_mfp.json"
-    prompt = _json(path)
-    observations = _field(prompt, "observations", list, path)
+    prompt = read_json(path)
+    observations = json_field(prompt, "observations", list, path)
     if len(observations) < 2 or not all(isinstance(o, dict) for o in observations):
         raise FolderError(f"{path}: expected 'observations' to be at least two objects")
     grids = [_grid(o.get("masked_grid"), path, f"observation {i} masked_grid")
@@ -226,10 +142,10 @@ def _mfp(folder: Path, env: ImportedEnv, colours: dict[int, str], make_env) -> P
     if not masked_at:
         raise FolderError(f"{path}: no observation has masked cells (value {MASKED})")
     mask = [(x, y) for y, row in enumerate(grids[-1]) for x, v in enumerate(row) if v == MASKED]
-    choices = _field(prompt, "choices", list, path)
+    choices = json_field(prompt, "choices", list, path)
     options = [_option(choice, mask, colours, path, i) for i, choice in enumerate(choices)]
     answer_path = folder / "answers" / f"{env.name}_mfp.json"
-    answer = _field(_json(answer_path), "correct_idx", int, answer_path)
+    answer = json_field(read_json(answer_path), "correct_idx", int, answer_path)
     if not 0 <= answer < len(options):
         raise FolderError(f"{answer_path}: correct_idx {answer} is not a choice 0..{len(options) - 1}")
     _note_recording(env, make_env, actions, grids, colours)
@@ -297,7 +213,7 @@ def _note_recording(env: ImportedEnv, make_env, actions, grids, colours) -> None
 
 def _planning(folder: Path, env: ImportedEnv, colours: dict[int, str], make_env) -> Problem:
     path = folder / "prompts" / f"{env.name}_planning.json"
-    prompt = _json(path)
+    prompt = read_json(path)
     goal = _grid(prompt.get("goal"), path, "goal")
     mask = _grid(prompt.get("mask"), path, "mask")
     if [len(r) for r in goal] != [len(r) for r in mask]:
@@ -307,7 +223,7 @@ def _planning(folder: Path, env: ImportedEnv, colours: dict[int, str], make_env)
         raise FolderError(f"{path}: the mask checks no cell (expected some cells equal to 1)")
     target = tuple(_colour(goal[y][x], colours, path) for x, y in cells)
     answer_path = folder / "answers" / f"{env.name}_planning.json"
-    count = _field(_json(answer_path), "optimal_actions_count", int, answer_path)
+    count = json_field(read_json(answer_path), "optimal_actions_count", int, answer_path)
     plan = _plan(env, make_env, cells, target, count)
     env_ = make_env(env.env_id)
     stochastic = bool(plan) and is_stochastic(

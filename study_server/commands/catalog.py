@@ -114,8 +114,9 @@ def problems_derive(names: tuple[str, ...], samples: int) -> None:
 def problems_import(folder: str, library: str | None, search_states: int) -> None:
     """Import an AutumnBench folder (programs/, prompts/, answers/, color_dict.yaml) into
     the library, where every later command and server finds it."""
+    from tasks.import_files import FolderError
     from tasks.imported import library_root, register_library
-    from tasks.importer import FolderError, library_files, read_folder
+    from tasks.importer import library_files, read_folder
 
     root = Path(library) if library else library_root()
     try:

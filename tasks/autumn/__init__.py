@@ -1,4 +1,4 @@
-"""The Autumn language interpreter (AUTUMN.md): reader, evaluator, built-ins, renderer.
+"""The Autumn language interpreter (docs/autumn.md): reader, evaluator, built-ins, renderer.
 
 >>> env = load('(program (= GRID_SIZE 3) (object Dot (Cell 0 0 "red")) '
 ...            '(= dot (initnext (Dot (Position 0 0)) (moveRight (prev dot)))))')

@@ -9,58 +9,27 @@ identity for the environment's whole life (reset and restore refill it in place)
 from __future__ import annotations
 
 from tasks.autumn import compat
-from tasks.autumn.errors import AutumnError, AutumnRuntimeError
+from tasks.autumn.calls import ARITHMETIC, COMPARISON, OPERATORS, apply
+from tasks.autumn.errors import AutumnError
 from tasks.autumn.reader import LIST, NUM, STR, SYM, Node, snippet
 from tasks.autumn.scope import Scope
 from tasks.autumn.values import (
     CALLABLES,
-    INT_MAX,
-    INT_MIN,
-    Builtin,
     Cell,
     Instance,
     Lambda,
-    ObjectClass,
     Position,
     RenderedElem,
     show,
-    type_name,
     wrap32,
 )
 
 _MISSING = object()
 _PYTHON_FAILURES = (TypeError, ValueError, AttributeError, IndexError, KeyError,
                     ZeroDivisionError, OverflowError)
-MAX_DEPTH = 150
-"""Deepest chain of nested Autumn function calls before a step is refused."""
-
-ARITHMETIC = {"+", "-", "*", "/", "%"}
-COMPARISON = {"<", "<=", ">", ">="}
 SPECIAL = {"=", "if", "let", "-->", "fn", "..", "list", "&", "and", "|", "or", "!", "==",
            "!=", ":", "initnext", "on", "object", "then", "else", "true", "false",
            *ARITHMETIC, *COMPARISON}
-
-
-def apply(rt, f, args: list, scope):
-    """Call an Autumn function value ``f`` with ``args`` from ``scope``."""
-    kind = type(f)
-    if kind is Builtin:
-        return f.fn(rt, scope, *args)
-    if kind is Lambda:
-        params = f.params
-        if len(args) < len(params):
-            raise AutumnRuntimeError(
-                f"function ({' '.join(params)}) needs {len(params)} argument(s), got {len(args)}")
-        if rt.depth >= MAX_DEPTH:
-            raise AutumnRuntimeError(f"recursion deeper than {MAX_DEPTH} calls")
-        rt.depth += 1
-        try:
-            return f.body(Scope(dict(zip(params, args)), scope))
-        finally:
-            rt.depth -= 1
-    if kind is ObjectClass:
-        return rt.construct(f, args, scope)
-    raise AutumnRuntimeError(f"{show(f)} is not a function (a {type_name(f)})")
 
 
 def symbols_in(node: Node) -> tuple[str, ...]:
@@ -312,7 +281,7 @@ class Compiler:
         if len(args) != 2:
             raise rt.syntax(node, f"'{op}' takes exactly 2 operands, got {len(args)}")
         left, right = (self.expr(a) for a in args)
-        compute = _OPERATORS[op]
+        compute = OPERATORS[op]
 
         def binary(scope):
             a = left(scope)
@@ -415,29 +384,6 @@ class Compiler:
         return position
 
 
-def _div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return wrap32(q if (a < 0) == (b < 0) else -q)
-
-
-def _mod(a: int, b: int) -> int:
-    r = abs(a) % abs(b)
-    return -r if a < 0 else r
-
-
-def _checked(op):
-    def compute(a, b):
-        r = op(a, b)
-        return r if INT_MIN <= r <= INT_MAX else wrap32(r)
-    return compute
-
-
-_OPERATORS = {
-    "+": _checked(lambda a, b: a + b), "-": _checked(lambda a, b: a - b),
-    "*": _checked(lambda a, b: a * b), "/": _div, "%": _mod,
-    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-}
 _FORMS = {
     "=": "assign", ":": "declare", "if": "if_", "let": "let", "-->": "lambda_", "fn": "lambda_",
     "..": "field", "list": "list_", "&": "logical", "and": "logical", "|": "logical",

@@ -1,4 +1,4 @@
-"""The built-in module (AUTUMN.md section 8), written natively for speed.
+"""The built-in module (docs/autumn.md section 10), written natively for speed.
 
 The reference defines these in Autumn source that every program includes; here each
 is a Python function with the same behaviour (``fn(runtime, scope, *args)``), including
@@ -9,7 +9,7 @@ of the last rendered picture.
 from __future__ import annotations
 
 from tasks.autumn import compat
-from tasks.autumn.compiler import apply
+from tasks.autumn.calls import apply
 from tasks.autumn.errors import AutumnRuntimeError
 from tasks.autumn.render import cells_of, rendered_elems
 from tasks.autumn.stdlib import need_number, need_object, need_position

@@ -2,7 +2,7 @@
 
 A :class:`Runtime` is built once per loaded program (statements compiled to closures)
 and ``reset(seed)`` re-runs the top-level statements into fresh state. ``step`` follows
-AUTUMN.md section 5: snapshot ``prev``, run handlers in program order, then every state
+docs/autumn.md section 6: snapshot ``prev``, run handlers in program order, then every state
 variable's NEXT in the reference's hash order, then render. A step that fails restores
 the state it started from, so the environment never stays half-updated.
 """
@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tasks.autumn import compat
-from tasks.autumn.compiler import Compiler, apply, parse_type
+from tasks.autumn.calls import apply
+from tasks.autumn.compiler import Compiler, parse_type
 from tasks.autumn.errors import AutumnError, AutumnRuntimeError, AutumnSyntaxError
 from tasks.autumn.reader import LIST, SYM, Node, snippet
 from tasks.autumn.render import Picture, paint

@@ -1,4 +1,4 @@
-"""Native built-ins (AUTUMN.md section 8): a plain mapping of names to functions.
+"""Native built-ins (docs/autumn.md section 10): a plain mapping of names to functions.
 
 Every function is ``fn(runtime, scope, *args)``; ``scope`` is the caller's, passed on
 to the Autumn functions a built-in calls (scoping is dynamic). Wrong argument types
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from tasks.autumn import compat
-from tasks.autumn.compiler import apply
+from tasks.autumn.calls import apply
 from tasks.autumn.errors import AutumnRuntimeError
 from tasks.autumn.render import cells_of, rendered_elems
 from tasks.autumn.values import Builtin, Instance, Position, show

@@ -14,8 +14,9 @@ from click.testing import CliRunner
 
 from study_server.cli import main
 from tasks import registry
+from tasks.import_files import FolderError, parse_colour_dict
 from tasks.imported import library_root, register_library
-from tasks.importer import FolderError, library_files, parse_colour_dict, read_folder
+from tasks.importer import library_files, read_folder
 from tasks.worldtest.check import check_problem
 from tasks.worldtest.episode import Episode
 

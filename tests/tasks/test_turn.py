@@ -99,7 +99,7 @@ def attempt_with(driver, case, problems, live_server):
                "score", "frame_hash", "error", "raw_reply", "prompt_tokens")
     events = [tuple(getattr(e, c) for c in columns) for e in live_server.events(result.episode_id)]
     row = live_server.episode(result.episode_id)
-    return result, events, (row.status, row.score, row.phase, row.info.get("reason"))
+    return result, events, (row.status, row.score, row.phase, row.info)
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -1,0 +1,75 @@
+"""Calling an Autumn function value, and the operators on Autumn's 32-bit Numbers.
+
+Both are shared by the compiled expressions (:mod:`tasks.autumn.compiler`) and the
+native built-ins (:mod:`tasks.autumn.stdlib`, :mod:`tasks.autumn.prelude`).
+"""
+
+from __future__ import annotations
+
+from tasks.autumn.errors import AutumnRuntimeError
+from tasks.autumn.scope import Scope
+from tasks.autumn.values import (
+    INT_MAX,
+    INT_MIN,
+    Builtin,
+    Lambda,
+    ObjectClass,
+    show,
+    type_name,
+    wrap32,
+)
+
+MAX_DEPTH = 150
+"""Deepest chain of nested Autumn function calls before a step is refused."""
+ARITHMETIC = {"+", "-", "*", "/", "%"}
+COMPARISON = {"<", "<=", ">", ">="}
+
+
+def apply(rt, f, args: list, scope):
+    """Call an Autumn function value ``f`` with ``args`` from ``scope``."""
+    kind = type(f)
+    if kind is Builtin:
+        return f.fn(rt, scope, *args)
+    if kind is Lambda:
+        params = f.params
+        if len(args) < len(params):
+            raise AutumnRuntimeError(
+                f"function ({' '.join(params)}) needs {len(params)} argument(s), got {len(args)}")
+        if rt.depth >= MAX_DEPTH:
+            raise AutumnRuntimeError(f"recursion deeper than {MAX_DEPTH} calls")
+        rt.depth += 1
+        try:
+            return f.body(Scope(dict(zip(params, args)), scope))
+        finally:
+            rt.depth -= 1
+    if kind is ObjectClass:
+        return rt.construct(f, args, scope)
+    raise AutumnRuntimeError(f"{show(f)} is not a function (a {type_name(f)})")
+
+
+# -- Numbers: 32-bit, wrapping; division truncates, the remainder has the dividend's sign --
+
+
+def _div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return wrap32(q if (a < 0) == (b < 0) else -q)
+
+
+def _mod(a: int, b: int) -> int:
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
+
+
+def _checked(op):
+    def compute(a, b):
+        r = op(a, b)
+        return r if INT_MIN <= r <= INT_MAX else wrap32(r)
+    return compute
+
+
+OPERATORS = {
+    "+": _checked(lambda a, b: a + b), "-": _checked(lambda a, b: a - b),
+    "*": _checked(lambda a, b: a * b), "/": _div, "%": _mod,
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}
