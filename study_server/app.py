@@ -11,7 +11,7 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 ``DATABASE_URL``      a SQLAlchemy URL or a SQLite file path (default ``gridstudy.db``)
 ``ASYNC_MODE``        ``threading`` (default; see README, "Async mode") or ``gevent``
 ``PREVIEW``           serve ``/play/<problem_id>`` (default true)
-``QUEUE_SIZE``, ``RATE_LIMIT``, ``IDLE_TIMEOUT``   real-time input limits (see realtime)
+``QUEUE_SIZE``, ``RATE_LIMIT``, ``IDLE_TIMEOUT``   real-time input limits (see tasks/worldtest/tick.py)
 ``SOCKETIO_CLIENT_JS``  the npm ``socket.io.min.js`` served at ``/vendor/socket.io.min.js``
 """
 
