@@ -7,8 +7,9 @@
   applied, no tick, ``parse_valid`` false, so grounding accuracy counts it);
 * :func:`raw_input_row`: an input that arrived but was not applied.
 
-A mistake (a field the schema does not know, a required one missing) raises
-``ValueError`` where the row is built, not later in the background writer.
+A mistake (a field the schema does not know, a required one missing, a value of the
+wrong type: text for an integer, a nested object for text, a non-finite number) raises
+``ValueError`` where the row is built, so nothing the writer cannot store reaches it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ STEP_FIELDS = ("phase", "tick", "action", "next_phase", "score", "frame")
 
 def check(table: schema.Table, record: dict[str, Any], extra: Iterable[str] = ()) -> None:
     """Raise ``ValueError`` naming the fields of ``record`` that ``table`` does not know,
-    or the required ones it leaves empty."""
+    the required ones it leaves empty, or the first value its field cannot store."""
     known = set(table.names) | set(extra)
     unknown = record.keys() - known
     if unknown:
@@ -34,6 +35,10 @@ def check(table: schema.Table, record: dict[str, Any], extra: Iterable[str] = ()
     missing = [f.name for f in table.fields if f.required and record.get(f.name) is None]
     if missing:
         raise ValueError(f"{table.name} record is missing required field(s) {missing}")
+    for field in table.fields:
+        reason = field.rejects(record.get(field.name))
+        if reason:
+            raise ValueError(f"{table.name} record: {reason}")
 
 
 def event_row(*, server_time: float | None = None, **fields: Any) -> dict[str, Any]:

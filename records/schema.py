@@ -17,6 +17,7 @@ trajectory is a column, never a code path.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -64,6 +65,17 @@ class Field:
             return {} if self.type == JSON else None
         return _PARSERS[self.type](value)
 
+    def rejects(self, value: Any) -> str | None:
+        """Why ``value`` cannot be stored here (a driver's value, not text from a file),
+        or None. Integers must fit a signed 64-bit column, numbers be finite, JSON be a
+        JSON value."""
+        if value is None:
+            return None
+        wanted = _CHECKS[self.type]
+        if not wanted(value):
+            return f"{self.name} must be {_KINDS[self.type]}, not {_shown(value)}"
+        return None
+
 
 def _as_bool(value: Any) -> bool:
     if isinstance(value, str):
@@ -83,6 +95,35 @@ def _as_json(value: Any) -> Any:
 
 
 _PARSERS = {INT: int, FLOAT: float, TEXT: str, BOOL: _as_bool, TIME: _as_time, JSON: _as_json}
+INT_LIMIT = 2**63
+"""Integers must lie in [-INT_LIMIT, INT_LIMIT) to fit a signed 64-bit column."""
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int and -INT_LIMIT <= value < INT_LIMIT
+
+
+def _is_number(value: Any) -> bool:
+    return (_is_int(value) or type(value) is float) and math.isfinite(value)
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
+
+
+_CHECKS = {INT: _is_int, FLOAT: _is_number, TEXT: lambda v: isinstance(v, str),
+           BOOL: lambda v: isinstance(v, bool), TIME: lambda v: isinstance(v, datetime),
+           JSON: _is_json}
+_KINDS = {INT: "an integer", FLOAT: "a finite number", TEXT: "text", BOOL: "true or false",
+          TIME: "a timestamp", JSON: "a JSON value"}
+
+
+def _shown(value: Any) -> str:
+    return f"{type(value).__name__} {value!r:.60}"
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -230,15 +231,22 @@ def test_a_failing_table_surfaces_on_flush_and_keeps_the_rows(store, tmp_path):
     assert len(store.failed) == 1
 
 
-def test_one_bad_row_does_not_take_its_batch_down(store, tmp_path):
-    store.write_events([event_record(1, 0), event_record(1, 1, raw_reply={"not": "text"}),
-                        event_record(1, 2)])
-    with pytest.raises(StoreWriteError) as raised:
-        store.close()
-    assert [f.record["seq"] for f in raised.value.failures] == [1]
+@pytest.mark.parametrize("field, value, message", [
+    ("raw_reply", {"not": "text"}, "raw_reply must be text, not dict {'not': 'text'}"),
+    ("prompt_tokens", "lots", "prompt_tokens must be an integer, not str 'lots'"),
+    ("prompt_tokens", 2**63, "prompt_tokens must be an integer"),
+    ("cost", float("nan"), "cost must be a finite number, not float nan"),
+    ("client_time", float("inf"), "client_time must be a finite number"),
+    ("applied", "yes", "applied must be true or false"),
+])
+def test_a_row_the_database_cannot_store_is_refused_at_the_door(store, tmp_path, field, value, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        store.write_events([event_record(1, 0), event_record(1, 1, **{field: value})])
+    store.write_event(event_record(1, 0))
+    store.close()
     with sqlite3.connect(tmp_path / "gridstudy.db") as reader:
         seqs = [r[0] for r in reader.execute("select seq from event order by seq")]
-    assert seqs == [0, 2]
+    assert seqs == [0]
 
 
 def test_frames_are_stored_once_across_batches_and_stores(tmp_path):
