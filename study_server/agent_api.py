@@ -26,6 +26,7 @@ lost by a restart is rebuilt from its stored events.
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +34,8 @@ from typing import Any
 from flask import Blueprint, Flask, current_app, jsonify, request
 from sqlmodel import select
 
-from records.models import AgentRun, EpisodeRow, Event
+from records import schema
+from records.models import AgentRun, EpisodeRow, Event, Study
 from records.rebuild import rebuild
 from records.recorder import EpisodeRecorder
 from tasks import registry
@@ -44,6 +46,60 @@ bp = Blueprint("agent_api", __name__, url_prefix="/api/agent")
 MODEL_FIELDS = ("prompt_tokens", "completion_tokens", "cost", "latency")
 ENDINGS = (ABANDONED, ERROR)
 """How an agent may end its own attempt."""
+MAX_BODY = 1_000_000
+"""Largest request body, in bytes (a long reply is well under it)."""
+MAX_DEPTH = 32
+"""Deepest nesting a request's JSON may have."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One request field: its stored field (type and meaning), whether it may be null,
+    and its largest size (characters of text, or the largest number)."""
+
+    field: schema.Field
+    nullable: bool = True
+    most: float | None = None
+
+    def value(self, name: str, body: dict[str, Any]) -> Any:
+        """``body[name]`` checked; a stored field's messages name the request's field."""
+        value = body.get(name)
+        if value is None:
+            if not self.nullable:
+                raise ApiError(400, f"{name} is required")
+            return None
+        reason = self.field.rejects(value)
+        if reason:
+            raise ApiError(400, reason.replace(self.field.name, name, 1))
+        if self.most is not None:
+            size = len(value) if isinstance(value, str) else value
+            if not 0 <= size <= self.most:
+                unit = " characters" if isinstance(value, str) else ""
+                raise ApiError(400, f"{name} must lie in 0..{self.most:g}{unit}, not {size}")
+        return value
+
+
+def _event(name: str, **options: Any) -> Spec:
+    return Spec(schema.EVENT.field(name), **options)
+
+
+RUN = {
+    "agent_kind": Spec(schema.AGENT_RUN.field("agent_kind"), most=40),
+    "model": Spec(schema.AGENT_RUN.field("model"), most=200),
+    "config": Spec(schema.AGENT_RUN.field("config")),
+    "study_id": Spec(schema.AGENT_RUN.field("study_id"), most=64),
+}
+TURN = {
+    "action": _event("action", most=200),
+    "error": _event("error", most=2000),
+    "raw_reply": _event("raw_reply", most=200_000),
+    "prompt_tokens": _event("prompt_tokens", most=10**9),
+    "completion_tokens": _event("completion_tokens", most=10**9),
+    "cost": _event("cost", most=10**6),
+    "latency": _event("latency", most=86_400),
+}
+START = {"problem_id": Spec(schema.EPISODE.field("problem_id"), nullable=False, most=200)}
+END = {"reason": _event("error", most=2000), "status": _event("source", most=20)}
 
 
 class ApiError(Exception):
@@ -79,11 +135,40 @@ def _store() -> Any:
     return current_app.extensions["gridstudy.store"]
 
 
-def _body() -> dict[str, Any]:
-    body = request.get_json(silent=True)
+def _body(specs: dict[str, Spec], *, allowed: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The request's JSON object, every field checked against ``specs`` (a 400 names the
+    first field that is unknown, of the wrong type or too large)."""
+    data = request.get_data(cache=True)
+    if len(data) > MAX_BODY:
+        raise ApiError(413, f"the request body is over {MAX_BODY} bytes")
+    try:
+        body = json.loads(data) if data else None
+    except (ValueError, RecursionError):
+        raise ApiError(400, "send a JSON object (Content-Type: application/json)") from None
     if not isinstance(body, dict):
         raise ApiError(400, "send a JSON object (Content-Type: application/json)")
-    return body
+    unknown = sorted(set(body) - set(specs) - set(allowed))
+    if unknown:
+        raise ApiError(400, f"unknown field {unknown[0]!r}; expected some of "
+                            f"{', '.join(sorted((*specs, *allowed)))}")
+    if _depth(body) > MAX_DEPTH:
+        raise ApiError(400, f"the JSON nests deeper than {MAX_DEPTH} levels")
+    return {name: spec.value(name, body) for name, spec in specs.items()} | \
+        {name: body[name] for name in allowed if name in body}
+
+
+def _depth(value: Any, level: int = 1) -> int:
+    if level > MAX_DEPTH:
+        return level
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return max((_depth(child, level + 1) for child in children), default=level)
+
+
+def _id(value: int, what: str) -> int:
+    """A row id from the path; one no row can have is unknown (404), not an error."""
+    if not 0 < value < schema.INT_LIMIT:
+        raise ApiError(404, f"no {what} {value}")
+    return value
 
 
 def state_of(live: LiveEpisode) -> dict[str, Any]:
@@ -94,13 +179,15 @@ def state_of(live: LiveEpisode) -> dict[str, Any]:
 @bp.post("/runs")
 def create_run():
     """A new agent run (one agent configuration)."""
-    body = _body()
-    config = body.get("config") or {}
+    body = _body(RUN)
+    config = body["config"] or {}
     if not isinstance(config, dict):
         raise ApiError(400, "config must be a JSON object")
-    row = AgentRun(agent_kind=str(body.get("agent_kind") or "llm"), model=body.get("model"),
-                   config=config, study_id=body.get("study_id"))
+    row = AgentRun(agent_kind=body["agent_kind"] or "llm", model=body["model"],
+                   config=config, study_id=body["study_id"])
     with _store().session() as session:
+        if row.study_id is not None and session.get(Study, row.study_id) is None:
+            raise ApiError(404, f"no study {row.study_id!r}")
         session.add(row)
         session.flush()
         return jsonify({"agent_run_id": row.id}), 201
@@ -109,13 +196,13 @@ def create_run():
 @bp.post("/runs/<int:run_id>/episodes")
 def start_episode(run_id: int):
     """Start an attempt at ``problem_id`` under this run."""
-    body = _body()
+    body = _body(START, allowed=("max_invalid", "max_turns"))
     with _store().session() as session:
-        run = session.get(AgentRun, run_id)
+        run = session.get(AgentRun, _id(run_id, "agent run"))
     if run is None:
         raise ApiError(404, f"no agent run {run_id}; create one with POST /api/agent/runs")
     try:
-        problem = registry.get_problem(str(body.get("problem_id")))
+        problem = registry.get_problem(body["problem_id"])
     except KeyError as error:
         raise ApiError(404, error.args[0]) from None
     limits = {"max_invalid": _positive(body, "max_invalid", MAX_INVALID),
@@ -129,7 +216,7 @@ def start_episode(run_id: int):
 
 def _positive(body: dict[str, Any], name: str, default: int) -> int:
     value = body.get(name, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < schema.INT_LIMIT:
         raise ApiError(400, f"{name} must be a positive integer")
     return value
 
@@ -143,14 +230,14 @@ def get_episode(episode_id: int):
 @bp.post("/episodes/<int:episode_id>/actions")
 def post_action(episode_id: int):
     """One turn: apply the action, or log why it could not be applied."""
-    body = _body()
+    body = _body(TURN)
     live = _live(episode_id)
     with live.lock:
         if live.turns.ended:
             raise ApiError(409, f"episode {episode_id} is over; start another")
-        fields = {name: body.get(name) for name in MODEL_FIELDS}
-        result = live.turns.take(body.get("action"), error=body.get("error"),
-                                 raw_reply=body.get("raw_reply"), **fields)
+        fields = {name: body[name] for name in MODEL_FIELDS}
+        result = live.turns.take(body["action"], error=body["error"],
+                                 raw_reply=body["raw_reply"], **fields)
         return jsonify({"applied": result.applied, "action": result.action,
                         "error": result.error, "state": state_of(live)})
 
@@ -159,20 +246,20 @@ def post_action(episode_id: int):
 def end_episode(episode_id: int):
     """End an unfinished attempt (score 0) with the agent's reason: ``abandoned``, or
     ``error`` when its model could not answer."""
-    body = request.get_json(silent=True) or {}
-    status = body.get("status", ABANDONED)
+    body = _body(END) if request.get_data() else {"status": None, "reason": None}
+    status = body["status"] or ABANDONED
     if status not in ENDINGS:
         raise ApiError(400, f"status must be one of {', '.join(ENDINGS)}")
     live = _live(episode_id)
     with live.lock:
-        live.turns.end(status, str(body.get("reason") or "ended by the agent"))
+        live.turns.end(status, body["reason"] or "ended by the agent")
     return jsonify({"state": state_of(live)})
 
 
 def _live(episode_id: int) -> LiveEpisode:
     """The live episode, rebuilt from its stored events after a restart."""
     episodes = current_app.extensions["gridstudy.agent_episodes"]
-    live = episodes.get(episode_id)
+    live = episodes.get(_id(episode_id, "agent episode"))
     if live is None:
         live = episodes[episode_id] = _rebuild(episode_id)
     return live

@@ -79,10 +79,13 @@ def init_realtime(app: Flask) -> None:
     from study_server import sockets
     from study_server.scheduler import Scheduler
 
-    options = {"async_mode": app.config["ASYNC_MODE"], "serializer": sockets.JsonPacket}
+    options = {"async_mode": app.config["ASYNC_MODE"], "serializer": sockets.JsonPacket,
+               "logger": sockets.OneLineLogger("socketio.server"),
+               "engineio_logger": sockets.OneLineLogger("engineio.server")}
     if app.config["SOCKETIO_MESSAGE_QUEUE"]:
         options["message_queue"] = app.config["SOCKETIO_MESSAGE_QUEUE"]
     socketio.init_app(app, **options)
+    app.wsgi_app = sockets.quiet_websocket_errors(app.wsgi_app)
     sockets.register_handlers(socketio)
     app.extensions["gridstudy.realtime"] = Scheduler(
         sockets.make_deliver(socketio),

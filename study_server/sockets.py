@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import logging
 import queue
+import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from flask import current_app, request
@@ -35,6 +37,21 @@ from study_server.session import GameSession
 from tasks.worldtest.tick import Tick
 
 log = logging.getLogger(__name__)
+
+
+class OneLineLogger(logging.LoggerAdapter):
+    """The Socket.IO and Engine.IO servers' logger: a message they could not handle (a
+    malformed frame from any visitor) is one line, not a traceback per frame."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(logging.getLogger(name), {})
+
+    def exception(self, msg: Any, *args: Any, **kwargs: Any) -> None:
+        error = sys.exc_info()[1]
+        kwargs.pop("exc_info", None)
+        self.error(f"{msg}: {type(error).__name__}: {str(error)[:200]}", *args, **kwargs)
+LATEST_CLIENT_TIME = 1e11
+"""Client times from this on (the year 5138) are no clock's reading."""
 
 CLOCK_RESYNC = 30.0
 """Seconds after which the next input starts a new round of clock pings."""
@@ -95,6 +112,22 @@ def _refuse(reason: str, payload: Any = None) -> dict[str, Any]:
     return {"ok": False, "error": reason}
 
 
+def quiet_websocket_errors(wsgi_app: Callable) -> Callable:
+    """Wrap the WSGI app so that a WebSocket whose frames Engine.IO cannot even decode is
+    closed with one logged line, not a traceback from the web server."""
+
+    def app(environ: dict[str, Any], start_response: Callable) -> Any:
+        if environ.get("HTTP_UPGRADE", "").lower() != "websocket":
+            return wsgi_app(environ, start_response)
+        try:
+            return wsgi_app(environ, start_response)
+        except Exception as error:  # noqa: BLE001 - any visitor's garbage ends here
+            log.warning("websocket from %s closed: %s: %s", environ.get("REMOTE_ADDR"),
+                        type(error).__name__, _short(str(error)))
+            return []
+    return app
+
+
 def _short(payload: Any) -> str:
     return repr(payload)[:200]
 
@@ -136,6 +169,9 @@ def on_input(message: Any = None) -> dict[str, Any]:
     client_time = message.get("client_time")
     if not isinstance(client_time, int | float) or isinstance(client_time, bool):
         client_time = None
+    elif not 0 <= client_time < LATEST_CLIENT_TIME:  # NaN fails this too
+        return _refuse("input: client_time must be Unix seconds (a finite number from 0 to "
+                       f"{LATEST_CLIENT_TIME:g})", message)
     status = session.enqueue_action(message["action"], client_time=client_time)
     if status != "queued":
         emit("refused", {"reason": status, "action": message["action"][:100]})

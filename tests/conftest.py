@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -264,3 +267,34 @@ def page(browser: Any) -> Iterator[Any]:
     page.set_default_timeout(15_000)
     yield page
     context.close()
+
+
+# -- a real serve process ----------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_serve(db: Path, async_mode: str = "gevent", *args: str,
+                log: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """``gridstudy serve`` in a subprocess on a free loopback port: the process and its URL.
+    Its log (stderr) goes to ``log`` when given, else to a pipe read if it fails."""
+    port = free_port()
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gridstudy"), "serve", "--port", str(port), "--db", str(db),
+         "--async-mode", async_mode, *args],
+        stdout=subprocess.DEVNULL, stderr=log.open("w") if log else subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{url}/play/", timeout=2)
+            return process, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    process.kill()
+    output = log.read_text() if log else process.stderr.read().decode()
+    raise RuntimeError(f"the server did not start: {output[-2000:]}")

@@ -9,44 +9,15 @@ file read after the process has gone.
 from __future__ import annotations
 
 import signal
-import socket
 import sqlite3
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import Player
+from tests.conftest import Player, start_serve
 
 PROBLEM = "tilt_box/planning"
 PLAYERS = 8
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def start(db: Path, async_mode: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gridstudy"), "serve", "--port", str(port), "--db", str(db),
-         "--async-mode", async_mode],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"{url}/play/", timeout=2)
-            return process, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError(f"the server did not start: {process.stderr.read().decode()[-2000:]}")
 
 
 @pytest.mark.parametrize(("async_mode", "signum"),
@@ -55,7 +26,7 @@ def start(db: Path, async_mode: str) -> tuple[subprocess.Popen, str]:
                          ids=["gevent-sigterm", "gevent-ctrl-c", "threading-sigterm"])
 def test_a_signal_mid_play_stops_the_server_and_keeps_every_tick(tmp_path, async_mode, signum):
     db = tmp_path / "gridstudy.db"
-    process, url = start(db, async_mode)
+    process, url = start_serve(db, async_mode)
     players, episodes = [], []
     try:
         for _ in range(PLAYERS):

@@ -1,0 +1,186 @@
+"""A hostile visitor against a real ``gridstudy serve`` process: every malformed HTTP
+request is answered 4xx (never 5xx) with a message, every malformed socket message is
+refused, and the server keeps serving the people who play properly.
+
+One row per case. HTTP paths and bodies may name ``{run}`` and ``{episode}``: an agent
+run and an agent episode the module creates first.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import Player, start_serve
+
+PROBLEM = "cloud_burst/mfp"
+DEEP = "[" * 100_000 + "]" * 100_000
+HUGE = 2**64
+
+
+def nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+HTTP = {
+    # the agent API: runs
+    "runs: not JSON": ("POST", "/api/agent/runs", b"not json", 400, "send a JSON object"),
+    "runs: a list": ("POST", "/api/agent/runs", [], 400, "send a JSON object"),
+    "runs: a string": ("POST", "/api/agent/runs", "run", 400, "send a JSON object"),
+    "runs: model as an object": ("POST", "/api/agent/runs", {"model": {"x": 1}}, 400, "model must be text"),
+    "runs: study_id as an object": ("POST", "/api/agent/runs", {"study_id": {"a": 1}}, 400, "study_id must be text"),
+    "runs: unknown study": ("POST", "/api/agent/runs", {"study_id": "nope"}, 404, "no study 'nope'"),
+    "runs: agent_kind too long": ("POST", "/api/agent/runs", {"agent_kind": "x" * 100}, 400, "agent_kind must lie in 0..40"),
+    "runs: config a list": ("POST", "/api/agent/runs", {"config": [1]}, 400, "config must be a JSON object"),
+    "runs: unknown field": ("POST", "/api/agent/runs", {"colour": 1}, 400, "unknown field 'colour'"),
+    "runs: nested 100,000 deep": ("POST", "/api/agent/runs", DEEP.encode(), 400, "send a JSON object"),
+    "runs: config nested 40 deep": ("POST", "/api/agent/runs", {"config": nested(40)}, 400, "nests deeper than 32"),
+    "runs: a 2 MB body": ("POST", "/api/agent/runs", {"model": "m" * 2_000_000}, 413, "over 1000000 bytes"),
+    "runs: GET": ("GET", "/api/agent/runs", None, 405, ""),
+    # episodes
+    "episodes: run id beyond 64 bits": ("POST", f"/api/agent/runs/{HUGE}/episodes", {"problem_id": PROBLEM}, 404, "no agent run"),
+    "episodes: unknown run": ("POST", "/api/agent/runs/987654/episodes", {"problem_id": PROBLEM}, 404, "no agent run 987654"),
+    "episodes: negative run id": ("POST", "/api/agent/runs/-1/episodes", {"problem_id": PROBLEM}, 404, ""),
+    "episodes: no problem": ("POST", "/api/agent/runs/{run}/episodes", {}, 400, "problem_id is required"),
+    "episodes: problem a number": ("POST", "/api/agent/runs/{run}/episodes", {"problem_id": 5}, 400, "problem_id must be text"),
+    "episodes: unknown problem": ("POST", "/api/agent/runs/{run}/episodes", {"problem_id": "nope"}, 404, "unknown problem 'nope'"),
+    "episodes: max_invalid 0": ("POST", "/api/agent/runs/{run}/episodes", {"problem_id": PROBLEM, "max_invalid": 0}, 400, "max_invalid must be a positive integer"),
+    "episodes: max_turns beyond 64 bits": ("POST", "/api/agent/runs/{run}/episodes", {"problem_id": PROBLEM, "max_turns": 2**70}, 400, "max_turns must be a positive integer"),
+    "episodes: max_invalid text": ("POST", "/api/agent/runs/{run}/episodes", {"problem_id": PROBLEM, "max_invalid": "3"}, 400, "max_invalid must be a positive integer"),
+    "episodes: max_turns true": ("POST", "/api/agent/runs/{run}/episodes", {"problem_id": PROBLEM, "max_turns": True}, 400, "max_turns must be a positive integer"),
+    "episode: id 0": ("GET", "/api/agent/episodes/0", None, 404, "no agent episode 0"),
+    "episode: id beyond 64 bits": ("GET", f"/api/agent/episodes/{HUGE}", None, 404, "no agent episode"),
+    "episode: unknown id": ("GET", "/api/agent/episodes/987654", None, 404, "no agent episode 987654"),
+    "episode: not a number": ("GET", "/api/agent/episodes/abc", None, 404, ""),
+    # turns
+    "turn: action an object": ("POST", "/api/agent/episodes/{episode}/actions", {"action": {"x": 1}}, 400, "action must be text"),
+    "turn: action a number": ("POST", "/api/agent/episodes/{episode}/actions", {"action": 5}, 400, "action must be text"),
+    "turn: action too long": ("POST", "/api/agent/episodes/{episode}/actions", {"action": "up" * 500}, 400, "action must lie in 0..200"),
+    "turn: raw_reply an object": ("POST", "/api/agent/episodes/{episode}/actions", {"action": "up", "raw_reply": {"x": 1}}, 400, "raw_reply must be text"),
+    "turn: prompt_tokens text": ("POST", "/api/agent/episodes/{episode}/actions", {"action": "up", "prompt_tokens": "lots"}, 400, "prompt_tokens must be an integer"),
+    "turn: prompt_tokens negative": ("POST", "/api/agent/episodes/{episode}/actions", {"action": "up", "prompt_tokens": -1}, 400, "prompt_tokens must lie in 0.."),
+    "turn: completion_tokens a float": ("POST", "/api/agent/episodes/{episode}/actions", {"action": "up", "completion_tokens": 1.5}, 400, "completion_tokens must be an integer"),
+    "turn: cost text": ("POST", "/api/agent/episodes/{episode}/actions", {"action": "up", "cost": "free"}, 400, "cost must be a finite number"),
+    "turn: cost NaN": ("POST", "/api/agent/episodes/{episode}/actions", b'{"action": "up", "cost": NaN}', 400, "cost must be a finite number"),
+    "turn: latency Infinity": ("POST", "/api/agent/episodes/{episode}/actions", b'{"action": "up", "latency": Infinity}', 400, "latency must be a finite number"),
+    "turn: latency absurd": ("POST", "/api/agent/episodes/{episode}/actions", {"action": "up", "latency": 1e308}, 400, "latency must lie in 0..86400"),
+    "turn: error a list": ("POST", "/api/agent/episodes/{episode}/actions", {"error": ["x"]}, 400, "error must be text"),
+    "turn: unknown field": ("POST", "/api/agent/episodes/{episode}/actions", {"action": "up", "score": 1}, 400, "unknown field 'score'"),
+    "turn: not JSON": ("POST", "/api/agent/episodes/{episode}/actions", b"{", 400, "send a JSON object"),
+    "turn: unknown episode": ("POST", "/api/agent/episodes/987654/actions", {"action": "up"}, 404, "no agent episode 987654"),
+    "end: status done": ("POST", "/api/agent/episodes/{episode}/end", {"status": "done"}, 400, "status must be one of abandoned, error"),
+    "end: reason an object": ("POST", "/api/agent/episodes/{episode}/end", {"reason": {"a": 1}}, 400, "reason must be text"),
+    "end: a list": ("POST", "/api/agent/episodes/{episode}/end", [1], 400, "send a JSON object"),
+    "api: unknown route": ("GET", "/api/agent/nothing", None, 404, ""),
+    # previews, the participant flow, the dashboard, static files
+    "preview: unknown problem": ("GET", "/play/does/not/exist", None, 404, ""),
+    "preview session: unknown problem": ("POST", "/play/nope/session", None, 404, ""),
+    "preview: path traversal": ("GET", "/play/../../etc/passwd", None, 404, ""),
+    "static: path traversal": ("GET", "/static/../../pyproject.toml", None, 404, ""),
+    "study: unknown": ("GET", "/study/nope?PROLIFIC_PID=a", None, 404, ""),
+    "flow: forged form without CSRF": ("POST", "/study/nope/flow", b"choice=1", 400, ""),
+    "dashboard: episode id beyond 64 bits": ("GET", f"/dashboard/episode/{HUGE}", None, 302, ""),
+    "dashboard: login without a form": ("POST", "/dashboard/login", b"", 400, ""),
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Any:
+    folder = tmp_path_factory.mktemp("hostile")
+    process, url = start_serve(folder / "gridstudy.db", log=folder / "serve.log")
+    http = httpx.Client(base_url=url, timeout=30)
+    run = http.post("/api/agent/runs", json={"agent_kind": "scripted"}).json()["agent_run_id"]
+    episode = http.post(f"/api/agent/runs/{run}/episodes", json={"problem_id": PROBLEM}).json()["episode_id"]
+    yield {"url": url, "http": http, "run": run, "episode": episode, "process": process,
+           "log": folder / "serve.log"}
+    process.terminate()
+    process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("name", HTTP)
+def test_a_malformed_request_is_answered_4xx_with_a_message(server, name):
+    method, path, body, status, message = HTTP[name]
+    path = path.format(run=server["run"], episode=server["episode"])
+    content = body if isinstance(body, bytes) else None if body is None else json.dumps(body).encode()
+    response = server["http"].request(method, path, content=content, follow_redirects=False,
+                                      headers={"Content-Type": "application/json"} if content is not None else {})
+    assert response.status_code == status, response.text[:300]
+    if message:
+        assert message in response.json()["error"]
+    assert server["process"].poll() is None
+
+
+SOCKET = {
+    "join: nothing": ("join", None, "join: unknown or missing session token"),
+    "join: a list": ("join", [], "join: unknown or missing session token"),
+    "join: a string": ("join", "token", "join: unknown or missing session token"),
+    "join: token a number": ("join", {"token": 5}, "join: unknown or missing session token"),
+    "join: token an object": ("join", {"token": {"a": 1}}, "join: unknown or missing session token"),
+    "join: unknown token": ("join", {"token": "nope"}, "join: unknown or missing session token"),
+    "join: a 10,000-character token": ("join", {"token": "x" * 10_000}, "join: unknown or missing session token"),
+    "input: nothing": ("input", None, "input: expected {token, action, client_time}"),
+    "input: a list": ("input", [], "input: expected {token, action, client_time}"),
+    "input: a string": ("input", "up", "input: expected {token, action, client_time}"),
+    "input: no action": ("input", {"token": "{token}"}, "input: expected {token, action, client_time}"),
+    "input: action a number": ("input", {"token": "{token}", "action": 5}, "input: expected {token, action, client_time}"),
+    "input: action an object": ("input", {"token": "{token}", "action": {"x": 1}}, "input: expected {token, action, client_time}"),
+    "input: action null": ("input", {"token": "{token}", "action": None}, "input: expected {token, action, client_time}"),
+    "input: someone else's token": ("input", {"token": "nope", "action": "up"}, "input: not your session"),
+    "input: client_time NaN": ("input", {"token": "{token}", "action": "up", "client_time": float("nan")}, "input: client_time must be"),
+    "input: client_time Infinity": ("input", {"token": "{token}", "action": "up", "client_time": float("inf")}, "input: client_time must be"),
+    "input: client_time 1e308": ("input", {"token": "{token}", "action": "up", "client_time": 1e308}, "input: client_time must be"),
+    "input: client_time negative": ("input", {"token": "{token}", "action": "up", "client_time": -5.0}, "input: client_time must be"),
+}
+
+
+@pytest.fixture
+def player(server):
+    opened = server["http"].post(f"/play/{PROBLEM}/session").json()
+    client = Player(server["url"], opened["token"]).connect()
+    client.join()
+    yield client
+    client.close()
+
+
+@pytest.mark.parametrize("name", SOCKET)
+def test_a_malformed_socket_message_is_refused_and_play_goes_on(server, player, name):
+    event, payload, error = SOCKET[name]
+    if isinstance(payload, dict):
+        payload = {k: player.token if v == "{token}" else v for k, v in payload.items()}
+    answer = player.sio.call(event, payload, timeout=10)
+    assert answer == {"ok": False, "error": answer.get("error")} and answer["error"].startswith(error)
+    assert player.send("right") == {"ok": True, "status": "queued"}
+    player.wait_ticks(2)
+
+
+@pytest.mark.parametrize("event, payload", [
+    ("pong", None), ("pong", {"sent": "x", "client_time": 1}), ("pong", [1, 2]),
+    ("hack", {"a": 1}), ("input", "x" * 100_000),
+])
+def test_messages_without_an_answer_are_ignored_and_play_goes_on(server, player, event, payload):
+    player.sio.emit(event, payload)
+    assert player.send("right") == {"ok": True, "status": "queued"}
+    player.wait_ticks(2)
+
+
+@pytest.mark.parametrize("frame", ["42[", '42["input",', "4x", "9", '42{"a":1}', "\x00\xff"])
+def test_a_malformed_socket_frame_is_logged_in_one_line(server, player, frame):
+    from simple_websocket import Client
+
+    before = server["log"].read_text()
+    raw = Client.connect(server["url"].replace("http", "ws") + "/socket.io/?EIO=4&transport=websocket")
+    raw.receive(timeout=5)  # the Engine.IO open packet
+    raw.send("40")  # connect to the default namespace
+    raw.receive(timeout=5)
+    raw.send(frame)
+    raw.close()
+    assert player.send("right") == {"ok": True, "status": "queued"}
+    player.wait_ticks(2)
+    added = server["log"].read_text()[len(before):]
+    assert "Traceback" not in added, added[-3000:]
