@@ -283,7 +283,22 @@ ADMIN = Table("admin", "A researcher who may open the dashboard (gridstudy admin
     Field("created_at", TIME, "When the account was created.", default=NOW),
 ))
 
-TABLES = (STUDY, PARTICIPANT, AGENT_RUN, EPISODE, EVENT, FRAME, RAW_INPUT, ADMIN)
+API_TOKEN = Table("apitoken", "A credential for the agent API (gridstudy token create).", (
+    Field("name", TEXT, "What the researcher called it (one per model or script).", key=True),
+    Field("token_hash", TEXT, "SHA-256 of the token; the token itself is shown once and never "
+                              "stored.", required=True, index=True, private=True),
+    Field("study_id", TEXT, "The study it may write into; empty: runs outside any study only."),
+    Field("created_at", TIME, "When it was created.", default=NOW),
+    Field("revoked_at", TIME, "When it was revoked; empty while it is valid."),
+))
+
+SETTING = Table("setting", "Values created once per installation (the session-signing secret).", (
+    Field("name", TEXT, "The setting's name.", key=True),
+    Field("value", TEXT, "Its value.", required=True, private=True),
+))
+
+TABLES = (STUDY, PARTICIPANT, AGENT_RUN, EPISODE, EVENT, FRAME, RAW_INPUT, ADMIN, API_TOKEN,
+          SETTING)
 
 
 # -- the episode as a reader sees it --------------------------------------------------------

@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel
 
 from records import schema
 from records.database import database_url, make_engine
-from records.models import EpisodeRow, Event, RawInput, utcnow
+from records.models import EpisodeRow, Event, RawInput, Setting, utcnow
 from records.rows import check
 from records.writer import BatchWriter, Failure, TableSpec
 from tasks.core import frame_hash
@@ -99,6 +100,21 @@ class Store:
             except BaseException:
                 session.rollback()
                 raise
+
+    def setting(self, name: str, make: Callable[[], str]) -> str:
+        """The installation's value of ``name``, made by ``make`` the first time any
+        process asks (a process racing to make it reads the winner's value)."""
+        with self.session() as db:
+            row = db.get(Setting, name)
+            if row is not None:
+                return row.value
+        try:
+            with self.session() as db:
+                db.add(Setting(name=name, value=make()))
+        except IntegrityError:
+            pass
+        with self.session() as db:
+            return db.get(Setting, name).value
 
     def start_episode(
         self,

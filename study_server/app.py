@@ -13,6 +13,9 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 ``PREVIEW``           serve ``/play/<problem_id>`` (default true)
 ``QUEUE_SIZE``, ``RATE_LIMIT``, ``IDLE_TIMEOUT``   real-time input limits (see tasks/worldtest/tick.py)
 ``SOCKETIO_CLIENT_JS``  the npm ``socket.io.min.js`` served at ``/vendor/socket.io.min.js``
+``SECRET_KEY``        signs session cookies; also read unprefixed. Without it, a random
+                      secret is made once per installation and kept in the database's
+                      ``setting`` table, so a restart keeps everybody signed in
 """
 
 from __future__ import annotations
@@ -44,12 +47,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     """A configured server: store, Socket.IO, real-time scheduler and blueprints."""
     app = Flask(__name__)
     app.config.from_mapping(DEFAULTS)
-    app.config["SECRET_KEY"] = os.environ.get("SECRET_KEY") or secrets.token_hex(32)
     for key in ("DATABASE_URL", "SOCKETIO_MESSAGE_QUEUE"):
         app.config[key] = os.environ.get(key) or app.config[key]
     app.config.from_prefixed_env("GRIDSTUDY")
     app.config.from_mapping(config or {})
     init_store(app)
+    app.config["SECRET_KEY"] = (app.config.get("SECRET_KEY") or os.environ.get("SECRET_KEY")
+                                or app.extensions["gridstudy.store"].setting(
+                                    "secret_key", lambda: secrets.token_hex(32)))
     init_realtime(app)
     register_blueprints(app)
     app.add_url_rule("/vendor/socket.io.min.js", "socketio_client", socketio_client)

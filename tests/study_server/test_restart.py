@@ -1,0 +1,68 @@
+"""A restart keeps everybody signed in: the session-signing secret is made once per
+installation and kept in the database, so a participant mid-flow and a logged-in
+researcher carry on with the cookies they have."""
+
+from __future__ import annotations
+
+import re
+
+from records.models import Study
+from study_server import auth
+from study_server.app import create_app, shutdown
+from tests.consent.helpers import make_definition, register_walker_problems
+
+ENTRY = "/study/pilot?PROLIFIC_PID=abc123&STUDY_ID=s1&SESSION_ID=x9"
+
+
+def start(db):
+    return create_app({"DATABASE_URL": str(db), "TESTING": True})
+
+
+def carried(old, app, names=("session",)):
+    """A test client of ``app`` holding ``old``'s cookies, as a browser would."""
+    client = app.test_client()
+    for name in names:
+        cookie = old.get_cookie(name)
+        if cookie is not None:
+            client.set_cookie(name, cookie.value)
+    return client
+
+
+def test_a_restart_keeps_participants_and_researchers_signed_in(tmp_path):
+    register_walker_problems(["test/p0", "test/p1", "test/p2", "test/tutorial"])
+    db = tmp_path / "gridstudy.db"
+    first = start(db)
+    definition = make_definition()
+    store = first.extensions["gridstudy.store"]
+    with store.session() as session:
+        session.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
+    auth.create_admin(store.engine, "researcher", "correct horse")
+    participant, researcher = first.test_client(), first.test_client()
+    participant.get(ENTRY)
+    assert "consent" in participant.get("/study/pilot/flow").text
+    page = researcher.get("/dashboard/login").text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    researcher.post("/dashboard/login", data={"username": "researcher", "password": "correct horse",
+                                              "csrf_token": token})
+    assert researcher.get("/dashboard/").status_code == 200
+    secret = first.config["SECRET_KEY"]
+    shutdown(first)
+
+    second = start(db)
+    try:
+        assert second.config["SECRET_KEY"] == secret
+        participant, researcher = carried(participant, second), carried(researcher, second)
+        again = participant.get("/study/pilot/flow")
+        assert again.status_code == 200 and "consent" in again.text
+        assert researcher.get("/dashboard/").status_code == 200
+    finally:
+        shutdown(second)
+
+
+def test_secret_key_from_the_configuration_wins(tmp_path, monkeypatch):
+    monkeypatch.setenv("SECRET_KEY", "from the environment")
+    app = start(tmp_path / "g.db")
+    try:
+        assert app.config["SECRET_KEY"] == "from the environment"
+    finally:
+        shutdown(app)
