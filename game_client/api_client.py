@@ -22,10 +22,11 @@ class AgentAPIError(RuntimeError):
 class AgentAPIClient:
     """A thin client of ``/api/agent``."""
 
-    def __init__(self, base_url: str, timeout: float = 30.0,
+    def __init__(self, base_url: str, token: str, timeout: float = 30.0,
                  transport: httpx.BaseTransport | None = None) -> None:
         self.http = httpx.Client(base_url=base_url.rstrip("/") + "/api/agent", timeout=timeout,
-                                 transport=transport)
+                                 transport=transport,
+                                 headers={"Authorization": f"Bearer {token}"})
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = self.http.post(path, json=body)

@@ -117,9 +117,11 @@ def agent() -> None:
 @click.option("--seed", default=0, show_default=True, help="Random agent seed (plus the run index).")
 @click.option("--server", default=None,
               help="Play through a running server's agent API (recorded there) instead of in-process.")
+@click.option("--token", envvar="GRIDSTUDY_TOKEN", default=None,
+              help="The agent-API token for --server (default: $GRIDSTUDY_TOKEN).")
 def agent_run(patterns, kind, model, runs, concurrency, db, history, k, prompt_variant, summary,
               temperature, max_tokens, timeout, retries, prices_file, max_turns, max_invalid,
-              interaction_steps, seed, server):
+              interaction_steps, seed, server, token):
     """Play problems with an agent and record every turn; a rerun resumes (in-process)."""
     from game_client.batch import find_or_create_run, run_batch, select_problems
 
@@ -134,8 +136,11 @@ def agent_run(patterns, kind, model, runs, concurrency, db, history, k, prompt_v
                           interaction_steps=interaction_steps, seed=seed))
     config = {**config, "max_turns": max_turns, "max_invalid": max_invalid}
     if server:
-        _summarise(*_run_remote(server, problem_ids, make_agent, kind, model, config, runs,
-                                concurrency))
+        if not token:
+            raise click.UsageError("--server needs an agent-API token: --token or GRIDSTUDY_TOKEN "
+                                   "(a researcher creates one with gridstudy token create NAME)")
+        _summarise(*_run_remote(server, token, problem_ids, make_agent, kind, model, config,
+                                runs, concurrency))
         return
     with open_store(db) as store:
         run_id = find_or_create_run(store, kind, model, config)
@@ -144,18 +149,21 @@ def agent_run(patterns, kind, model, runs, concurrency, db, history, k, prompt_v
     _summarise(run_id, results)
 
 
-def _run_remote(server, problem_ids, make_agent, kind, model, config, runs, concurrency):
+def _run_remote(server, token, problem_ids, make_agent, kind, model, config, runs, concurrency):
     """Play every attempt through the server's agent API: ``(run_id, results)``."""
     from collections import Counter
     from concurrent.futures import ThreadPoolExecutor
 
     from tqdm import tqdm
 
-    from game_client.api_client import AgentAPIClient, run_remote_episode
+    from game_client.api_client import AgentAPIClient, AgentAPIError, run_remote_episode
     from game_client.batch import pending_jobs
 
-    client = AgentAPIClient(server)
-    run_id = client.create_run(kind, model, config)
+    client = AgentAPIClient(server, token)
+    try:
+        run_id = client.create_run(kind, model, config)
+    except AgentAPIError as error:
+        raise click.ClickException(str(error)) from None
     jobs = pending_jobs(problem_ids, runs, Counter())
 
     def play(job):

@@ -198,6 +198,8 @@ AGENT_RUN = Table("agentrun", "One agent configuration; its attempts are episode
     Field("agent_kind", TEXT, "llm, random, scripted, planner.", default="llm"),
     Field("model", TEXT, "The language model, for llm runs."),
     Field("config", JSON, "Provider, prompt variant, history mode, temperature, prices ..."),
+    Field("token", TEXT, "Name of the API token that created the run through the agent API; "
+                         "empty for runs recorded in process."),
     Field("created_at", TIME, "When the run was created.", default=NOW),
 ))
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import inspect, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel
 
@@ -54,6 +54,26 @@ class StoreWriteError(RuntimeError):
 # -- the store ----------------------------------------------------------------------------
 
 
+def add_missing_columns(engine: Any) -> list[str]:
+    """Add to existing tables the nullable columns the schema has gained since the
+    database was made (``ALTER TABLE ... ADD COLUMN``), so that an installation keeps its
+    data across upgrades. Returns ``table.column`` of each one added."""
+    inspector = inspect(engine)
+    present = set(inspector.get_table_names())
+    added = []
+    with engine.begin() as connection:
+        for table in SQLModel.metadata.sorted_tables:
+            if table.name not in present:
+                continue
+            have = {c["name"] for c in inspector.get_columns(table.name)}
+            for column in table.columns:
+                if column.name not in have and column.nullable:
+                    kind = column.type.compile(dialect=engine.dialect)
+                    connection.execute(text(f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" {kind}'))
+                    added.append(f"{table.name}.{column.name}")
+    return added
+
+
 class Store:
     """The database of one deployment: tables, sessions and the batching event writer."""
 
@@ -68,6 +88,7 @@ class Store:
         self.url = database_url(url)
         self.engine = make_engine(self.url)
         SQLModel.metadata.create_all(self.engine)
+        add_missing_columns(self.engine)
         self._writer = BatchWriter(
             self.engine, flush_interval=flush_interval, batch_size=batch_size, retries=retries
         )

@@ -5,7 +5,9 @@ An agent run is one configuration (``AgentRun``); each attempt is an episode of 
 played by the same agent turn (:class:`tasks.worldtest.turn.AgentTurns`) and written by
 the same recorder, so the dashboard and the analysis see agent runs beside participants.
 
-Routes (JSON in, JSON out; errors are ``{"error": message}`` with 400/404/409):
+Every request carries ``Authorization: Bearer <token>`` (:mod:`study_server.tokens`);
+a run belongs to the token that created it. Routes (JSON in, JSON out; errors are
+``{"error": message}`` with 400, 401, 403, 404, 409 or 413):
 
 ``POST /api/agent/runs``                      ``{agent_kind, model, config, study_id}`` -> 201 ``{agent_run_id}``
 ``POST /api/agent/runs/<id>/episodes``        ``{problem_id, max_invalid, max_turns}`` -> 201 ``{episode_id, state}``
@@ -31,13 +33,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import Blueprint, Flask, current_app, jsonify, request
+from flask import Blueprint, Flask, current_app, g, jsonify, request
 from sqlmodel import select
 
 from records import schema
 from records.models import AgentRun, EpisodeRow, Event, Study
 from records.rebuild import rebuild
 from records.recorder import EpisodeRecorder
+from study_server import tokens
 from tasks import registry
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.turn import ABANDONED, ERROR, MAX_INVALID, MAX_TURNS, AgentTurns
@@ -114,6 +117,8 @@ class LiveEpisode:
 
     id: int
     turns: AgentTurns
+    token: str
+    """The name of the API token whose run this is."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -124,6 +129,18 @@ class LiveEpisode:
 def init_app(app: Flask) -> None:
     app.extensions["gridstudy.agent_episodes"] = {}
     app.register_blueprint(bp)
+
+
+@bp.before_request
+def require_token() -> None:
+    """Every route needs ``Authorization: Bearer <token>`` (``gridstudy token create``);
+    without a valid one nothing is read or written (401)."""
+    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+    found = tokens.holder(_store().engine, presented.strip()) if scheme.lower() == "bearer" else None
+    if found is None:
+        raise ApiError(401, "send Authorization: Bearer <token>; a researcher creates one with "
+                            "gridstudy token create NAME")
+    g.token = found
 
 
 @bp.errorhandler(ApiError)
@@ -183,8 +200,12 @@ def create_run():
     config = body["config"] or {}
     if not isinstance(config, dict):
         raise ApiError(400, "config must be a JSON object")
+    body["study_id"] = body["study_id"] or g.token.study_id
+    if body["study_id"] != g.token.study_id:
+        scope = f"study {g.token.study_id!r}" if g.token.study_id else "runs outside any study"
+        raise ApiError(403, f"token {g.token.name!r} is for {scope} only")
     row = AgentRun(agent_kind=body["agent_kind"] or "llm", model=body["model"],
-                   config=config, study_id=body["study_id"])
+                   config=config, study_id=body["study_id"], token=g.token.name)
     with _store().session() as session:
         if row.study_id is not None and session.get(Study, row.study_id) is None:
             raise ApiError(404, f"no study {row.study_id!r}")
@@ -199,7 +220,7 @@ def start_episode(run_id: int):
     body = _body(START, allowed=("max_invalid", "max_turns"))
     with _store().session() as session:
         run = session.get(AgentRun, _id(run_id, "agent run"))
-    if run is None:
+    if run is None or run.token != g.token.name:
         raise ApiError(404, f"no agent run {run_id}; create one with POST /api/agent/runs")
     try:
         problem = registry.get_problem(body["problem_id"])
@@ -209,7 +230,8 @@ def start_episode(run_id: int):
               "max_turns": _positive(body, "max_turns", MAX_TURNS)}
     recorder = EpisodeRecorder(_store(), problem, agent_run_id=run_id, study_id=run.study_id,
                                info=limits)
-    live = LiveEpisode(recorder.episode_id, AgentTurns(Episode(problem), recorder, **limits))
+    live = LiveEpisode(recorder.episode_id, AgentTurns(Episode(problem), recorder, **limits),
+                       g.token.name)
     current_app.extensions["gridstudy.agent_episodes"][live.id] = live
     return jsonify({"episode_id": live.id, "state": state_of(live)}), 201
 
@@ -262,6 +284,8 @@ def _live(episode_id: int) -> LiveEpisode:
     live = episodes.get(_id(episode_id, "agent episode"))
     if live is None:
         live = episodes[episode_id] = _rebuild(episode_id)
+    if live.token != g.token.name:
+        raise ApiError(404, f"no agent episode {episode_id}")
     return live
 
 
@@ -270,7 +294,8 @@ def _rebuild(episode_id: int) -> LiveEpisode:
     store.flush()
     with store.session() as session:
         row = session.get(EpisodeRow, episode_id)
-        if row is None or row.agent_run_id is None:
+        run = session.get(AgentRun, row.agent_run_id) if row and row.agent_run_id else None
+        if run is None or run.token != g.token.name:
             raise ApiError(404, f"no agent episode {episode_id}")
         events = session.exec(select(Event).where(Event.episode_id == episode_id)).all()
     problem = registry.get_problem(row.problem_id)
@@ -282,4 +307,4 @@ def _rebuild(episode_id: int) -> LiveEpisode:
     turns = AgentTurns(rebuilt.episode, recorder, **limits, turns=rebuilt.turns,
                        invalid=rebuilt.invalid, streak=rebuilt.streak, status=row.status,
                        reason=row.info.get("reason"))
-    return LiveEpisode(episode_id, turns)
+    return LiveEpisode(episode_id, turns, run.token)

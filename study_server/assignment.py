@@ -67,11 +67,12 @@ def load_study(session: Session, study_id: str) -> tuple[Study, StudyDefinition]
 
 
 def fill_counts(session: Session, study_id: str, problems: list[str]) -> dict[str, int]:
-    """Slots taken per problem: included finished attempts plus attempts holding one."""
+    """Slots taken per problem: participants' included finished attempts plus their
+    attempts holding one (model attempts in a study never take a person's slot)."""
     holding = (EpisodeRow.status.in_(HOLDING)) | ((EpisodeRow.status == DONE) & EpisodeRow.included)
     rows = session.exec(
         select(EpisodeRow.problem_id, func.count())
-        .where(EpisodeRow.study_id == study_id, holding)
+        .where(EpisodeRow.study_id == study_id, EpisodeRow.participant_id.is_not(None), holding)
         .group_by(EpisodeRow.problem_id)
     ).all()
     counts = dict.fromkeys(problems, 0)

@@ -19,6 +19,7 @@ COMMANDS = {
     "demo": "study_server.commands.serve:demo",
     "study": "study_server.commands.study:study",
     "admin": "study_server.commands.study:admin",
+    "token": "study_server.commands.study:token",
     "export": "study_server.commands.export:export",
     "play": "game_client.cli:play",
     "agent": "game_client.cli:agent",

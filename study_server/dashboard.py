@@ -30,7 +30,7 @@ from sqlmodel import Session, func, select
 
 from consent.definition import from_stored
 from records.models import EpisodeRow, Event, Frame, Participant, Study
-from study_server import assignment, auth
+from study_server import assignment, auth, tokens
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 bp.before_request(auth.check_csrf)
@@ -72,7 +72,8 @@ def index() -> str:
     """Every study with its fill, the live sessions and recent participants."""
     with _store().session() as db:
         studies = [study_summary(db, study) for study in db.exec(select(Study)).all()]
-    return render_template("dashboard/index.html", studies=studies, live=live_sessions())
+    return render_template("dashboard/index.html", studies=studies, live=live_sessions(),
+                           tokens=tokens.listed(_store().engine))
 
 
 def study_summary(db: Session, study: Study) -> dict[str, Any]:

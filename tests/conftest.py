@@ -91,6 +91,7 @@ class LiveServer:
     server: Any = None
     thread: threading.Thread | None = None
     stopped: bool = field(default=False)
+    tokens_made: int = 0
 
     @property
     def store(self) -> Any:
@@ -99,6 +100,13 @@ class LiveServer:
     @property
     def scheduler(self) -> Any:
         return self.app.extensions["gridstudy.realtime"]
+
+    def token(self, name: str = "tests", study_id: str | None = None) -> str:
+        """A new agent-API token (``gridstudy token create``), named uniquely."""
+        from study_server import tokens
+
+        self.tokens_made += 1
+        return tokens.create(self.store.engine, f"{name}-{self.tokens_made}", study_id)
 
     def new_session(self, problem_id: str, record: bool = True) -> dict[str, Any]:
         """Open a session over HTTP, as a script would: ``{token, episode_id, ...}``."""

@@ -138,20 +138,26 @@ def demo_links(base_url: str) -> list[str]:
 DEMO_STUDY = Path(__file__).resolve().parents[2] / "examples" / "demo-study.yaml"
 
 
-def prepare_demo(url: str, study_file: Path) -> str:
-    """Store the demo study (replacing an older copy) and give the ``demo`` admin a fresh
-    random password, which is returned so the researcher can log in."""
+def prepare_demo(url: str, study_file: Path) -> tuple[str, str]:
+    """Store the demo study (replacing an older copy), give the ``demo`` admin a fresh
+    random password and make a fresh agent-API token ``demo-<random>`` (revoking the
+    previous demo tokens): ``(password, token)``, so the researcher can log in and run
+    agents against the demo."""
     import secrets
 
     from records.store import Store
-    from study_server import auth
+    from study_server import auth, tokens
     from study_server.commands.study import create_study
 
     create_study(url, str(study_file), replace=True)
     password = secrets.token_urlsafe(9)
     with Store(url) as store:
         auth.create_admin(store.engine, "demo", password)
-    return password
+        for old in tokens.listed(store.engine):
+            if old.name.startswith("demo-") and old.revoked_at is None:
+                tokens.revoke(store.engine, old.name)
+        token = tokens.create(store.engine, f"demo-{secrets.token_hex(3)}")
+    return password, token
 
 
 @click.command()
@@ -168,11 +174,13 @@ def demo(host: str, port: int, data_dir: str, study_file: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     config = {"DATABASE_URL": str(directory / "gridstudy.db"), "ASYNC_MODE": DEFAULT_ASYNC_MODE}
     _patch_for(DEFAULT_ASYNC_MODE)  # before the store starts a thread (or Ctrl-C hangs)
-    password = prepare_demo(config["DATABASE_URL"], Path(study_file))
+    password, token = prepare_demo(config["DATABASE_URL"], Path(study_file))
 
     def announce(app: Any, base_url: str) -> None:
         _announce_server(app, base_url)
         click.echo(f"Dashboard login: user 'demo', password {password!r} (new each start)")
+        click.echo(f"Agent API token (new each start): GRIDSTUDY_TOKEN={token} "
+                   f"gridstudy agent run --server {base_url} ...")
         links = demo_links(base_url)
         click.echo("Preview a problem (nothing recorded; add ?record=1 to record):")
         click.echo("\n".join(links) if links else "  (no problems are registered yet)")

@@ -115,3 +115,68 @@ def create_admin(username: str, password: str, db: str | None) -> None:
         except ValueError as error:
             raise click.ClickException(str(error)) from None
     click.echo(f"admin {username!r} can now log in at /dashboard/")
+
+
+@click.group()
+def token() -> None:
+    """Credentials for the agent API (sent as Authorization: Bearer <token>)."""
+
+
+_DB_OPTION = click.option("--db", "db", default=None,
+                          help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
+
+
+def _engine_store(db: str | None):
+    import os
+
+    from records.store import Store
+
+    return Store(db or os.environ.get("DATABASE_URL") or "gridstudy.db")
+
+
+@token.command("create")
+@click.argument("name")
+@click.option("--study", "study_id", default=None, help="The study its runs belong to (default: none).")
+@_DB_OPTION
+def create_token(name: str, study_id: str | None, db: str | None) -> None:
+    """Create the token NAME and print it (it is shown this once)."""
+    from study_server import tokens
+
+    with _engine_store(db) as store:
+        try:
+            secret = tokens.create(store.engine, name, study_id)
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None
+    click.echo(secret)
+    click.echo(f"token {name!r} created; give it to the agent as GRIDSTUDY_TOKEN (it is not "
+               "stored and cannot be shown again)", err=True)
+
+
+@token.command("revoke")
+@click.argument("name")
+@_DB_OPTION
+def revoke_token(name: str, db: str | None) -> None:
+    """Revoke the token NAME: it opens nothing from now on."""
+    from study_server import tokens
+
+    with _engine_store(db) as store:
+        try:
+            tokens.revoke(store.engine, name)
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None
+    click.echo(f"token {name!r} revoked")
+
+
+@token.command("list")
+@_DB_OPTION
+def list_tokens(db: str | None) -> None:
+    """Every token: name, study, created, revoked."""
+    from study_server import tokens
+
+    with _engine_store(db) as store:
+        rows = tokens.listed(store.engine)
+    if not rows:
+        click.echo("no tokens; create one with gridstudy token create NAME")
+    for row in rows:
+        revoked = f"revoked {row.revoked_at:%Y-%m-%d %H:%M}" if row.revoked_at else "valid"
+        click.echo(f"{row.name:<24} {row.study_id or '-':<16} {row.created_at:%Y-%m-%d %H:%M}  {revoked}")

@@ -17,7 +17,7 @@ PLAN = ["go-to-test", "click 4 4", "right", "right", "down", "down"]
 
 @pytest.fixture
 def api(live_server):
-    return AgentAPIClient(live_server.url)
+    return AgentAPIClient(live_server.url, live_server.token())
 
 
 def test_a_scripted_run_over_http_is_stored_like_an_in_process_one(api, live_server, test_problems):
@@ -111,7 +111,7 @@ def test_agent_run_command_plays_through_a_running_server(live_server, test_prob
     result = CliRunner().invoke(main, [
         "agent", "run", "--problems", "test/rt-walker-mfp", "--agent", "random",
         "--runs", "2", "--concurrency", "2", "--server", live_server.url,
-    ])
+    ], env={"GRIDSTUDY_TOKEN": live_server.token()})
     assert result.exit_code == 0, result.output
     assert "2 episodes (done 2, abandoned 0, error 0)" in result.output
     run_id = int(result.output.split("agent run ")[1].split(":")[0])
@@ -125,3 +125,46 @@ def test_agent_run_command_plays_through_a_running_server(live_server, test_prob
     assert all(e.score in (0.0, 1.0) for e in episodes)
     for episode in episodes:
         assert {e.source for e in live_server.events(episode.id)} == {"agent"}
+
+
+def test_the_agent_api_needs_a_valid_token_and_keeps_runs_apart(live_server, test_problems):
+    from study_server import tokens
+
+    bare = AgentAPIClient(live_server.url, "gs_made-up")
+    with pytest.raises(AgentAPIError, match="answered 401: send Authorization: Bearer <token>"):
+        bare.create_run("llm", "m", {})
+    mine = AgentAPIClient(live_server.url, live_server.token("mine"))
+    theirs = AgentAPIClient(live_server.url, live_server.token("theirs"))
+    run_id = mine.create_run("scripted", None, {})
+    episode_id = mine.start_episode(run_id, "test/rt-walker-mfp")["episode_id"]
+    with pytest.raises(AgentAPIError, match=f"answered 404: no agent run {run_id}"):
+        theirs.start_episode(run_id, "test/rt-walker-mfp")
+    with pytest.raises(AgentAPIError, match=f"answered 404: no agent episode {episode_id}"):
+        theirs.act(episode_id, {"action": "up"})
+    assert mine.act(episode_id, {"action": "up"})["applied"] is True
+    tokens.revoke(live_server.store.engine, "mine-1")
+    with pytest.raises(AgentAPIError, match="answered 401"):
+        mine.act(episode_id, {"action": "up"})
+    assert [e.action for e in live_server.events(episode_id)] == ["up"]
+
+
+def test_a_study_token_writes_into_its_study_only_and_takes_no_participant_slot(live_server, test_problems):
+    from records.models import Study
+    from study_server import assignment
+    from tests.consent.helpers import make_definition
+
+    definition = make_definition(id="pilot", problems=["test/rt-walker-mfp", "test/rt-walker-cd"],
+                                 problems_per_participant=1)
+    with live_server.store.session() as session:
+        session.add(Study(id="pilot", title="t", definition=definition.to_dict()))
+    scoped = AgentAPIClient(live_server.url, live_server.token("pilot-model", "pilot"))
+    unscoped = AgentAPIClient(live_server.url, live_server.token("outside"))
+    refused = unscoped.http.post("/runs", json={"study_id": "pilot"})
+    assert (refused.status_code, refused.json()["error"]) == (
+        403, "token 'outside-2' is for runs outside any study only")
+    run_id = scoped.create_run("llm", "m", {})
+    for _ in range(30):
+        scoped.start_episode(run_id, "test/rt-walker-mfp")
+    with live_server.store.session() as session:
+        counts = assignment.fill_counts(session, "pilot", list(definition.problems))
+    assert counts == {"test/rt-walker-mfp": 0, "test/rt-walker-cd": 0}

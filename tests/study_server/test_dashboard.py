@@ -98,3 +98,17 @@ def test_export_download_is_read_back_by_analysis(app, tmp_path):
     assert [e.problem_id for e in episodes].count(problem_id) == 1
     played = next(e for e in episodes if e.problem_id == problem_id)
     assert [event.action for event in played.events][:2] == ["go-to-test", "right"]
+
+
+def test_the_dashboard_lists_agent_api_tokens_but_never_the_token(app):
+    from study_server import tokens
+
+    engine = app.extensions["gridstudy.store"].engine
+    secret = tokens.create(engine, "gpt-eval")
+    tokens.create(engine, "old-script")
+    tokens.revoke(engine, "old-script")
+    client = app.test_client()
+    log_in(client)
+    page = client.get("/dashboard/").text
+    assert 'data-token="gpt-eval"' in page and 'data-token="old-script"' in page
+    assert "revoked" in page and secret not in page and tokens.digest(secret) not in page

@@ -6,14 +6,14 @@ from sqlmodel import select
 
 from records.models import Study
 from records.store import Store
-from study_server import auth
+from study_server import auth, tokens
 from study_server.commands.serve import DEMO_STUDY, prepare_demo
 
 
 def test_prepare_demo_stores_the_study_and_a_working_login(tmp_path):
     url = str(tmp_path / "demo.db")
-    first = prepare_demo(url, DEMO_STUDY)
-    second = prepare_demo(url, DEMO_STUDY)  # a restart replaces, never fails
+    first, first_token = prepare_demo(url, DEMO_STUDY)
+    second, second_token = prepare_demo(url, DEMO_STUDY)  # a restart replaces, never fails
     with Store(url) as store:
         with store.session() as db:
             studies = db.exec(select(Study)).all()
@@ -21,3 +21,5 @@ def test_prepare_demo_stores_the_study_and_a_working_login(tmp_path):
         assert studies[0].definition["problems"]
         assert auth.verify(store.engine, "demo", second)
         assert not auth.verify(store.engine, "demo", first)
+        assert tokens.holder(store.engine, second_token) is not None
+        assert tokens.holder(store.engine, first_token) is None

@@ -9,6 +9,9 @@ run and an agent episode the module creates first.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,13 +32,20 @@ def nested(depth: int) -> Any:
 
 
 HTTP = {
+    # the agent API: credentials (the 6th item replaces the Authorization header)
+    "auth: no token": ("POST", "/api/agent/runs", {}, 401, "send Authorization: Bearer <token>", ""),
+    "auth: bearer without a token": ("POST", "/api/agent/runs", {}, 401, "send Authorization", "Bearer"),
+    "auth: basic scheme": ("POST", "/api/agent/runs", {}, 401, "send Authorization", "Basic dXNlcjpwdw=="),
+    "auth: made-up token": ("GET", "/api/agent/episodes/{episode}", None, 401, "send Authorization", "Bearer gs_made-up"),
+    "auth: a 10,000-character token": ("GET", "/api/agent/episodes/{episode}", None, 401, "send Authorization", "Bearer gs_" + "x" * 10_000),
+    "auth: another study": ("POST", "/api/agent/runs", {"study_id": "other"}, 403, "is for runs outside any study only"),
     # the agent API: runs
     "runs: not JSON": ("POST", "/api/agent/runs", b"not json", 400, "send a JSON object"),
     "runs: a list": ("POST", "/api/agent/runs", [], 400, "send a JSON object"),
     "runs: a string": ("POST", "/api/agent/runs", "run", 400, "send a JSON object"),
     "runs: model as an object": ("POST", "/api/agent/runs", {"model": {"x": 1}}, 400, "model must be text"),
     "runs: study_id as an object": ("POST", "/api/agent/runs", {"study_id": {"a": 1}}, 400, "study_id must be text"),
-    "runs: unknown study": ("POST", "/api/agent/runs", {"study_id": "nope"}, 404, "no study 'nope'"),
+    "runs: a study the token is not for": ("POST", "/api/agent/runs", {"study_id": "nope"}, 403, "token 'hostile' is for runs outside any study only"),
     "runs: agent_kind too long": ("POST", "/api/agent/runs", {"agent_kind": "x" * 100}, 400, "agent_kind must lie in 0..40"),
     "runs: config a list": ("POST", "/api/agent/runs", {"config": [1]}, 400, "config must be a JSON object"),
     "runs: unknown field": ("POST", "/api/agent/runs", {"colour": 1}, 400, "unknown field 'colour'"),
@@ -93,8 +103,11 @@ HTTP = {
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Any:
     folder = tmp_path_factory.mktemp("hostile")
+    made = subprocess.run([str(Path(sys.executable).parent / "gridstudy"), "token", "create", "hostile",
+                           "--db", str(folder / "gridstudy.db")], capture_output=True, text=True, check=True)
+    token = made.stdout.strip()
     process, url = start_serve(folder / "gridstudy.db", log=folder / "serve.log")
-    http = httpx.Client(base_url=url, timeout=30)
+    http = httpx.Client(base_url=url, timeout=30, headers={"Authorization": f"Bearer {token}"})
     run = http.post("/api/agent/runs", json={"agent_kind": "scripted"}).json()["agent_run_id"]
     episode = http.post(f"/api/agent/runs/{run}/episodes", json={"problem_id": PROBLEM}).json()["episode_id"]
     yield {"url": url, "http": http, "run": run, "episode": episode, "process": process,
@@ -105,11 +118,14 @@ def server(tmp_path_factory) -> Any:
 
 @pytest.mark.parametrize("name", HTTP)
 def test_a_malformed_request_is_answered_4xx_with_a_message(server, name):
-    method, path, body, status, message = HTTP[name]
+    method, path, body, status, message, *authorization = HTTP[name]
     path = path.format(run=server["run"], episode=server["episode"])
     content = body if isinstance(body, bytes) else None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"} if content is not None else {}
+    if authorization:
+        headers["Authorization"] = authorization[0]
     response = server["http"].request(method, path, content=content, follow_redirects=False,
-                                      headers={"Content-Type": "application/json"} if content is not None else {})
+                                      headers=headers)
     assert response.status_code == status, response.text[:300]
     if message:
         assert message in response.json()["error"]

@@ -14,7 +14,7 @@ import pytest
 from sqlmodel import select
 
 from records.database import database_url, make_engine
-from records.models import EpisodeRow, Event, Frame, RawInput
+from records.models import AgentRun, EpisodeRow, Event, Frame, RawInput
 from records.rows import step_row
 from records.store import Store, StoreWriteError
 from records.writer import BulkInsert, frame_insert_ignoring_duplicates
@@ -320,3 +320,15 @@ def test_a_program_that_never_closes_its_store_still_writes_everything(tmp_path)
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
     with sqlite3.connect(path) as reader:
         assert reader.execute("select count(*) from event").fetchone()[0] == 1000
+
+
+def test_a_database_made_by_an_older_version_gains_the_new_columns(tmp_path):
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as old:
+        old.execute("create table agentrun (id integer primary key, study_id varchar, "
+                    "agent_kind varchar not null default 'llm', model varchar, config json, "
+                    "created_at datetime)")
+        old.execute("insert into agentrun (agent_kind, model, config) values ('llm', 'm', '{}')")
+    with Store(str(path)) as store, store.session() as session:
+        [run] = session.exec(select(AgentRun)).all()
+    assert (run.model, run.token) == ("m", None)

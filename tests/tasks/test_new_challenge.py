@@ -121,7 +121,7 @@ def test_the_quiz_and_the_models_prompt_read_it(paint):
 
 def test_the_runner_and_the_agent_api_play_it(paint, live_server):
     local = run_episode(ScriptedAgent(PLAY), paint, store=live_server.store)
-    api = AgentAPIClient(live_server.url)
+    api = AgentAPIClient(live_server.url, live_server.token())
     remote = run_remote_episode(ScriptedAgent(PLAY), paint.id, api,
                                 api.create_run("scripted", None, {}))
     assert (local.status, local.score) == (remote.status, remote.score) == ("done", 1.0)

@@ -84,7 +84,7 @@ def local(problem, live_server, limits):
 
 
 def remote(problem, live_server, limits):
-    api = AgentAPIClient(live_server.url)
+    api = AgentAPIClient(live_server.url, live_server.token())
     return RemoteAttempt(api, api.create_run("scripted", None, {}), problem.id, **limits)
 
 
