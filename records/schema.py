@@ -282,6 +282,8 @@ ADMIN = Table("admin", "A researcher who may open the dashboard (gridstudy admin
     Field("username", TEXT, "The login name.", key=True),
     Field("password_hash", TEXT, "werkzeug.security's salted hash; the password itself is "
                                  "never stored.", required=True, private=True),
+    Field("session_nonce", TEXT, "Changes at every login and logout; a dashboard cookie "
+                                 "holding another is no longer valid.", private=True),
     Field("created_at", TIME, "When the account was created.", default=NOW),
 ))
 

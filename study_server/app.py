@@ -13,6 +13,8 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 ``PREVIEW``           serve ``/play/<problem_id>`` (default true)
 ``QUEUE_SIZE``, ``RATE_LIMIT``, ``IDLE_TIMEOUT``   real-time input limits (see tasks/worldtest/tick.py)
 ``SOCKETIO_CLIENT_JS``  the npm ``socket.io.min.js`` served at ``/vendor/socket.io.min.js``
+``SESSION_COOKIE_SECURE``  true behind HTTPS (cookies are always HttpOnly and SameSite=Lax)
+``LOGIN_LIMIT_ADDRESS``, ``LOGIN_LIMIT_USER``  dashboard login attempts allowed (10 per minute each)
 ``SECRET_KEY``        signs session cookies; also read unprefixed. Without it, a random
                       secret is made once per installation and kept in the database's
                       ``setting`` table, so a restart keeps everybody signed in
@@ -40,6 +42,9 @@ DEFAULTS: dict[str, Any] = {
     "RATE_LIMIT": 30,
     "IDLE_TIMEOUT": 600.0,
     "SOCKETIO_CLIENT_JS": str(ROOT / "node_modules/socket.io-client/dist/socket.io.min.js"),
+    "SESSION_COOKIE_HTTPONLY": True,
+    "SESSION_COOKIE_SAMESITE": "Lax",
+    "SESSION_COOKIE_SECURE": False,
 }
 
 

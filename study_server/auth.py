@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from flask import Flask, abort, g, redirect, request, session, url_for
+from flask import Flask, abort, current_app, g, redirect, request, session, url_for
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 from werkzeug.security import check_password_hash, generate_password_hash
@@ -60,20 +60,71 @@ def create_admin(engine: Engine, username: str, password: str) -> None:
         db.commit()
 
 
+_UNKNOWN_USER_HASH = generate_password_hash("no admin has this password")
+"""Checked when the username is unknown, so both answers take as long."""
+
+
 def verify(engine: Engine, username: str, password: str) -> bool:
+    """Whether ``password`` is ``username``'s. The slow hash runs off the event loop (a
+    gevent server would otherwise stall every game while it runs), and an unknown user
+    costs the same hash as a known one."""
     with Session(engine) as db:
-        admin = db.get(Admin, username)
-    return admin is not None and check_password_hash(admin.password_hash, password)
+        admin = db.get(Admin, username[:200])
+    stored = admin.password_hash if admin is not None else _UNKNOWN_USER_HASH
+    matches = off_loop(check_password_hash, stored, password[:1000])
+    return admin is not None and matches
 
 
-def login(username: str) -> None:
-    """Start an admin session (a fresh cookie, so a planted session id is useless)."""
+def off_loop(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a real thread when the server runs on gevent (CPU-bound work there
+    blocks every greenlet), else right here."""
+    try:
+        from gevent import get_hub
+        from gevent.monkey import is_module_patched
+    except ImportError:
+        return fn(*args)
+    if not is_module_patched("socket"):
+        return fn(*args)
+    return get_hub().threadpool.apply(fn, args)
+
+
+def login(engine: Engine, username: str) -> None:
+    """Start an admin session (a fresh cookie, so a planted session id is useless) bound
+    to a new server-side nonce."""
     session.clear()
     session["admin"] = username
+    session["nonce"] = _renew_nonce(engine, username)
 
 
-def logout() -> None:
+def logout(engine: Engine) -> None:
+    """End the session here and on the server: a copy of the cookie opens nothing."""
+    username = session.get("admin")
+    if username:
+        _renew_nonce(engine, username)
     session.clear()
+
+
+def _renew_nonce(engine: Engine, username: str) -> str:
+    nonce = secrets.token_urlsafe(16)
+    with Session(engine) as db:
+        admin = db.get(Admin, username)
+        if admin is not None:
+            admin.session_nonce = nonce
+            db.add(admin)
+            db.commit()
+    return nonce
+
+
+def current_admin(engine: Engine) -> str | None:
+    """The logged-in admin of this request, if the cookie's nonce is still the server's."""
+    username, nonce = session.get("admin"), session.get("nonce")
+    if not username or not nonce:
+        return None
+    with Session(engine) as db:
+        admin = db.get(Admin, username)
+    if admin is None or not admin.session_nonce or not hmac.compare_digest(admin.session_nonce, nonce):
+        return None
+    return username
 
 
 def login_required(view: Callable[..., Any]) -> Callable[..., Any]:
@@ -81,7 +132,7 @@ def login_required(view: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(view)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        g.admin = session.get("admin")
+        g.admin = current_admin(current_app.extensions["gridstudy.store"].engine)
         if g.admin is None:
             return redirect(url_for("dashboard.login", next=request.path))
         return view(*args, **kwargs)

@@ -36,9 +36,39 @@ bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 bp.before_request(auth.check_csrf)
 
 
+LOGIN_LIMITS = ("10 per minute", "10 per minute")
+"""Login attempts allowed per address, and per username (Flask-Limiter syntax). The app
+config keys ``LOGIN_LIMIT_ADDRESS`` and ``LOGIN_LIMIT_USER`` override them."""
+
+
 def init_app(app: Flask) -> None:
     auth.init_app(app)
     app.register_blueprint(bp)
+    limit_logins(app)
+
+
+def limit_logins(app: Flask) -> None:
+    """Rate-limit login attempts per address and per username (in this process's memory;
+    behind a proxy, let it set X-Forwarded-For and enable ProxyFix). A refused attempt
+    costs no password hash."""
+    from flask_limiter import Limiter
+    from flask_limiter.util import get_remote_address
+
+    limiter = Limiter(get_remote_address, app=app, storage_uri="memory://",
+                      headers_enabled=True)
+    per_address = app.config.get("LOGIN_LIMIT_ADDRESS", LOGIN_LIMITS[0])
+    per_user = app.config.get("LOGIN_LIMIT_USER", LOGIN_LIMITS[1])
+    view = app.view_functions["dashboard.login"]
+    view = limiter.limit(per_user, methods=["POST"], key_func=_login_username,
+                         error_message="Too many login attempts for this user; wait a minute.")(view)
+    view = limiter.limit(per_address, methods=["POST"],
+                         error_message="Too many login attempts from this address; wait a minute.")(view)
+    app.view_functions["dashboard.login"] = view
+    app.extensions["gridstudy.limiter"] = limiter
+
+
+def _login_username() -> str:
+    return "user:" + request.form.get("username", "")[:200]
 
 
 def _store() -> Any:
@@ -54,7 +84,7 @@ def login() -> Any:
         if not auth.verify(_store().engine, username, password):
             error = "Wrong username or password."
         if error is None:
-            auth.login(username)
+            auth.login(_store().engine, username)
             target = request.args.get("next", "")
             return redirect(target if target.startswith("/dashboard") else url_for("dashboard.index"))
     return render_template("dashboard/login.html", error=error)
@@ -62,7 +92,7 @@ def login() -> Any:
 
 @bp.post("/logout")
 def logout() -> Any:
-    auth.logout()
+    auth.logout(_store().engine)
     return redirect(url_for("dashboard.login"))
 
 
