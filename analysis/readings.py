@@ -91,12 +91,9 @@ def challenge_of(episode: EpisodeRecord) -> str:
 
 
 def scored_steps(episode: EpisodeRecord) -> list[Any]:
-    """The applied events of the scored phase: the test phase, or the whole run of an
-    ``explore`` problem (it has no separate test phase)."""
-    applied = [e for e in episode.events if e.applied and e.action is not None]
-    if episode.challenge == "explore":
-        return applied
-    return [e for e in applied if e.phase == "test"]
+    """The applied events of the scored phase, the test phase: the whole run for a
+    challenge without an interaction phase (``explore``), which starts there."""
+    return [e for e in episode.events if e.applied and e.action is not None and e.phase == "test"]
 
 
 def solve_step(episode: EpisodeRecord) -> int | None:

@@ -5,7 +5,7 @@ that anything may read it. Everything else about the record is derived from it:
 
 * the database tables (:mod:`records.models` builds the SQLModel classes from it),
 * the export's files and their data dictionary (``study_server.export_dictionary``),
-* the records the analysis loads (``analysis.load``),
+* the records the analysis loads (``analysis.dataset``),
 * every row the drivers write (:mod:`records.rows` checks rows against it).
 
 A field added here appears in the database, the export, its documentation and the

@@ -129,6 +129,19 @@ class LiveEpisode:
 def init_app(app: Flask) -> None:
     app.extensions["gridstudy.agent_episodes"] = {}
     app.register_blueprint(bp)
+    for status in (404, 405):
+        app.register_error_handler(status, _json_for_api(app.handle_http_exception))
+
+
+def _json_for_api(default: Any) -> Any:
+    """Routing errors under ``/api/`` (an unknown route, a wrong method) answer JSON like
+    every other agent-API error; elsewhere Flask's page."""
+
+    def handle(error: Any) -> Any:
+        if request.path.startswith(bp.url_prefix):
+            return jsonify({"error": f"{error.name}: {request.method} {request.path}"}), error.code
+        return error
+    return handle
 
 
 @bp.before_request

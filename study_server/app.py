@@ -10,9 +10,14 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 
 ``DATABASE_URL``      a SQLAlchemy URL or a SQLite file path (default ``gridstudy.db``)
 ``ASYNC_MODE``        ``threading`` (default; see README, "Async mode") or ``gevent``
-``PREVIEW``           serve ``/play/<problem_id>`` (default true)
+``PREVIEW``           who may open ``/play/<problem_id>``: ``open`` (default; ``demo``),
+                      ``researchers`` (logged in; ``gridstudy serve``'s default) or ``off``
+``MAX_PREVIEWS``, ``UNJOINED_TIMEOUT``  previews open at once (200), and the seconds a
+                      preview nobody joins is kept (45)
 ``QUEUE_SIZE``, ``RATE_LIMIT``, ``IDLE_TIMEOUT``   real-time input limits (see tasks/worldtest/tick.py)
 ``SOCKETIO_CLIENT_JS``  the npm ``socket.io.min.js`` served at ``/vendor/socket.io.min.js``
+``FLUSH_INTERVAL``    seconds the event writer batches before writing (0.25): what a
+                      ``kill -9`` can lose
 ``SESSION_COOKIE_SECURE``  true behind HTTPS (cookies are always HttpOnly and SameSite=Lax)
 ``LOGIN_LIMIT_ADDRESS``, ``LOGIN_LIMIT_USER``  dashboard login attempts allowed (10 per minute each)
 ``SECRET_KEY``        signs session cookies; also read unprefixed. Without it, a random
@@ -37,11 +42,14 @@ DEFAULTS: dict[str, Any] = {
     "DATABASE_URL": None,
     "ASYNC_MODE": "threading",
     "SOCKETIO_MESSAGE_QUEUE": None,
-    "PREVIEW": True,
+    "PREVIEW": "open",
+    "MAX_PREVIEWS": 200,
+    "UNJOINED_TIMEOUT": 45.0,
     "QUEUE_SIZE": 4,
     "RATE_LIMIT": 30,
     "IDLE_TIMEOUT": 600.0,
     "SOCKETIO_CLIENT_JS": str(ROOT / "node_modules/socket.io-client/dist/socket.io.min.js"),
+    "FLUSH_INTERVAL": 0.25,
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Lax",
     "SESSION_COOKIE_SECURE": False,
@@ -80,7 +88,8 @@ def init_store(app: Flask) -> None:
     """The event store from ``DATABASE_URL``, as ``app.extensions["gridstudy.store"]``."""
     from records.store import Store
 
-    app.extensions["gridstudy.store"] = Store(app.config["DATABASE_URL"] or "gridstudy.db")
+    app.extensions["gridstudy.store"] = Store(app.config["DATABASE_URL"] or "gridstudy.db",
+                                              flush_interval=float(app.config["FLUSH_INTERVAL"]))
 
 
 def init_realtime(app: Flask) -> None:
@@ -102,12 +111,18 @@ def init_realtime(app: Flask) -> None:
         start_task=socketio.start_background_task,
         sleep=socketio.sleep,
         idle_timeout=float(app.config["IDLE_TIMEOUT"]),
+        unjoined_timeout=float(app.config["UNJOINED_TIMEOUT"]),
     )
 
 
 def shutdown(app: Flask) -> None:
-    """Stop the scheduler and write everything still queued (serve's exit, test teardown)."""
-    app.extensions["gridstudy.realtime"].stop()
+    """Stop the scheduler, store every input still waiting for a tick (``dropped``: the
+    episodes stay open, to resume after a restart), then write everything still queued
+    (serve's exit, test teardown)."""
+    scheduler = app.extensions["gridstudy.realtime"]
+    scheduler.stop()
+    for session in list(scheduler.sessions.values()):
+        session.engine.drain("the server stopped before this input's tick")
     app.extensions["gridstudy.store"].close()
 
 

@@ -29,10 +29,13 @@ from flask import (
 from sqlmodel import Session, func, select
 
 from consent.definition import from_stored
+from records import schema
 from records.models import EpisodeRow, Event, Frame, Participant, Study
 from study_server import assignment, auth, tokens
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
+ROW_ID_MAX = schema.INT_LIMIT - 1
+"""Ids in URLs beyond what a row can have are unknown pages (404), not errors."""
 bp.before_request(auth.check_csrf)
 
 
@@ -136,7 +139,7 @@ def live_sessions() -> list[dict[str, Any]]:
     return out
 
 
-@bp.get("/participant/<int:participant_id>")
+@bp.get(f"/participant/<int(min=1, max={ROW_ID_MAX}):participant_id>")
 @auth.login_required
 def participant(participant_id: int) -> str:
     """One participant's timeline: every stage record and every attempt, in order."""
@@ -148,7 +151,7 @@ def participant(participant_id: int) -> str:
                            records=(row.data or {}).get("records", []))
 
 
-@bp.get("/episode/<int:episode_id>")
+@bp.get(f"/episode/<int(min=1, max={ROW_ID_MAX}):episode_id>")
 @auth.login_required
 def episode(episode_id: int) -> str:
     """A replay of one attempt: its events and the frame after each (live: reload)."""

@@ -12,8 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, abort, current_app, jsonify, render_template, request
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 
+from study_server import auth
 from study_server.session import GameSession
 from tasks import registry
 from tasks.worldtest.challenge import challenges, get
@@ -32,18 +42,32 @@ def open_session(
     """A new live session of ``problem`` under the app's scheduler (ticking once a
     client joins); its episode is recorded in the app's store when ``record``."""
     config = current_app.config
+    scheduler = current_app.extensions["gridstudy.realtime"]
+    if participant_id is None and scheduler.preview_count() >= int(config["MAX_PREVIEWS"]):
+        abort(503, f"{config['MAX_PREVIEWS']} previews are open already; try again in a minute")
     store = current_app.extensions["gridstudy.store"] if record else None
     session = GameSession.create(
         problem, store, study_id=study_id, participant_id=participant_id,
         queue_size=int(config["QUEUE_SIZE"]), rate_limit=int(config["RATE_LIMIT"]),
     )
-    return current_app.extensions["gridstudy.realtime"].add(session)
+    return scheduler.add(session)
+
+
+OPEN, RESEARCHERS, OFF = "open", "researchers", "off"
+"""Who may open previews (the ``PREVIEW`` config): anyone (``gridstudy demo``, tests),
+logged-in researchers only (``gridstudy serve``), or nobody."""
 
 
 @bp.before_request
-def preview_enabled() -> None:
-    if not current_app.config["PREVIEW"]:
-        abort(404, "previews are switched off on this server (PREVIEW = False)")
+def preview_allowed() -> Any:
+    mode = current_app.config["PREVIEW"]
+    if mode in (False, OFF):
+        abort(404, "previews are switched off on this server (PREVIEW = off)")
+    if mode == RESEARCHERS and auth.current_admin(current_app.extensions["gridstudy.store"].engine) is None:
+        if request.method == "GET":
+            return redirect(url_for("dashboard.login", next=request.path))
+        abort(403, "previews are for logged-in researchers on this server")
+    return None
 
 
 @bp.get("/")

@@ -4,7 +4,8 @@ A heap of next-tick deadlines, one per session, drained by a single background t
 there is no thread per participant. Each due session ticks once
 (:meth:`study_server.session.GameSession.tick`); the new state goes to ``deliver``,
 which the socket layer binds to that participant's room. A session nobody has been
-connected to for ``idle_timeout`` seconds is abandoned.
+connected to for ``idle_timeout`` seconds is abandoned, a preview nobody joined within
+``unjoined_timeout`` seconds too.
 """
 
 from __future__ import annotations
@@ -58,12 +59,14 @@ class Scheduler:
         start_task: Callable[..., Any],
         sleep: Callable[[float], Any],
         idle_timeout: float = 600.0,
+        unjoined_timeout: float = 45.0,
         max_sleep: float = 0.01,
     ) -> None:
         self.deliver = deliver
         self.start_task = start_task
         self.sleep = sleep
         self.idle_timeout = idle_timeout
+        self.unjoined_timeout = unjoined_timeout
         self.max_sleep = max_sleep
         self.sessions: dict[str, GameSession] = {}
         self.heap: list[tuple[float, int, str]] = []
@@ -82,6 +85,11 @@ class Scheduler:
         with self.lock:
             self.sessions[session.token] = session
         return session
+
+    def preview_count(self) -> int:
+        """Live sessions outside the participant flow (previews, scripts)."""
+        with self.lock:
+            return sum(s.participant_id is None for s in self.sessions.values())
 
     def get(self, token: Any) -> GameSession | None:
         return self.sessions.get(token) if isinstance(token, str) else None
@@ -125,9 +133,13 @@ class Scheduler:
             self.running = True
         self.task = self.start_task(self.run)
 
-    def stop(self) -> None:
-        """End the loop (tests and shutdown); sessions stay where they are."""
+    def stop(self, timeout: float = 5.0) -> None:
+        """End the loop and wait for a tick in flight to finish (tests and shutdown);
+        sessions stay where they are."""
         self.running = False
+        join = getattr(self.task, "join", None)
+        if join is not None:
+            join(timeout)
 
     def run(self) -> None:
         """Tick whatever is due, then sleep until the next deadline (at most max_sleep,
@@ -180,13 +192,20 @@ class Scheduler:
             self._push(session.token, next_deadline(deadline, session.period, time.monotonic()))
 
     def _sweep_idle(self) -> None:
-        """Abandon sessions nobody has been connected to for ``idle_timeout`` seconds."""
+        """Abandon sessions nobody has been connected to for ``idle_timeout`` seconds, and
+        previews nobody joined within ``unjoined_timeout`` seconds (a flood of them then
+        holds memory for under a minute)."""
         now = time.time()
         if now < self.next_sweep:
             return
         self.next_sweep = now + 5.0
-        stale = [s for s in list(self.sessions.values())
-                 if s.idle_since is not None and now - s.idle_since > self.idle_timeout]
-        for session in stale:
-            self.remove(session.token)
-            session.abandon()
+        for session in list(self.sessions.values()):
+            if session.idle_since is None:
+                continue
+            unjoined = session.participant_id is None and not session.joined
+            if unjoined and now - session.idle_since > self.unjoined_timeout:
+                self.remove(session.token)
+                session.abandon("nobody joined the preview")
+            elif now - session.idle_since > self.idle_timeout:
+                self.remove(session.token)
+                session.abandon()

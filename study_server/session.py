@@ -50,6 +50,8 @@ class GameSession:
         """The connection bound to this session (only it may send input)."""
         self.idle_since: float | None = time.time()
         """Server time since when no connection is bound (None while one is)."""
+        self.joined = False
+        """Whether a client has ever joined."""
 
     @classmethod
     def create(
@@ -96,9 +98,9 @@ class GameSession:
         """One tick of the engine; the event keeps how late the tick was."""
         return self.engine.tick(now, latency=lateness)
 
-    def abandon(self) -> None:
+    def abandon(self, reason: str = "the session was abandoned") -> None:
         """Nobody came back: queued inputs are dropped and the attempt ends abandoned."""
-        self.engine.abandon("the session was abandoned")
+        self.engine.abandon(reason)
 
     def get_state(self) -> dict[str, Any]:
         """Everything a client draws now (the episode's view, plus the session token)."""

@@ -142,7 +142,7 @@ def on_join(message: Any = None) -> dict[str, Any]:
         return _refuse("join: unknown or missing session token", message)
     if session.sid not in (None, request.sid):
         return _refuse("join: this session is open in another connection", message)
-    session.sid, session.idle_since = request.sid, None
+    session.sid, session.idle_since, session.joined = request.sid, None, True
     join_room(session.token)
     _scheduler().start(session.token)
     state = session.get_state()

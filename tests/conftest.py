@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -286,15 +287,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_serve(db: Path, async_mode: str = "gevent", *args: str,
-                log: Path | None = None) -> tuple[subprocess.Popen, str]:
+def start_serve(db: Path, async_mode: str = "gevent", *args: str, log: Path | None = None,
+                env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
     """``gridstudy serve`` in a subprocess on a free loopback port: the process and its URL.
     Its log (stderr) goes to ``log`` when given, else to a pipe read if it fails."""
     port = free_port()
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "gridstudy"), "serve", "--port", str(port), "--db", str(db),
          "--async-mode", async_mode, *args],
-        stdout=subprocess.DEVNULL, stderr=log.open("w") if log else subprocess.PIPE)
+        stdout=subprocess.DEVNULL, stderr=log.open("w") if log else subprocess.PIPE,
+        env={**os.environ, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

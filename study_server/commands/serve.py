@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import sys
@@ -113,8 +114,11 @@ def _announce_server(app: Any, base_url: str) -> None:
 @click.option("--async-mode", type=click.Choice(ASYNC_MODES), default=DEFAULT_ASYNC_MODE,
               show_default=True, help="Flask-SocketIO async mode (README: Async mode).")
 def serve(host: str, port: int, db: str | None, async_mode: str) -> None:
-    """Run the study server (HTTP pages, Socket.IO real-time play, agent API)."""
+    """Run the study server (HTTP pages, Socket.IO real-time play, agent API). Previews
+    are for logged-in researchers unless GRIDSTUDY_PREVIEW says otherwise."""
     config: dict[str, Any] = {"ASYNC_MODE": async_mode}
+    if "GRIDSTUDY_PREVIEW" not in os.environ:
+        config["PREVIEW"] = "researchers"
     if db:
         config["DATABASE_URL"] = db
     run(config, host, port)

@@ -7,7 +7,9 @@ questions, and how the analysis reads its episodes. Nothing else in the project 
 challenge: the episode, the drivers, the clients, the consent flow and the report ask
 the registry. A new challenge is a new module calling :func:`register` (and, only when
 it needs a widget the clients do not have, that widget in ``game.js`` and
-:mod:`game_client.render`).
+:mod:`game_client.render`); the registry imports the modules named in :data:`BUILT_IN`
+itself, so a challenge shipped with gridstudy is named there, and one from elsewhere
+registers when its own module is imported.
 
 The built-in challenges (``mfp``, ``planning``, ``cd``, ``explore``) register when
 this registry is first read, so importing one module never depends on import order.

@@ -10,7 +10,9 @@ a :class:`Sink` (``records.recorder.EpisodeRecorder`` writes it to the store).
 
 Admitting an input, in order (the first rule that applies decides):
 
-* ``rate-limited`` when the sender already sent ``rate_limit`` inputs in the last second;
+* ``rate-limited`` when the sender already sent ``rate_limit`` inputs in the last second
+  (a flood is not stored input by input: each second's rate-limited inputs become one
+  row, with their count, when the second is over or play ends);
 * ``rejected`` when the episode is over;
 * ``malformed`` when the text is no action (:func:`tasks.core.parse_action` says why);
 * ``rejected`` when it clicks outside the grid;
@@ -116,8 +118,12 @@ class TickEngine:
         self.clock = clock
         self.queue: deque[Input] = deque()
         self.recent: deque[float] = deque()
+        self.limited: list[tuple[str, float, float | None]] = []
+        """This second's rate-limited inputs (text, received, client time), not yet stored."""
         self.lock = threading.RLock()
         self.finished = False
+        self.closed: str | None = None
+        """Why no input is admitted any more (the server is stopping), or None."""
 
     # -- input ----------------------------------------------------------------------------
 
@@ -126,12 +132,27 @@ class TickEngine:
         """Queue one input for a coming tick; ``queued`` or why it was refused."""
         now = self.clock() if now is None else now
         with self.lock:
+            self._store_limited(now)
             status, reason, action = self._judge(text, now)
+            if self.closed is not None:
+                status, reason = REJECTED, self.closed
             if status == QUEUED:
                 self.queue.append(Input(action, client_time, now))
+            elif status == RATE_LIMITED:
+                self.limited.append((str(text), now, client_time))
             else:
                 self._refuse(str(text), status, reason, now, client_time)
             return status
+
+    def _store_limited(self, now: float | None = None) -> None:
+        """One row for the rate-limited inputs of a second that is over (every second,
+        with ``now`` None)."""
+        if not self.limited or (now is not None and now - self.limited[0][1] < 1.0):
+            return
+        text, first, client_time = self.limited[0]
+        count, self.limited = len(self.limited), []
+        self._refuse(text, RATE_LIMITED, f"more than {self.rate_limit} inputs per second: "
+                     f"{count} input(s) refused in the second from this one on", first, client_time)
 
     def _judge(self, text: Any, now: float) -> tuple[str, str, str]:
         while self.recent and self.recent[0] <= now - 1.0:
@@ -167,6 +188,7 @@ class TickEngine:
         ``fields`` go on the event (the server's tick ``latency``)."""
         now = self.clock() if now is None else now
         with self.lock:
+            self._store_limited(now)
             item = self._next_input(now)
             action, source = (item.action, INPUT) if item else ("noop", AUTO)
             client_time = item.client_time if item else None
@@ -206,17 +228,27 @@ class TickEngine:
     def abandon(self, reason: str, now: float | None = None) -> None:
         """Nobody will play on: queued inputs are refused as ``dropped`` and an unfinished
         episode ends ``abandoned`` (it scores 0)."""
+        with self.lock:
+            self.drain(reason, now)
+            if not self.episode.done:
+                self._finish("abandoned", {"reason": reason})
+
+    def drain(self, reason: str, now: float | None = None) -> None:
+        """Store every input not yet applied (queued ones as ``dropped`` with ``reason``,
+        this second's rate-limited count) and refuse any later input: the server is
+        stopping, the episode stays open for a resume."""
         now = self.clock() if now is None else now
         with self.lock:
             while self.queue:
                 item = self.queue.popleft()
                 self._refuse(item.action, DROPPED, reason, now, item.client_time)
-            if not self.episode.done:
-                self._finish("abandoned", {"reason": reason})
+            self._store_limited()
+            self.closed = reason
 
     def _finish(self, status: str, info: dict[str, Any]) -> None:
         if self.finished:
             return
+        self._store_limited()
         self.finished = True
         if self.sink is not None:
             self.sink.finished(self.episode, status=status, info=info)

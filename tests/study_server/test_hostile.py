@@ -9,6 +9,7 @@ run and an agent episode the module creates first.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,17 @@ import pytest
 from tests.conftest import Player, start_serve
 
 PROBLEM = "cloud_burst/mfp"
+GRIDSTUDY = str(Path(sys.executable).parent / "gridstudy")
+PASSWORD = "correct horse battery"
+
+
+def log_in(http: httpx.Client) -> None:
+    """Log the researcher in (previews on a production server are for researchers)."""
+    page = http.get("/dashboard/login").text
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    answer = http.post("/dashboard/login", data={"username": "researcher", "password": PASSWORD,
+                                                 "csrf_token": csrf})
+    assert answer.status_code == 302, answer.text[:300]
 DEEP = "[" * 100_000 + "]" * 100_000
 HUGE = 2**64
 
@@ -52,7 +64,7 @@ HTTP = {
     "runs: nested 100,000 deep": ("POST", "/api/agent/runs", DEEP.encode(), 400, "send a JSON object"),
     "runs: config nested 40 deep": ("POST", "/api/agent/runs", {"config": nested(40)}, 400, "nests deeper than 32"),
     "runs: a 2 MB body": ("POST", "/api/agent/runs", {"model": "m" * 2_000_000}, 413, "over 1000000 bytes"),
-    "runs: GET": ("GET", "/api/agent/runs", None, 405, ""),
+    "runs: GET": ("GET", "/api/agent/runs", None, 405, "Method Not Allowed: GET /api/agent/runs"),
     # episodes
     "episodes: run id beyond 64 bits": ("POST", f"/api/agent/runs/{HUGE}/episodes", {"problem_id": PROBLEM}, 404, "no agent run"),
     "episodes: unknown run": ("POST", "/api/agent/runs/987654/episodes", {"problem_id": PROBLEM}, 404, "no agent run 987654"),
@@ -87,7 +99,8 @@ HTTP = {
     "end: status done": ("POST", "/api/agent/episodes/{episode}/end", {"status": "done"}, 400, "status must be one of abandoned, error"),
     "end: reason an object": ("POST", "/api/agent/episodes/{episode}/end", {"reason": {"a": 1}}, 400, "reason must be text"),
     "end: a list": ("POST", "/api/agent/episodes/{episode}/end", [1], 400, "send a JSON object"),
-    "api: unknown route": ("GET", "/api/agent/nothing", None, 404, ""),
+    "api: unknown route": ("GET", "/api/agent/nothing", None, 404, "Not Found: GET /api/agent/nothing"),
+    "api: wrong method": ("DELETE", "/api/agent/runs", None, 405, "Method Not Allowed"),
     # previews, the participant flow, the dashboard, static files
     "preview: unknown problem": ("GET", "/play/does/not/exist", None, 404, ""),
     "preview session: unknown problem": ("POST", "/play/nope/session", None, 404, ""),
@@ -95,7 +108,8 @@ HTTP = {
     "static: path traversal": ("GET", "/static/../../pyproject.toml", None, 404, ""),
     "study: unknown": ("GET", "/study/nope?PROLIFIC_PID=a", None, 404, ""),
     "flow: forged form without CSRF": ("POST", "/study/nope/flow", b"choice=1", 400, ""),
-    "dashboard: episode id beyond 64 bits": ("GET", f"/dashboard/episode/{HUGE}", None, 302, ""),
+    "dashboard: episode id beyond 64 bits": ("GET", f"/dashboard/episode/{HUGE}", None, 404, ""),
+    "dashboard: participant 0": ("GET", "/dashboard/participant/0", None, 404, ""),
     "dashboard: login without a form": ("POST", "/dashboard/login", b"", 400, ""),
 }
 
@@ -103,11 +117,15 @@ HTTP = {
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Any:
     folder = tmp_path_factory.mktemp("hostile")
-    made = subprocess.run([str(Path(sys.executable).parent / "gridstudy"), "token", "create", "hostile",
-                           "--db", str(folder / "gridstudy.db")], capture_output=True, text=True, check=True)
+    db = str(folder / "gridstudy.db")
+    made = subprocess.run([GRIDSTUDY, "token", "create", "hostile", "--db", db],
+                          capture_output=True, text=True, check=True)
     token = made.stdout.strip()
+    subprocess.run([GRIDSTUDY, "admin", "create", "researcher", "--password", PASSWORD, "--db", db],
+                   capture_output=True, check=True)
     process, url = start_serve(folder / "gridstudy.db", log=folder / "serve.log")
     http = httpx.Client(base_url=url, timeout=30, headers={"Authorization": f"Bearer {token}"})
+    log_in(http)
     run = http.post("/api/agent/runs", json={"agent_kind": "scripted"}).json()["agent_run_id"]
     episode = http.post(f"/api/agent/runs/{run}/episodes", json={"problem_id": PROBLEM}).json()["episode_id"]
     yield {"url": url, "http": http, "run": run, "episode": episode, "process": process,
@@ -200,3 +218,10 @@ def test_a_malformed_socket_frame_is_logged_in_one_line(server, player, frame):
     player.wait_ticks(2)
     added = server["log"].read_text()[len(before):]
     assert "Traceback" not in added, added[-3000:]
+
+
+def test_previews_on_a_production_server_are_for_researchers_only(server):
+    visitor = httpx.Client(base_url=server["url"], timeout=30)
+    assert visitor.post(f"/play/{PROBLEM}/session").status_code == 403
+    assert visitor.get(f"/play/{PROBLEM}").headers["Location"].startswith("/dashboard/login")
+    assert server["http"].post(f"/play/{PROBLEM}/session").status_code == 200

@@ -13,6 +13,7 @@ import sqlite3
 
 import httpx
 import pytest
+from socketio.exceptions import SocketIOError as socketio_errors
 
 from tests.conftest import Player, start_serve
 
@@ -26,7 +27,7 @@ PLAYERS = 8
                          ids=["gevent-sigterm", "gevent-ctrl-c", "threading-sigterm"])
 def test_a_signal_mid_play_stops_the_server_and_keeps_every_tick(tmp_path, async_mode, signum):
     db = tmp_path / "gridstudy.db"
-    process, url = start_serve(db, async_mode)
+    process, url = start_serve(db, async_mode, env={"GRIDSTUDY_PREVIEW": "open"})
     players, episodes = [], []
     try:
         for _ in range(PLAYERS):
@@ -57,3 +58,48 @@ def test_a_signal_mid_play_stops_the_server_and_keeps_every_tick(tmp_path, async
     assert all(count == top + 1 for _, count, top in rows)  # no gap in any episode
     # every tick a player was shown is stored (a few more may have run after)
     assert all(stored[e] >= seen[e] >= 8 for e in episodes), (stored, seen)
+
+
+DRAIN_PLAYERS = 30
+
+
+def test_sigterm_applies_or_stores_every_acknowledged_input(tmp_path):
+    """30 players keep sending while the server gets SIGTERM: every input the server
+    acknowledged as queued is in the database, applied (an event) or dropped with the
+    reason the server stopped (a raw input)."""
+    db = tmp_path / "gridstudy.db"
+    process, url = start_serve(db, env={"GRIDSTUDY_PREVIEW": "open"})
+    players, episodes, queued = [], [], {}
+    try:
+        for _ in range(DRAIN_PLAYERS):
+            opened = httpx.post(f"{url}/play/{PROBLEM}/session", params={"record": "1"},
+                                timeout=10).json()
+            player = Player(url, opened["token"]).connect()
+            player.join()
+            players.append(player)
+            episodes.append(opened["episode_id"])
+            queued[opened["episode_id"]] = 0
+        for round_ in range(6):
+            for player, episode in zip(players, episodes):
+                for key in ("left", "right", "up"):
+                    if player.send(key)["status"] == "queued":
+                        queued[episode] += 1
+            if round_ == 4:
+                process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    except (OSError, TimeoutError, socketio_errors):
+        pass  # the server went away mid-round: what it acknowledged is counted
+    finally:
+        for player in players:
+            player.close()
+        if process.poll() is None:
+            process.kill()
+    with sqlite3.connect(db) as connection:
+        applied = dict(connection.execute(
+            "SELECT episode_id, COUNT(*) FROM event WHERE source = 'input' GROUP BY episode_id"))
+        dropped = dict(connection.execute(
+            "SELECT episode_id, COUNT(*) FROM rawinput WHERE status = 'dropped' "
+            "AND reason LIKE 'the server stopped%' GROUP BY episode_id"))
+    stored = {e: applied.get(e, 0) + dropped.get(e, 0) for e in episodes}
+    assert sum(queued.values()) > 300
+    assert stored == queued

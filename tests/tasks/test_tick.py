@@ -112,10 +112,10 @@ CASES = {
         [(0, "go-to-test", "input", True), (1, "step", "input", True),
          (2, "noop", "auto", True)],
         [("choose_option_7", "rejected", "choose_option_7 is out of range; allowed:")]),
-    "more than thirty inputs a second are rate limited": Case(
-        "mfp", {0: ["noop"] * 35}, 1, ["queued"] * 30 + ["rate-limited"] * 5,
-        [(0, "noop", "input", True)],
-        [("noop", "rate-limited", "more than 30 inputs per second")] * 5,
+    "more than thirty inputs a second are rate limited, and stored as one row a second": Case(
+        "mfp", {0: ["noop"] * 35 + ["up"] * 5}, 9, ["queued"] * 30 + ["rate-limited"] * 10,
+        [(t, "noop", "input", True) for t in range(9)],
+        [("noop", "rate-limited", "more than 30 inputs per second: 10 input(s) refused")],
         limits={"queue_size": 100}),
     "a step that raises is logged, not applied, and play goes on": Case(
         "broken", {0: ["click 1 1"], 1: ["right"]}, 2, ["queued", "queued"],
