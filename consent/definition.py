@@ -108,9 +108,11 @@ def load_definition(path: str | Path, known_problems: set[str] | None = None) ->
     """Read and validate a study file; errors start with the file's name."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DefinitionError(f"{path}: no such file") from None
+    except UnicodeDecodeError as error:
+        raise DefinitionError(f"{path}: not UTF-8 text (byte {error.start}); save it as UTF-8") from None
     except yaml.YAMLError as error:
         raise DefinitionError(f"{path}: not valid YAML ({error})") from None
     try:

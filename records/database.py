@@ -61,10 +61,39 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL, None for other databases."""
+    parsed = make_url(database_url(url))
+    return Path(parsed.database or "") if parsed.get_backend_name() == "sqlite" else None
+
+
 def open_existing(url: str) -> Engine:
-    """An engine on a database that must already exist (never create an empty one)."""
-    url = database_url(url)
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").is_file():
-        raise FileNotFoundError(f"no database at {parsed.database!r}: check --db / DATABASE_URL")
+    """An engine on a database that must already exist (never create an empty one); a
+    file that is not a whole SQLite database is refused with a one-line reason."""
+    path = sqlite_path(url)
+    if path is not None:
+        check_sqlite_file(path)
     return make_engine(url)
+
+
+def check_sqlite_file(path: Path) -> None:
+    """Raise ``FileNotFoundError`` or ``ValueError`` (naming the file) unless ``path`` is
+    a SQLite database whose pages are all there."""
+    if not path.is_file():
+        raise FileNotFoundError(f"no database at {str(path)!r}: check --db / DATABASE_URL")
+    with path.open("rb") as handle:
+        header = handle.read(100)
+    if not header.startswith(SQLITE_HEADER):
+        raise ValueError(f"{path}: not a SQLite database (it does not start with the SQLite header)")
+    if len(header) < 100:
+        raise ValueError(f"{path}: a truncated SQLite database ({len(header)} bytes, less than "
+                         "its 100-byte header)")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if pages and path.stat().st_size < pages * page_size:
+        raise ValueError(f"{path}: a truncated SQLite database ({path.stat().st_size} bytes, "
+                         f"its header says {pages} pages of {page_size})")

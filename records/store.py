@@ -28,7 +28,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel
 
 from records import schema
-from records.database import database_url, make_engine
+from records.database import check_sqlite_file, database_url, make_engine, sqlite_path
 from records.models import EpisodeRow, Event, RawInput, Setting, utcnow
 from records.rows import check
 from records.writer import BatchWriter, Failure, TableSpec
@@ -86,6 +86,9 @@ class Store:
         retries: int = 3,
     ) -> None:
         self.url = database_url(url)
+        existing = sqlite_path(self.url)
+        if existing is not None and existing.is_file() and existing.stat().st_size:
+            check_sqlite_file(existing)
         self.engine = make_engine(self.url)
         SQLModel.metadata.create_all(self.engine)
         add_missing_columns(self.engine)

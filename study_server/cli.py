@@ -9,6 +9,7 @@ import ``game_client`` or ``analysis`` at all.
 from __future__ import annotations
 
 import importlib
+import os
 
 import click
 
@@ -29,7 +30,26 @@ COMMANDS = {
 """Sub-command name -> entry point. A missing module means that part is not installed."""
 
 
+USER_ERRORS = (ValueError, OSError, UnicodeError)
+"""What a bad file, URL or option raises: said in one line (``GRIDSTUDY_DEBUG=1`` shows
+the traceback)."""
+
+
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException:
+            raise
+        except USER_ERRORS as error:
+            if os.environ.get("GRIDSTUDY_DEBUG"):
+                raise
+            raise click.ClickException(one_line(error)) from None
+        except Exception as error:
+            if os.environ.get("GRIDSTUDY_DEBUG") or not is_database_error(error):
+                raise
+            raise click.ClickException(one_line(error)) from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(name for name in COMMANDS if self._load(name) is not None)
 
@@ -49,6 +69,16 @@ class LazyGroup(click.Group):
                 return None
             raise
         return getattr(module, attribute, None)
+
+
+def one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) < 400 else text[:400] + " ..."
+
+
+def is_database_error(error: BaseException) -> bool:
+    """A database the command was pointed at cannot be read (SQLAlchemy's errors)."""
+    return type(error).__module__.startswith("sqlalchemy")
 
 
 @click.group(cls=LazyGroup)

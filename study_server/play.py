@@ -46,10 +46,13 @@ def open_session(
     if participant_id is None and scheduler.preview_count() >= int(config["MAX_PREVIEWS"]):
         abort(503, f"{config['MAX_PREVIEWS']} previews are open already; try again in a minute")
     store = current_app.extensions["gridstudy.store"] if record else None
-    session = GameSession.create(
-        problem, store, study_id=study_id, participant_id=participant_id,
-        queue_size=int(config["QUEUE_SIZE"]), rate_limit=int(config["RATE_LIMIT"]),
-    )
+    try:
+        session = GameSession.create(
+            problem, store, study_id=study_id, participant_id=participant_id,
+            queue_size=int(config["QUEUE_SIZE"]), rate_limit=int(config["RATE_LIMIT"]),
+        )
+    except (ValueError, OSError) as error:  # AutumnError is a ValueError
+        abort(422, f"{problem.env_id} cannot be played: {' '.join(str(error).split())[:300]}")
     return scheduler.add(session)
 
 

@@ -63,13 +63,15 @@ class GameSession:
         participant_id: int | None = None,
         **options: Any,
     ) -> GameSession:
-        """A fresh episode of ``problem``, with its episode row when ``store`` is given."""
+        """A fresh episode of ``problem``, with its episode row when ``store`` is given
+        (made only once the environment has loaded)."""
+        episode = Episode(problem)
         recorder = None
         if store is not None:
             recorder = EpisodeRecorder(store, problem, study_id=study_id,
                                        participant_id=participant_id)
-        return cls(Episode(problem), recorder, study_id=study_id,
-                   participant_id=participant_id, **options)
+        return cls(episode, recorder, study_id=study_id, participant_id=participant_id,
+                   **options)
 
     @property
     def episode(self) -> Episode:

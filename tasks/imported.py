@@ -13,6 +13,7 @@ holds, so an import done once stays available to every later command and server.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +26,9 @@ LIBRARY_VARIABLE = "GRIDSTUDY_LIBRARY"
 DEFAULT_LIBRARY = "gridstudy-library"
 SOURCES = ("autumnbench",)
 """The sub-folders scanned, one per source of imported environments."""
+skipped: list[str] = []
+"""Library files that could not be read, each with why (they are left out, the rest loads)."""
+log = logging.getLogger(__name__)
 
 
 def library_root(environ: Mapping[str, str] = os.environ) -> Path:
@@ -61,7 +65,12 @@ def _register_env(env_id: str, folder: Path) -> list[str]:
                               path=str(folder / "changed.sexp"))
     ids = []
     for path in sorted((folder / "problems").glob("*.json")):
-        problem = Problem.load(path)
+        try:
+            problem = Problem.load(path)
+        except (ValueError, TypeError, OSError) as error:
+            skipped.append(f"{path}: {error}")
+            log.warning("skipped %s: %s", path, error)
+            continue
         registry.register_problem(problem.id, _loader(problem), env_id=problem.env_id,
                                   challenge=problem.challenge, replace=True)
         ids.append(problem.id)

@@ -150,6 +150,7 @@ def no_history_policy(messages) -> str:
 def run_model(live, monkeypatch, policy, history: str) -> None:
     with FakeOpenAI([policy] * 20) as fake:
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("GRIDSTUDY_TOKEN", live.token())
         result = CliRunner().invoke(main, [
             "agent", "run", "--problems", f"{P0},{P1}", "--model", "m", "--history", history,
             "--server", live.url, "--retries", "0"])

@@ -1,0 +1,113 @@
+"""Bad files get one line naming the file and what is wrong, exit code 1, never a
+traceback; a broken file in the user's library is skipped while the rest loads."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GRIDSTUDY = str(Path(sys.executable).parent / "gridstudy")
+LIBRARY = Path(__file__).resolve().parents[2] / "tasks" / "library"
+
+
+def gridstudy(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([GRIDSTUDY, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **(env or {})})
+
+
+def valid_db(path: Path) -> Path:
+    with sqlite3.connect(path) as db:
+        db.execute("create table t (x)")
+        db.executemany("insert into t values (?)", [("x" * 1000,)] * 200)
+    return path
+
+
+def garbled(folder: Path) -> Path:
+    path = folder / "garbled.db"
+    path.write_bytes(os.urandom(5000))
+    return path
+
+
+def truncated(folder: Path) -> Path:
+    path = valid_db(folder / "whole.db")
+    cut = folder / "truncated.db"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    return cut
+
+
+def header_only(folder: Path) -> Path:
+    path = folder / "header.db"
+    path.write_bytes(b"SQLite format 3\x00garbage")
+    return path
+
+
+@pytest.mark.parametrize("make, message", [
+    (garbled, "not a SQLite database"),
+    (truncated, "a truncated SQLite database"),
+    (header_only, "a truncated SQLite database"),
+], ids=["garbled", "truncated", "header-only"])
+@pytest.mark.parametrize("command", [
+    ["export", "--db", "{db}", "--out", "out"],
+    ["report", "--db", "{db}", "--out", "report"],
+    ["token", "list", "--db", "{db}"],
+], ids=["export", "report", "token-list"])
+def test_a_broken_database_is_one_line_and_exit_1(tmp_path, make, message, command):
+    db = make(tmp_path)
+    result = gridstudy(*[a.format(db=db) for a in command], cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.strip()]
+    assert line.startswith("Error: ") and db.name in line and message in line
+
+
+def test_a_study_file_that_is_not_utf8(tmp_path):
+    (tmp_path / "study.yaml").write_bytes(b"id: pilot\ntitle: \xff\xfe caf\xe9\n")
+    result = gridstudy("study", "create", "study.yaml", "--db", "s.db", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "study.yaml: not UTF-8 text (byte 17); save it as UTF-8" in result.stderr
+
+
+def test_a_broken_library_problem_is_skipped_and_the_rest_loads(tmp_path):
+    library = tmp_path / "lib"
+    good = library / "autumnbench" / "lamp"
+    (good / "problems").mkdir(parents=True)
+    shutil.copy(LIBRARY / "lamp_grid" / "program.sexp", good / "program.sexp")
+    problem = json.loads((LIBRARY / "lamp_grid" / "problems" / "mfp.json").read_text())
+    problem.update(id="autumnbench/lamp/mfp", env_id="autumnbench/lamp")
+    (good / "problems" / "mfp.json").write_text(json.dumps(problem))
+    (good / "problems" / "planning.json").write_text("{not json")
+    env = {"GRIDSTUDY_LIBRARY": str(library)}
+    for command in (["problems", "list"], ["envs", "list"]):
+        result = gridstudy(*command, cwd=tmp_path, env=env)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+        assert "planning.json" in result.stderr and "not valid JSON" in result.stderr
+    listed = gridstudy("problems", "list", cwd=tmp_path, env=env).stdout
+    assert "autumnbench/lamp/mfp" in listed and "lamp_grid/planning" in listed
+
+
+def test_a_program_that_cannot_load_is_a_clear_page_not_a_500(live_server, tmp_path):
+    import httpx
+
+    from tasks import registry
+    from tasks.imported import load_program
+    from tasks.worldtest.problem import Problem
+
+    (tmp_path / "program.sexp").write_text("")
+    registry.register_env("test/empty-program", load_program, path=str(tmp_path / "program.sexp"),
+                          replace=True)
+    registry.add_problem(Problem("test/empty-program/cd", "test/empty-program", "planning", 1,
+                                 {"goal_cells": [[0, 0]], "goal_colours": ["red"]}), replace=True)
+    try:
+        page = httpx.get(f"{live_server.url}/play/test/empty-program/cd", timeout=10)
+        script = httpx.post(f"{live_server.url}/play/test/empty-program/cd/session", timeout=10)
+    finally:
+        registry.unregister(env_id="test/empty-program", problem_id="test/empty-program/cd")
+    assert page.status_code == script.status_code == 422
+    assert "test/empty-program cannot be played" in page.text
