@@ -50,8 +50,9 @@ TARGET_P99 = 0.025
 # -- the server ---------------------------------------------------------------------------
 
 
-def serve(port: int, db: str, async_mode: str) -> None:
-    """The server process: register the bench problem, then ``gridstudy serve``."""
+def serve(port: int, db: str, async_mode: str, **config: Any) -> None:
+    """The server process: register the bench problem, then ``gridstudy serve`` (with
+    ``config`` on top of the database and async mode)."""
     from study_server.commands.serve import run
     from tasks import registry
     from tasks.worldtest.problem import Problem
@@ -60,7 +61,7 @@ def serve(port: int, db: str, async_mode: str) -> None:
     registry.add_problem(Problem(BENCH_PROBLEM, "bench/walker16", "planning", 0,
                                  params={"goal_cells": [[15, 15]], "goal_colours": ["red"],
                                          "horizon": 10**9}))
-    run({"DATABASE_URL": db, "ASYNC_MODE": async_mode}, "127.0.0.1", port)
+    run({"DATABASE_URL": db, "ASYNC_MODE": async_mode, **config}, "127.0.0.1", port)
 
 
 def start_server(db: str, async_mode: str) -> tuple[subprocess.Popen, str]:

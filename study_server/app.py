@@ -104,7 +104,8 @@ def init_realtime(app: Flask) -> None:
     if app.config["SOCKETIO_MESSAGE_QUEUE"]:
         options["message_queue"] = app.config["SOCKETIO_MESSAGE_QUEUE"]
     socketio.init_app(app, **options)
-    app.wsgi_app = sockets.quiet_websocket_errors(app.wsgi_app)
+    if app.config["ASYNC_MODE"] == "gevent":
+        app.wsgi_app = sockets.quiet_websocket_errors(app.wsgi_app)
     sockets.register_handlers(socketio)
     app.extensions["gridstudy.realtime"] = Scheduler(
         sockets.make_deliver(socketio),

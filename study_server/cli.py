@@ -9,6 +9,7 @@ import ``game_client`` or ``analysis`` at all.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 
 import click
@@ -73,6 +74,8 @@ class LazyGroup(click.Group):
 
 def one_line(error: BaseException) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, json.JSONDecodeError):
+        text = f"a value stored as JSON is not valid JSON ({text}): fix that row or restore a backup"
     return text if len(text) < 400 else text[:400] + " ..."
 
 

@@ -112,16 +112,21 @@ def _refuse(reason: str, payload: Any = None) -> dict[str, Any]:
     return {"ok": False, "error": reason}
 
 
+UNDECODABLE = (ValueError, TypeError, KeyError, IndexError)
+"""What Engine.IO raises on a frame it cannot decode (a normal close is none of these)."""
+
+
 def quiet_websocket_errors(wsgi_app: Callable) -> Callable:
-    """Wrap the WSGI app so that a WebSocket whose frames Engine.IO cannot even decode is
-    closed with one logged line, not a traceback from the web server."""
+    """Wrap the WSGI app of the gevent server so that a WebSocket whose frames Engine.IO
+    cannot even decode is closed with one logged line, not a traceback from the web
+    server (gevent's WebSocket handler ignores what the app returns after the upgrade)."""
 
     def app(environ: dict[str, Any], start_response: Callable) -> Any:
         if environ.get("HTTP_UPGRADE", "").lower() != "websocket":
             return wsgi_app(environ, start_response)
         try:
             return wsgi_app(environ, start_response)
-        except Exception as error:  # noqa: BLE001 - any visitor's garbage ends here
+        except UNDECODABLE as error:
             log.warning("websocket from %s closed: %s: %s", environ.get("REMOTE_ADDR"),
                         type(error).__name__, _short(str(error)))
             return []

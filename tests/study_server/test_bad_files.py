@@ -67,6 +67,22 @@ def test_a_broken_database_is_one_line_and_exit_1(tmp_path, make, message, comma
     assert line.startswith("Error: ") and db.name in line and message in line
 
 
+def test_invalid_json_in_a_stored_column(tmp_path):
+    from records.store import Store
+
+    db = tmp_path / "g.db"
+    with Store(str(db)) as store, store.session() as session:
+        from records.models import AgentRun
+
+        session.add(AgentRun(agent_kind="llm", model="m", config={}))
+    with sqlite3.connect(db) as raw:
+        raw.execute("update agentrun set config = '{not json'")
+    for command in (["export", "--db", str(db), "--out", "out"],):
+        result = gridstudy(*command, cwd=tmp_path)
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+        assert "a value stored as JSON is not valid JSON" in result.stderr
+
+
 def test_a_study_file_that_is_not_utf8(tmp_path):
     (tmp_path / "study.yaml").write_bytes(b"id: pilot\ntitle: \xff\xfe caf\xe9\n")
     result = gridstudy("study", "create", "study.yaml", "--db", "s.db", cwd=tmp_path)

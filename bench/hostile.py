@@ -1,0 +1,189 @@
+"""One participant plays while the server is flooded: their tick lateness, quiet and flooded.
+
+    python -m bench.hostile [--seconds 15] [--login-rate 10] [--preview-rate 100]
+
+Starts ``gridstudy serve``'s server (gevent, previews for researchers only, as in
+production) in a subprocess on a temporary SQLite file with a researcher account. One
+participant (a python-socketio client in this process, opened by the researcher) plays
+the 16x16 walker at 8 FPS, pressing random keys. For ``--seconds`` nothing else happens;
+then, for as long again, a login flood (wrong passwords at ``--login-rate`` a second,
+each to a new username) and a preview flood (anonymous ``POST /play/.../session`` at
+``--preview-rate`` a second, and the researcher's own previews as fast as the server
+answers) run beside it. It prints the participant's tick lateness p50/p99 in each phase
+(from the stored events), what the floods were answered, the server's memory and the
+episodes the floods left in the database. Target: p99 at most 25 ms during the floods.
+
+The flooding clients run in this process at a lower CPU priority than the server, as in
+``bench.load`` (on a real deployment they are other machines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import socketio
+
+from bench.load import BENCH_PROBLEM, KEYS, TARGET_P99, percentile, wait_for
+from study_server.commands.serve import DEFAULT_ASYNC_MODE
+
+PASSWORD = "correct horse battery"
+
+
+def serve(port: int, db: str) -> None:
+    """The server process: the bench problem and a researcher, then serve."""
+    from bench.load import serve as serve_bench
+    from records.store import Store
+    from study_server import auth
+
+    with Store(db) as store:
+        auth.create_admin(store.engine, "researcher", PASSWORD)
+    serve_bench(port, db, DEFAULT_ASYNC_MODE, PREVIEW="researchers")
+
+
+def start_server(db: str) -> tuple[subprocess.Popen, str, int]:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "bench.hostile", "--serve", str(port), db],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    wait_for(url)
+    return process, url, process.pid
+
+
+def logged_in(url: str) -> httpx.Client:
+    client = httpx.Client(base_url=url, timeout=30)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/dashboard/login").text)[1]
+    answer = client.post("/dashboard/login", data={"username": "researcher", "password": PASSWORD,
+                                                   "csrf_token": token})
+    if answer.status_code != 302:
+        raise RuntimeError(f"the researcher could not log in: {answer.status_code}")
+    return client
+
+
+def play(url: str, researcher: httpx.Client, until: float, rng: random.Random) -> int:
+    """The participant: open a recorded session, join, press keys until ``until``."""
+    opened = researcher.post(f"/play/{BENCH_PROBLEM}/session", params={"record": "1"}).json()
+    client = socketio.Client(reconnection=False)
+    client.on("ping", lambda m: client.emit("pong", {"sent": m["sent"], "client_time": time.time()}))
+    client.connect(url, transports=["websocket"], wait_timeout=30)
+    client.call("join", {"token": opened["token"]}, timeout=30)
+    while time.time() < until:
+        time.sleep(rng.expovariate(1 / 0.35))
+        client.emit("input", {"token": opened["token"], "action": rng.choice(KEYS),
+                              "client_time": time.time()})
+    client.disconnect()
+    return opened["episode_id"]
+
+
+def flood(stop: threading.Event, rate: float, request, answers: Counter) -> None:
+    """Send ``request()`` ``rate`` times a second (as fast as answered when 0) until
+    ``stop``; count the answers' status codes."""
+    while not stop.is_set():
+        started = time.monotonic()
+        try:
+            answers[request()] += 1
+        except httpx.HTTPError as error:
+            answers[type(error).__name__] += 1
+        if rate:
+            time.sleep(max(0.0, 1 / rate - (time.monotonic() - started)))
+
+
+def login_attempt(url: str) -> int:
+    client = httpx.Client(base_url=url, timeout=30)
+    page = client.get("/dashboard/login").text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page)[1]
+    return client.post("/dashboard/login", data={"username": f"guess{random.random()}",
+                                                 "password": "wrong", "csrf_token": token}).status_code
+
+
+def memory_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def lateness(db: str, episode_id: int, since: float, until: float) -> tuple[float, float, int]:
+    with sqlite3.connect(db) as connection:
+        values = [row[0] for row in connection.execute(
+            "SELECT latency FROM event WHERE episode_id = ? AND server_time BETWEEN ? AND ?",
+            (episode_id, since, until))]
+    return 1000 * percentile(values, 0.5), 1000 * percentile(values, 0.99), len(values)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--serve"]:
+        serve(int(argv[1]), argv[2])
+        return
+    parser = argparse.ArgumentParser(prog="python -m bench.hostile", description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=15.0, help="length of each phase")
+    parser.add_argument("--login-rate", type=float, default=10.0)
+    parser.add_argument("--preview-rate", type=float, default=100.0)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = str(Path(tmp) / "hostile.db")
+        server, url, pid = start_server(db)
+        try:
+            researcher = logged_in(url)
+            start = time.time() + 1
+            flood_from = start + args.seconds
+            end = flood_from + args.seconds
+            played: list[int] = []
+            player = threading.Thread(target=lambda: played.append(
+                play(url, researcher, end, random.Random(0))))
+            player.start()
+            time.sleep(max(0.0, flood_from - time.time()))
+            memory_quiet = memory_mb(pid)
+            stop, logins, previews, own = threading.Event(), Counter(), Counter(), Counter()
+            anonymous = httpx.Client(base_url=url, timeout=30)
+            flooder = logged_in(url)
+            threads = [
+                threading.Thread(target=flood, args=(stop, args.login_rate, lambda: login_attempt(url), logins)),
+                threading.Thread(target=flood, args=(stop, args.preview_rate, lambda: anonymous.post(
+                    f"/play/{BENCH_PROBLEM}/session", params={"record": "1"}).status_code, previews)),
+                threading.Thread(target=flood, args=(stop, 0, lambda: flooder.post(
+                    f"/play/{BENCH_PROBLEM}/session", params={"record": "1"}).status_code, own)),
+            ]
+            for thread in threads:
+                thread.start()
+            player.join()
+            stop.set()
+            for thread in threads:
+                thread.join()
+            memory_flooded = memory_mb(pid)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        quiet = lateness(db, played[0], start, flood_from)
+        flooded = lateness(db, played[0], flood_from, end)
+        with sqlite3.connect(db) as connection:
+            episodes = connection.execute("SELECT COUNT(*) FROM episode").fetchone()[0]
+            raw_rows = connection.execute("SELECT COUNT(*) FROM rawinput").fetchone()[0]
+    print(f"quiet    p50 {quiet[0]:5.1f} ms  p99 {quiet[1]:6.1f} ms  ({quiet[2]} ticks)")
+    print(f"flooded  p50 {flooded[0]:5.1f} ms  p99 {flooded[1]:6.1f} ms  ({flooded[2]} ticks)  "
+          f"target p99 <= {1000 * TARGET_P99:.0f} ms: "
+          f"{'met' if flooded[1] <= 1000 * TARGET_P99 else 'NOT met'}")
+    print(f"login flood answered: {dict(logins)}")
+    print(f"anonymous preview flood answered: {dict(previews)}")
+    print(f"researcher preview flood answered: {dict(own)}")
+    print(f"server memory: {memory_quiet:.0f} MB quiet, {memory_flooded:.0f} MB after the floods; "
+          f"episodes in the database: {episodes}; raw input rows: {raw_rows}")
+
+
+if __name__ == "__main__":
+    main()
