@@ -235,6 +235,12 @@ class Store:
         self._writer.flush(timeout)
         self._raise_failures()
 
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until everything enqueued so far is written, reporting nothing: a
+        request must never fail for another request's row (the writer logs each row it
+        gives up on, and :meth:`flush` or :meth:`close` report them)."""
+        self._writer.flush(timeout)
+
     def close(self) -> None:
         """Write everything still queued, stop the writer and release connections.
 

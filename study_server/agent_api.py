@@ -304,7 +304,7 @@ def _live(episode_id: int) -> LiveEpisode:
 
 def _rebuild(episode_id: int) -> LiveEpisode:
     store = _store()
-    store.flush()
+    store.wait()
     with store.session() as session:
         row = session.get(EpisodeRow, episode_id)
         run = session.get(AgentRun, row.agent_run_id) if row and row.agent_run_id else None

@@ -155,7 +155,7 @@ def participant(participant_id: int) -> str:
 @auth.login_required
 def episode(episode_id: int) -> str:
     """A replay of one attempt: its events and the frame after each (live: reload)."""
-    _store().flush()
+    _store().wait()
     with _store().session() as db:
         row = db.get(EpisodeRow, episode_id) or abort(404, f"no episode {episode_id}")
         events = db.exec(select(Event).where(Event.episode_id == episode_id).order_by(Event.seq)).all()
@@ -175,7 +175,7 @@ def export_download() -> Any:
 
     study = request.form.get("study") or None
     store = _store()
-    store.flush()
+    store.wait()
     work = Path(tempfile.mkdtemp(prefix="gridstudy-export-"))
     try:
         export(store.url, work / "export", study=study)

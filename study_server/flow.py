@@ -114,7 +114,7 @@ class Flow:
 
     def submit(self, study_id: str, participant_id: int, form: dict[str, str]) -> str | None:
         """Evaluate the current stage's form; an error message when it must be redone."""
-        self.store.flush()  # the current episode's events, before judging it
+        self.store.wait()  # the current episode's events, before judging it
         page = self.page(study_id, participant_id)
         if page.stage is None:
             return None
@@ -226,7 +226,7 @@ class Flow:
             return {}
         # Written events first: the writer needs the lock a session below may take, and a
         # session rebuilt by replay needs every action logged so far.
-        self.store.flush()
+        self.store.wait()
         with self.store.session() as db:
             row = self._played_row(db, page)
             if row.status == assignment.ABANDONED and page.stage.plays == PLAYS_TASK:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 
 import pytest
 from sqlmodel import select
 
 from consent.stages import FlowState
 from records.models import EpisodeRow, Participant, Study
+from records.store import StoreWriteError
 from study_server.app import create_app, shutdown
 from tests.consent.helpers import make_definition, register_walker_problems
 
@@ -198,3 +200,20 @@ def test_time_limit_ends_the_visit_and_releases_the_slots(app):
         status = db.exec(select(Participant.status)).one()
     assert status == "timed-out"
     assert [(r.status, r.included) for r in rows] == [("abandoned", False), ("abandoned", False)]
+
+
+def test_a_row_the_writer_gives_up_on_does_not_break_a_participants_form(app, tmp_path):
+    store = app.extensions["gridstudy.store"]
+    with sqlite3.connect(tmp_path / "flow.db") as operator:
+        operator.execute("alter table event rename to event_kept")  # a careless operator
+    store.write_events([{"episode_id": 1, "seq": 0, "problem_id": "p", "phase": "test",
+                         "source": "agent", "server_time": 1.0}])
+    store.wait(timeout=30)
+    client = app.test_client()
+    client.get(ENTRY)
+    assert answer(app, client).status_code == 302  # the consent form, after the failed row
+    assert current(app, client).stage.name == "screening"
+    with sqlite3.connect(tmp_path / "flow.db") as operator:
+        operator.execute("alter table event_kept rename to event")
+    with pytest.raises(StoreWriteError, match="no such table: event"):
+        store.flush()  # reported to whoever asks (the operator's export, the shutdown)

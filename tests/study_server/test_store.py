@@ -332,3 +332,15 @@ def test_a_database_made_by_an_older_version_gains_the_new_columns(tmp_path):
     with Store(str(path)) as store, store.session() as session:
         [run] = session.exec(select(AgentRun)).all()
     assert (run.model, run.token) == ("m", None)
+
+
+def test_a_row_the_writer_gives_up_on_fails_no_other_request(store, tmp_path):
+    store.write_events([event_record(1, 0)])
+    store.wait(timeout=10)
+    with sqlite3.connect(tmp_path / "gridstudy.db") as operator:
+        operator.execute("alter table event rename to event_kept")  # a careless operator
+    store.write_events([event_record(1, 1)])
+    store.wait(timeout=30)  # what a request does: it never raises another's failure
+    with pytest.raises(StoreWriteError) as raised:
+        store.flush()  # reported where someone asks for it
+    assert [f.record["seq"] for f in raised.value.failures] == [1]
