@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from records.models import EpisodeRow
 from records.store import Store
 from study_server.scheduler import Scheduler, next_deadline
 from study_server.session import GameSession
@@ -99,3 +100,29 @@ def test_a_paused_session_stops_ticking_and_a_finished_one_is_unscheduled(store,
 ])
 def test_after_a_stall_the_next_tick_keeps_the_sessions_phase(deadline, now, expected):
     assert next_deadline(deadline, 0.125, now) == pytest.approx(expected)
+
+
+def test_a_preview_nobody_joins_is_abandoned_and_a_participants_session_kept(store, problems):
+    scheduler = run_scheduler([])
+    scheduler.unjoined_timeout = 0.2
+    preview = scheduler.add(GameSession.create(problems["mfp"], store))
+    participant = scheduler.add(GameSession.create(problems["mfp"], store, participant_id=7))
+    joined = scheduler.add(GameSession.create(problems["mfp"], store))
+    joined.joined = True  # a client joined, then left a moment ago
+    assert scheduler.preview_count() == 2
+    time.sleep(0.3)
+    scheduler._sweep_idle()
+    assert set(scheduler.sessions) == {participant.token, joined.token}
+    store.flush(timeout=10)
+    with store.session() as db:
+        row = db.get(EpisodeRow, preview.episode_id)
+    assert (row.status, row.score, row.info["reason"]) == ("abandoned", 0.0, "nobody joined the preview")
+
+
+def test_previews_are_capped(make_live_server, test_problems):
+    import httpx
+
+    live = make_live_server({"MAX_PREVIEWS": 2})
+    answers = [httpx.post(f"{live.url}/play/test/rt-walker-mfp/session", timeout=10) for _ in range(3)]
+    assert [a.status_code for a in answers] == [200, 200, 503]
+    assert "2 previews are open already" in answers[2].text
