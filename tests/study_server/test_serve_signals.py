@@ -21,6 +21,18 @@ PROBLEM = "tilt_box/planning"
 PLAYERS = 8
 
 
+def join_players(url: str, count: int, players: list, episodes: list) -> None:
+    """Open ``count`` recorded preview sessions and join each with a socket client,
+    appending them to ``players`` and ``episodes`` (so a caller can close what opened)."""
+    for _ in range(count):
+        opened = httpx.post(f"{url}/play/{PROBLEM}/session", params={"record": "1"},
+                            timeout=10).json()
+        player = Player(url, opened["token"]).connect()
+        player.join()
+        players.append(player)
+        episodes.append(opened["episode_id"])
+
+
 @pytest.mark.parametrize(("async_mode", "signum"),
                          [("gevent", signal.SIGTERM), ("gevent", signal.SIGINT),
                           ("threading", signal.SIGTERM)],
@@ -30,13 +42,7 @@ def test_a_signal_mid_play_stops_the_server_and_keeps_every_tick(tmp_path, async
     process, url = start_serve(db, async_mode, env={"GRIDSTUDY_PREVIEW": "open"})
     players, episodes = [], []
     try:
-        for _ in range(PLAYERS):
-            opened = httpx.post(f"{url}/play/{PROBLEM}/session", params={"record": "1"},
-                                timeout=10).json()
-            player = Player(url, opened["token"]).connect()
-            player.join()
-            players.append(player)
-            episodes.append(opened["episode_id"])
+        join_players(url, PLAYERS, players, episodes)
         for key in ("right", "go-to-test", "left", "noop"):
             for player in players:
                 player.send(key)
@@ -71,14 +77,8 @@ def test_sigterm_applies_or_stores_every_acknowledged_input(tmp_path):
     process, url = start_serve(db, env={"GRIDSTUDY_PREVIEW": "open"})
     players, episodes, queued = [], [], {}
     try:
-        for _ in range(DRAIN_PLAYERS):
-            opened = httpx.post(f"{url}/play/{PROBLEM}/session", params={"record": "1"},
-                                timeout=10).json()
-            player = Player(url, opened["token"]).connect()
-            player.join()
-            players.append(player)
-            episodes.append(opened["episode_id"])
-            queued[opened["episode_id"]] = 0
+        join_players(url, DRAIN_PLAYERS, players, episodes)
+        queued.update(dict.fromkeys(episodes, 0))
         for round_ in range(6):
             for player, episode in zip(players, episodes):
                 for key in ("left", "right", "up"):
