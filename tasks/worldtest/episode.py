@@ -174,6 +174,7 @@ class Episode:
 
     def view(self) -> dict[str, Any]:
         """Everything a client needs to draw the current state (JSON-serialisable)."""
+        allowed = self.allowed_verbs()
         return {
             "problem_id": self.problem.id,
             "challenge": self.problem.challenge,
@@ -182,18 +183,18 @@ class Episode:
             "frame": self.observation.frame,
             "size": list(self.size),
             "frame_rate": self.frame_rate,
-            "allowed": list(self.allowed_verbs()),
+            "allowed": list(allowed),
             "score": self.score if self.done else None,
             "test": self.test.view(self.phase) if self.phase != INTERACTION else None,
-            **self.controls(),
+            **self.controls(allowed),
         }
 
-    def controls(self) -> dict[str, Any]:
-        """The challenge's buttons and keys for the verbs allowed now (none outside the
+    def controls(self, allowed: tuple[str, ...]) -> dict[str, Any]:
+        """The challenge's buttons and keys for the ``allowed`` verbs (none outside the
         test)."""
         if self.phase == INTERACTION or self.done:
             return {"buttons": [], "keys": {}}
-        return self.challenge.controls(self.allowed_verbs())
+        return self.challenge.controls(allowed)
 
     def outcome(self) -> dict[str, Any]:
         """What the episode's record keeps about the attempt: actions applied, resets,
