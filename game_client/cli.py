@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import click
 
-DEFAULT_DB = "gridstudy.db"
-
 
 def open_store(db: str | None):
     """The store at ``--db``, else ``$DATABASE_URL``, else ``gridstudy.db``."""
     from records.store import Store
 
-    return Store(db) if db else Store.from_env(DEFAULT_DB)
+    return Store.for_command(db)
 
 
 def make_driver(target: str, seed: int):

@@ -74,6 +74,10 @@ def add_missing_columns(engine: Any) -> list[str]:
     return added
 
 
+DEFAULT_DB = "gridstudy.db"
+"""Where a command keeps its database when given none."""
+
+
 class Store:
     """The database of one deployment: tables, sessions and the batching event writer."""
 
@@ -102,6 +106,12 @@ class Store:
     def from_env(cls, default_url: str, **options: Any) -> Store:
         """A store on ``$DATABASE_URL``, or on ``default_url`` when it is unset."""
         return cls(os.environ.get("DATABASE_URL") or default_url, **options)
+
+    @classmethod
+    def for_command(cls, db: str | None) -> Store:
+        """The store a command was pointed at: ``--db``, else ``$DATABASE_URL``, else
+        ``gridstudy.db``."""
+        return cls(db) if db else cls.from_env(DEFAULT_DB)
 
     def __enter__(self) -> Store:
         return self

@@ -104,12 +104,10 @@ def admin() -> None:
 @click.option("--db", "db", default=None, help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
 def create_admin(username: str, password: str, db: str | None) -> None:
     """Create (or reset the password of) the admin USERNAME."""
-    import os
-
     from records.store import Store
     from study_server import auth
 
-    with Store(db or os.environ.get("DATABASE_URL") or "gridstudy.db") as store:
+    with Store.for_command(db) as store:
         try:
             auth.create_admin(store.engine, username, password)
         except ValueError as error:
@@ -126,23 +124,16 @@ _DB_OPTION = click.option("--db", "db", default=None,
                           help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
 
 
-def _engine_store(db: str | None):
-    import os
-
-    from records.store import Store
-
-    return Store(db or os.environ.get("DATABASE_URL") or "gridstudy.db")
-
-
 @token.command("create")
 @click.argument("name")
 @click.option("--study", "study_id", default=None, help="The study its runs belong to (default: none).")
 @_DB_OPTION
 def create_token(name: str, study_id: str | None, db: str | None) -> None:
     """Create the token NAME and print it (it is shown this once)."""
+    from records.store import Store
     from study_server import tokens
 
-    with _engine_store(db) as store:
+    with Store.for_command(db) as store:
         try:
             secret = tokens.create(store.engine, name, study_id)
         except ValueError as error:
@@ -157,9 +148,10 @@ def create_token(name: str, study_id: str | None, db: str | None) -> None:
 @_DB_OPTION
 def revoke_token(name: str, db: str | None) -> None:
     """Revoke the token NAME: it opens nothing from now on."""
+    from records.store import Store
     from study_server import tokens
 
-    with _engine_store(db) as store:
+    with Store.for_command(db) as store:
         try:
             tokens.revoke(store.engine, name)
         except ValueError as error:
@@ -171,9 +163,10 @@ def revoke_token(name: str, db: str | None) -> None:
 @_DB_OPTION
 def list_tokens(db: str | None) -> None:
     """Every token: name, study, created, revoked."""
+    from records.store import Store
     from study_server import tokens
 
-    with _engine_store(db) as store:
+    with Store.for_command(db) as store:
         rows = tokens.listed(store.engine)
     if not rows:
         click.echo("no tokens; create one with gridstudy token create NAME")
