@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import inspect, text, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel
 
 from records import schema
@@ -74,6 +74,25 @@ def add_missing_columns(engine: Any) -> list[str]:
     return added
 
 
+def create_tables(engine: Any, attempts: int = 5) -> None:
+    """Create the missing tables and columns. Several processes started together on a
+    new database race to create them; the loser of a race finds the table or column
+    made by the winner, and looks again."""
+    for attempt in range(attempts):
+        try:
+            SQLModel.metadata.create_all(engine)
+            add_missing_columns(engine)
+            return
+        except (OperationalError, ProgrammingError) as error:
+            if not _created_meanwhile(error) or attempt == attempts - 1:
+                raise
+
+
+def _created_meanwhile(error: Exception) -> bool:
+    message = str(error).lower()
+    return "already exists" in message or "duplicate column" in message
+
+
 DEFAULT_DB = "gridstudy.db"
 """Where a command keeps its database when given none."""
 
@@ -94,8 +113,7 @@ class Store:
         if existing is not None and existing.is_file() and existing.stat().st_size:
             check_sqlite_file(existing)
         self.engine = make_engine(self.url)
-        SQLModel.metadata.create_all(self.engine)
-        add_missing_columns(self.engine)
+        create_tables(self.engine)
         self._writer = BatchWriter(
             self.engine, flush_interval=flush_interval, batch_size=batch_size, retries=retries
         )

@@ -344,3 +344,19 @@ def test_a_row_the_writer_gives_up_on_fails_no_other_request(store, tmp_path):
     with pytest.raises(StoreWriteError) as raised:
         store.flush()  # reported where someone asks for it
     assert [f.record["seq"] for f in raised.value.failures] == [1]
+
+
+def test_processes_started_together_on_a_new_database_all_open_it(tmp_path):
+    """Several `gridstudy agent run` processes started at once on a fresh SQLite file
+    race to create the tables; every one of them must open the store."""
+    db = tmp_path / "fresh.db"
+    code = f"from records.store import Store\nStore({str(db)!r}).close()\nprint('opened')"
+    processes = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    outputs = [p.communicate(timeout=60) for p in processes]
+    for process, (out, err) in zip(processes, outputs):
+        assert process.returncode == 0, err[-2000:]
+        assert out.strip() == "opened"
+    with sqlite3.connect(db) as connection:
+        tables = {row[0] for row in connection.execute("select name from sqlite_master where type='table'")}
+    assert {"episode", "event", "agentrun"} <= tables
