@@ -29,7 +29,7 @@ from analysis.metrics import (
     perplexity_auc,
     pooled_loop_ratio,
     progress_curve,
-    random_baseline,
+    random_baseline_table,
     reset_frequency,
     unique_action_counts,
 )
@@ -216,24 +216,25 @@ def score_cost(dataset: Dataset) -> list[Row]:
 
 
 def random_baseline_rows(dataset: Dataset, timeout: int = 1000) -> list[Row]:
-    """Per environment and challenge, the random agent's runs summarised as in Table
-    E.3: for planning, the chance of reaching the goal within ``timeout`` scored steps;
-    for change detection, the chance its actions triggered the change (the recorded
-    ``test_triggered``, at test step ``test_t_star``); and the mean steps it took."""
-    rows = []
+    """Table E.3 from the random agent's recorded runs, one row per environment in the
+    layout of :func:`random_baseline_table` (as ``gridstudy baseline random`` prints
+    it): for a challenge read as reaching the goal, the chance of doing so within
+    ``timeout`` scored steps; for one read as triggering the change, the chance its
+    actions did (the recorded ``test_triggered``, at test step ``test_t_star``); and the
+    mean steps it took."""
+    samples = []
     runs = [e for e in counted(dataset) if e.agent_kind == "random"]
     for (env, challenge), episodes in group(runs, env_of, challenge_of).items():
         reading = declared(challenge, "baseline")
         if reading == REACHES_GOAL:
-            samples = [solve_step(e) for e in episodes]
+            steps = [solve_step(e) for e in episodes]
         elif reading == TRIGGERS_CHANGE:
-            samples = [trigger_step(e) for e in episodes if "test_triggered" in e.info]
+            steps = [trigger_step(e) for e in episodes if "test_triggered" in e.info]
         else:
             continue
-        if samples:
-            rows.append({"env": env, "challenge": challenge,
-                         **random_baseline(samples, timeout)})
-    return rows
+        if steps:
+            samples.append((env, challenge, steps))
+    return random_baseline_table(samples, timeout)
 
 
 def trigger_step(episode: EpisodeRecord) -> int | None:

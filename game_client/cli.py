@@ -232,24 +232,57 @@ def baseline() -> None:
 @click.option("--steps", default=1000, show_default=True, help="Step limit (timeout) per run.")
 @click.option("--problems", "patterns", multiple=True, help="Problem ids or patterns (default: every problem whose challenge has a random baseline).")
 @click.option("--seed", default=0, show_default=True)
+@click.option("--per-problem", is_flag=True, help="One row per problem instead of per environment, with the chance level 1/options of masked frame prediction; its mean steps count a failed run as --steps.")
 @click.option("--csv", "csv_path", default="random_baseline.csv", show_default=True, help="Where to write the table.")
-def baseline_random(samples, steps, patterns, seed, csv_path):
-    """The random agent's success probability and mean steps per problem."""
+def baseline_random(samples, steps, patterns, seed, per_problem, csv_path):
+    """The random agent's baseline, one row per environment as in 002 Table E.3.
+
+    For each environment: the probability that a random run triggers the change
+    (change-detection problems) and that it reaches the goal (planning problems), with
+    the mean steps of the runs that did and the number of runs, pooled over the
+    environment's problems of each kind; "-" where there is no value (no such problem,
+    or no run succeeded). Masked frame prediction is not run: its chance, 1/options,
+    is per problem and shown only with --per-problem.
+    """
     from tqdm import tqdm
 
-    from game_client.baseline import format_table, run_baseline, sampled_by_agent, write_csv
+    from game_client.baseline import (
+        format_env_table,
+        format_table,
+        run_baseline,
+        sampled_by_agent,
+        success_steps,
+        write_csv,
+        write_env_csv,
+    )
     from game_client.batch import select_problems
     from tasks import registry
+    from tasks.worldtest.baseline import random_baseline_table
     from tasks.worldtest.challenge import get
 
     ids = select_problems(patterns) if patterns else [s.id for s in registry.list_problems()]
     problems = [registry.get_problem(i) for i in ids]
     problems = [p for p in problems if get(p.challenge).baseline is not None]
+    if not per_problem:
+        problems = [p for p in problems if sampled_by_agent(p)]
     if not problems:
-        raise click.UsageError("none of the selected problems has a random baseline")
-    sampled = sum(sampled_by_agent(p) for p in problems) * samples
-    with tqdm(total=sampled, unit="sample") as bar:
-        rows = run_baseline(problems, samples, steps, seed, on_sample=lambda: bar.update(1))
-    click.echo(format_table(rows))
-    write_csv(rows, csv_path)
+        raise click.UsageError("none of the selected problems has a random baseline"
+                               + ("" if per_problem else " that is sampled (try --per-problem)"))
+    with tqdm(total=sum(map(sampled_by_agent, problems)) * samples, unit="sample") as bar:
+        def tick() -> None:
+            bar.update(1)
+
+        if per_problem:
+            rows = run_baseline(problems, samples, steps, seed, on_sample=tick)
+        else:
+            # the report's table (analysis.tables) is shaped by the same function
+            by_env = random_baseline_table(
+                [(p.env_id, p.challenge, success_steps(p, samples, steps, seed, tick))
+                 for p in problems], timeout=steps)
+    if per_problem:
+        click.echo(format_table(rows))
+        write_csv(rows, csv_path)
+    else:
+        click.echo(format_env_table(by_env))
+        write_env_csv(by_env, csv_path)
     click.echo(f"wrote {csv_path}")

@@ -56,9 +56,10 @@ def test_csv_numbers(written):
               for r in read(out / "memory_index.csv")]
     assert memory == [("full", 0.5, pytest.approx(5 / 12)),
                       ("none", pytest.approx(1 / 12), pytest.approx(5 / 12))]
-    baseline = [(r["challenge"], float(r["probability"]), float(r["mean_steps"]))
-                for r in read(out / "random_baseline.csv")]
-    assert baseline == [("cd", 0.5, 4.0), ("planning", 0.5, 1.0)]
+    assert read(out / "random_baseline.csv") == [
+        {"env": "test/walker", "P(trigger change)": "0.5", "trigger mean steps": "4.0",
+         "trigger samples": "2", "P(reach goal)": "0.5", "goal mean steps": "1.0",
+         "goal samples": "2"}]
     cost = read(out / "score_cost.csv")[0]
     assert (cost["agent"], float(cost["cost"]), float(cost["grounding_accuracy"])) == (
         "llm:m-1", pytest.approx(0.07), pytest.approx(5 / 6))

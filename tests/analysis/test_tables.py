@@ -104,13 +104,13 @@ def test_score_cost_counts_every_model_turn(dataset):
 
 
 def test_random_baseline_from_random_runs(dataset):
-    # cd: one attempt triggered the change at test step 4, the other never did;
-    # planning: easy solved at its first test step, hard quit
+    # one row for the environment (Table E.3); cd: one attempt triggered the change at
+    # test step 4, the other never did; planning, the two problems pooled: easy solved at
+    # its first test step, hard quit
     assert tables.random_baseline_rows(dataset) == [
-        {"env": "test/walker", "challenge": "cd", "samples": 2, "probability": 0.5,
-         "mean_steps": 4.0},
-        {"env": "test/walker", "challenge": "planning", "samples": 2, "probability": 0.5,
-         "mean_steps": 1.0}]
+        {"env": "test/walker", "P(trigger change)": 0.5, "trigger mean steps": 4.0,
+         "trigger samples": 2, "P(reach goal)": 0.5, "goal mean steps": 1.0,
+         "goal samples": 2}]
 
 
 def test_progress_by_difficulty(dataset):

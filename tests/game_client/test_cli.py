@@ -49,10 +49,11 @@ def test_unknown_problems_are_refused(tmp_path):
     assert result.exit_code == 2 and "no registered problem matches nope*" in result.output
 
 
-def test_the_random_baseline_prints_a_table_and_writes_csv(tmp_path, test_problems):
+def test_the_random_baseline_per_problem_prints_a_table_and_writes_csv(tmp_path, test_problems):
     out = tmp_path / "baseline.csv"
     result = CliRunner().invoke(main, ["baseline", "random", "--samples", "5", "--steps", "100",
-                                       "--problems", "test/walker-*", "--csv", str(out)])
+                                       "--problems", "test/walker-*", "--csv", str(out),
+                                       "--per-problem"])
     assert result.exit_code == 0, result.output
     lines = out.read_text().splitlines()
     assert lines[0] == "env_id,problem_id,challenge,samples,steps,probability,mean_steps"
