@@ -29,11 +29,13 @@ def source_of(text: str) -> str:
 def report(url: str, out: str, study: tuple[str, ...], t_max: int, k: int, quiet: bool) -> None:
     """Write report.html (figures embedded) and every table as CSV into OUT."""
     from analysis.load import load
-    from analysis.report import write_report
+    from analysis.report import warning_lines, write_report
 
     try:
         dataset = load(source_of(url), study=study or None)
     except (FileNotFoundError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     page = write_report(dataset, Path(out), t_max=t_max, k=k, progress=not quiet)
+    for line in warning_lines(dataset):
+        click.echo(line, err=True)
     click.echo(f"wrote {page} ({len(dataset)} episodes)")

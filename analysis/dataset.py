@@ -25,6 +25,8 @@ from records.rebuild import replays
 Frame = list[list[str]]
 EXCLUDED_PARTICIPANTS = ("excluded", "screened-out")
 """Participant statuses whose attempts are all left out of aggregation."""
+FINISHED = ("done", "abandoned")
+"""A model's attempt that ended one of these ways counts (abandoned: scored 0)."""
 EVENT_FIELDS = schema.EVENT.without("id")
 _BOOLEANS = tuple(f.name for f in EVENT_FIELDS if f.type == schema.BOOL)
 
@@ -95,10 +97,21 @@ class EpisodeRecord(_EpisodeFields):
         return self.agent_kind == schema.HUMAN
 
     @property
+    def is_incomplete(self) -> bool:
+        """A model's attempt that has not finished: interrupted, cut short by its provider
+        or an environment error, or still running. It is not scored until it is resumed,
+        and the report warns about it; a model's attempt that ended by the model's doing
+        (abandoned: invalid replies, turn or budget limit) is finished and scores 0."""
+        return not self.is_human and self.status not in FINISHED
+
+    @property
     def exclusion_reasons(self) -> tuple[str, ...]:
-        """Why the attempt is left out of aggregation; empty when it counts."""
+        """Why the attempt is left out of aggregation; empty when it counts. A person's
+        attempt counts when it is done; a model's when it finished (done or abandoned)."""
         reasons = []
-        if self.status != "done":
+        if self.is_incomplete:
+            reasons.append(f"incomplete ({self.status})")
+        elif self.is_human and self.status != "done":
             reasons.append(f"episode {self.status}")
         if not self.included:
             reasons.append(self.exclusion_reason or "excluded")

@@ -115,13 +115,16 @@ def _on_grid(curve: list[tuple[float, float]], grid: np.ndarray) -> np.ndarray:
 
 
 def score_cost_figure(rows: Sequence[Row]) -> bytes | None:
-    """Mean score against cost per episode, one point per model (002 Fig. 3)."""
+    """Mean score against cost per attempt, one point per priced model (002 Fig. 3)."""
     if not rows:
         return None
+    priced = [r for r in rows if r["cost_per_attempt"] is not None and r["score"] is not None]
+    if not priced:
+        return None
     figure, axes = new_axes("Score versus cost")
-    for row in rows:
-        axes.scatter(row["cost_per_episode"], row["score"], label=row["agent"])
-    axes.set_xlabel("cost per episode (USD)")
+    for row in priced:
+        axes.scatter(row["cost_per_attempt"], row["score"], label=row["agent"])
+    axes.set_xlabel("cost per attempt (USD, incomplete attempts included)")
     axes.set_ylabel("mean score")
     axes.legend(fontsize="small")
     return png(figure)

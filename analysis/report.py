@@ -140,6 +140,9 @@ def write_report(dataset: Dataset, out: Path, *, t_max: int = T_MAX, k: int = 1,
     for result in results:
         if result.rows:
             write_csv(out / f"{result.section.name}.csv", result.rows)
+    outcomes = tables.attempt_outcomes(dataset)
+    if outcomes:
+        write_csv(out / "attempt_outcomes.csv", outcomes)
     page = out / "report.html"
     page.write_text(render_page(dataset, results), encoding="utf-8")
     return page
@@ -170,11 +173,34 @@ def render_page(dataset: Dataset, results: Sequence[Result]) -> str:
 
 
 def data_used(dataset: Dataset) -> str:
-    """Studies, episodes per agent (counted and excluded) and the exclusion reasons."""
+    """Warnings first (models' incomplete attempts), then the studies, episodes per
+    agent (counted and excluded), how each agent's attempts ended, and the exclusion
+    reasons."""
     studies = sorted({e.study_id or "(none)" for e in dataset})
-    return (f"<p>Studies: {html.escape(', '.join(studies) or 'none')}.</p>"
-            + html_table(episode_counts(dataset)) + "<h3>Exclusions</h3>"
+    warnings = "".join(f'<p class="warning">{html.escape(w)}</p>' for w in warning_lines(dataset))
+    return (warnings + f"<p>Studies: {html.escape(', '.join(studies) or 'none')}.</p>"
+            + html_table(episode_counts(dataset))
+            + "<h3>How attempts ended</h3><p>A model's attempt it did not finish (invalid "
+              "replies, turn limit, budget) is abandoned and scores 0; an incomplete one "
+              "(error, interrupted, active) is left out of the scores until it is resumed.</p>"
+            + html_table(tables.attempt_outcomes(dataset)) + "<h3>Exclusions</h3>"
             + (html_table(exclusion_rows(dataset)) or "<p>None.</p>"))
+
+
+def warning_lines(dataset: Dataset) -> list[str]:
+    """What a reader must know before reading any score: per model agent, attempts that
+    are incomplete and so not scored."""
+    incomplete = Counter((agent_of(e), e.status) for e in dataset if e.is_incomplete)
+    attempts = Counter(agent_of(e) for e in dataset)
+    lines = []
+    for agent in sorted({a for a, _ in incomplete}):
+        parts = ", ".join(f"{n} {status}" for (a, status), n in sorted(incomplete.items())
+                          if a == agent)
+        total = sum(n for (a, _), n in incomplete.items() if a == agent)
+        lines.append(f"Warning: {agent} has {total} of {attempts[agent]} attempts incomplete "
+                     f"({parts}); they are not in its scores. Run the same `gridstudy agent "
+                     "run` command again to resume them.")
+    return lines
 
 
 def episode_counts(dataset: Dataset) -> list[Row]:

@@ -196,19 +196,51 @@ def _setting_order(setting: str) -> tuple[int, int]:
 
 
 def score_cost(dataset: Dataset) -> list[Row]:
-    """Per model agent: mean score, cost and tokens, grounding accuracy (Fig. 3)."""
+    """Per model agent: mean score of its finished attempts (those it did not finish
+    score 0), grounding accuracy, and the cost and tokens of *every* attempt, incomplete
+    ones included (Fig. 3). ``cost`` is None for a model without a price."""
     rows = []
-    for (agent,), episodes in group(counted(dataset), agent_of).items():
-        if agent == HUMAN:
-            continue
+    models = [e for e in dataset if not e.is_human]
+    counted_ids = {id(e) for e in counted(dataset)}
+    for (agent,), episodes in group(models, agent_of).items():
+        scored = [e for e in episodes if id(e) in counted_ids]
         events = [ev for e in episodes for ev in e.events]
-        cost = sum(ev.cost or 0.0 for ev in events)
-        rows.append({"agent": agent, "episodes": len(episodes),
-                     "score": mean_of(score_of(e) for e in episodes),
-                     "cost": cost, "cost_per_episode": cost / len(episodes),
+        tokens = sum((ev.prompt_tokens or 0) + (ev.completion_tokens or 0) for ev in events)
+        unpriced = tokens and all(ev.cost is None for ev in events)
+        cost = None if unpriced else sum(ev.cost or 0.0 for ev in events)
+        rows.append({"agent": agent, "attempts": len(episodes), "scored": len(scored),
+                     "incomplete": sum(e.is_incomplete for e in episodes),
+                     "score": mean_of(score_of(e) for e in scored),
+                     "cost": "unpriced" if unpriced else cost,
+                     "cost_per_attempt": None if cost is None else cost / len(episodes),
                      "prompt_tokens": sum(ev.prompt_tokens or 0 for ev in events),
                      "completion_tokens": sum(ev.completion_tokens or 0 for ev in events),
-                     "grounding_accuracy": grounding_accuracy(events)})
+                     "grounding_accuracy": grounding_accuracy(
+                         [ev for e in scored for ev in e.events])})
+    return rows
+
+
+ENDINGS = (("invalid replies", "invalid replies in a row"), ("turn limit", "no end after"),
+           ("budget", "budget ran out"))
+"""How an abandoned model attempt ended, read off its reason."""
+
+
+def attempt_outcomes(dataset: Dataset) -> list[Row]:
+    """Per agent, how its attempts ended: done; abandoned (by invalid replies, the turn
+    limit, the budget, or giving up), scored 0; and, not scored until resumed, error,
+    interrupted and active."""
+    rows = []
+    for (agent,), episodes in group(dataset, agent_of).items():
+        row: Row = {"agent": agent, "attempts": len(episodes),
+                    "done": sum(e.status == "done" for e in episodes)}
+        abandoned = [str((e.info or {}).get("reason") or "") for e in episodes
+                     if e.status == "abandoned"]
+        for name, marker in ENDINGS:
+            row[f"abandoned: {name}"] = sum(marker in reason for reason in abandoned)
+        row["abandoned: other"] = len(abandoned) - sum(row[f"abandoned: {n}"] for n, _ in ENDINGS)
+        for status in ("error", "interrupted", "active"):
+            row[status] = sum(e.status == status for e in episodes)
+        rows.append(row)
     return rows
 
 

@@ -20,10 +20,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from records.schema import MODEL_TURN
 from tasks.worldtest.challenge import challenges, get
 from tasks.worldtest.problem import Problem
 
 RANDOM_TYPES = ("click", "up", "down", "left", "right", "noop")
+CHOICE_TURNS = 10
+"""Turns beyond the test horizon for answering (found-change, choose, submit)."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,9 @@ class Turn:
 
 @dataclass(frozen=True)
 class Decision:
-    """An agent's answer: the action text (None if the reply named none) and the turn's
-    model fields (raw reply, tokens, cost, seconds)."""
+    """An agent's answer: the action text (None if the reply named none, ``error`` says
+    why) and the turn's model fields (:data:`records.schema.MODEL_TURN`: the raw reply,
+    the message sent, tokens, cost, seconds, reasoning, finish reason, retries)."""
 
     action: str | None
     raw_reply: str | None = None
@@ -52,11 +56,19 @@ class Decision:
     completion_tokens: int | None = None
     cost: float | None = None
     latency: float | None = None
+    prompt: str | None = None
+    system_prompt: str | None = None
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    retries: int | None = None
+    trimmed: int | None = None
 
     def model_fields(self) -> dict[str, Any]:
-        return {"raw_reply": self.raw_reply, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "cost": self.cost,
-                "latency": self.latency}
+        return {name: getattr(self, name) for name in MODEL_TURN}
+
+    @property
+    def tokens(self) -> int:
+        return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
 
 
 class Agent(Protocol):
@@ -89,6 +101,13 @@ class RandomAgent:
 
     def config(self) -> dict[str, Any]:
         return {"seed": self.seed, "interaction_steps": self.interaction_steps}
+
+    @staticmethod
+    def turn_limit(problem: Problem, interaction_steps: int = 0) -> int:
+        """Turns an attempt at ``problem`` may need: the interaction steps, going to the
+        test, every step of its horizon (1,000 when it declares none) and the answer's
+        few turns, so that the random agent is never cut short."""
+        return interaction_steps + 1 + int(problem.params.get("horizon") or 1000) + CHOICE_TURNS
 
     def decide(self, turn: Turn) -> Decision:
         return Decision(self.choose(turn.state))

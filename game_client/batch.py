@@ -1,33 +1,82 @@
-"""Batch evaluation: many problems x many runs, bounded concurrency, resumable.
+"""Batch evaluation: agents x problems x runs, a bounded number at once, resumable, and
+stoppable.
 
-An agent configuration (kind, model, and its config dict) is one ``AgentRun`` row; a
-rerun with the same configuration finds that row and plays only the attempts still
-missing (an attempt is finished when its episode row is ``done`` or ``abandoned``; one
-that ended in a provider ``error`` or was interrupted is played again).
+Each agent configuration of a batch (:class:`RunSpec`: one model with its provider,
+prompt and limits) is one ``AgentRun`` row; a rerun with the same configuration finds
+that row. :func:`pending_jobs` then lists what is left: first the attempts to continue
+(interrupted, or ended by their provider: :func:`tasks.worldtest.turn.resumable`), then
+the new attempts up to ``runs`` per problem. An attempt that is ``done`` or
+``abandoned`` is over for good.
+
+:class:`Batch` plays the jobs on ``concurrency`` threads. Ctrl-C (or SIGTERM) stops it:
+the first starts no new attempt and ends the running ones at their next turn boundary as
+``interrupted`` (an attempt still waiting for its model after a few seconds is ended
+without waiting); a second ends them at once. A refused key or an unknown model stops it
+the same way, at the first occurrence, as does the batch's budget. Nothing is left
+``active``: every attempt a batch started is done, abandoned, error or interrupted when
+it returns.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import queue
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlmodel import select
 
 from game_client.agents import Agent
-from game_client.runner import EpisodeResult, run_episode
+from game_client.runner import Attempt, Budget, EpisodeResult, Guard, LocalAttempt, play
 from records.models import AgentRun, EpisodeRow
 from tasks import registry
+from tasks.worldtest.problem import Problem
+from tasks.worldtest.turn import ERROR, FINISHED, INTERRUPTED, MAX_INVALID, MAX_TURNS, resumable
 
-FINISHED = ("done", "abandoned")
+GRACE = 5.0
+"""Seconds after the first Ctrl-C that running attempts have to reach a turn boundary."""
+
+
+@dataclass(eq=False)
+class RunSpec:
+    """One agent configuration of a batch."""
+
+    label: str
+    """How the summary names it (the model's name, or the agent kind)."""
+    kind: str
+    model: str | None
+    config: dict[str, Any]
+    """What the ``AgentRun`` row keeps (provider, parameters, prompt, limits; no key)."""
+    make_agent: Callable[[int], Agent]
+    """A fresh agent for the attempt with this run index."""
+    max_turns: Callable[[Problem], int] = lambda problem: MAX_TURNS
+    max_invalid: int = MAX_INVALID
+    budget: Budget = field(default_factory=Budget)
+    """What one attempt may spend."""
+    agent_run_id: int | None = None
 
 
 @dataclass(frozen=True)
 class Job:
+    run: RunSpec
     problem_id: str
     run_index: int
+    episode_id: int | None = None
+    """A stored attempt to continue; None: a new attempt."""
+
+
+@dataclass(frozen=True)
+class StoredEpisode:
+    """What :func:`pending_jobs` reads of an attempt already stored."""
+
+    episode_id: int
+    problem_id: str
+    status: str
+    info: dict[str, Any]
 
 
 def find_or_create_run(store: Any, kind: str, model: str | None, config: dict[str, Any]) -> int:
@@ -44,49 +93,209 @@ def find_or_create_run(store: Any, kind: str, model: str | None, config: dict[st
         return row.id
 
 
-def finished_counts(store: Any, agent_run_id: int) -> Counter:
-    """Finished attempts of this run, by problem id."""
+def stored_episodes(store: Any, agent_run_id: int) -> list[StoredEpisode]:
+    """Every attempt of this run in the store."""
+    store.wait()
     with store.session() as session:
-        rows = session.exec(select(EpisodeRow.problem_id).where(
-            EpisodeRow.agent_run_id == agent_run_id, EpisodeRow.status.in_(FINISHED))).all()
-    return Counter(rows)
+        rows = session.exec(select(EpisodeRow).where(EpisodeRow.agent_run_id == agent_run_id)).all()
+    return [StoredEpisode(r.id, r.problem_id, r.status, r.info or {}) for r in rows]
 
 
-def pending_jobs(problem_ids: Iterable[str], runs: int, done: Counter) -> list[Job]:
-    """Attempts still to play: run indices from the number already finished up to ``runs``."""
-    return [Job(pid, index) for pid in problem_ids for index in range(done[pid], runs)]
+def pending_jobs(run: RunSpec, problem_ids: Iterable[str], runs: int,
+                 stored: Iterable[StoredEpisode]) -> list[Job]:
+    """The attempts to continue, then the new ones: per problem, ``runs`` attempts in all
+    count those finished and those to continue; a new attempt takes the lowest run index
+    not in use."""
+    wanted = list(problem_ids)
+    resume: list[Job] = []
+    taken: dict[str, list[int | None]] = {pid: [] for pid in wanted}
+    for episode in sorted(stored, key=lambda e: e.episode_id):
+        if episode.problem_id not in taken:
+            continue
+        index = episode.info.get("run_index")
+        if resumable(episode.status, episode.info):
+            resume.append(Job(run, episode.problem_id, index or 0, episode.episode_id))
+        elif episode.status not in FINISHED:
+            continue
+        taken[episode.problem_id].append(index)
+    new = []
+    for pid in wanted:
+        used = {i for i in taken[pid] if i is not None}
+        free = (i for i in range(runs + len(taken[pid])) if i not in used)
+        new += [Job(run, pid, next(free)) for _ in range(max(0, runs - len(taken[pid])))]
+    return resume + new
 
 
-def run_batch(
-    problem_ids: list[str],
-    make_agent: Callable[[Job], Agent],
-    *,
-    store: Any,
-    agent_run_id: int,
-    runs: int = 1,
-    concurrency: int = 1,
-    max_turns: int = 1000,
-    max_invalid: int = 5,
-    progress: bool = True,
-) -> list[EpisodeResult]:
-    """Play every missing attempt, ``concurrency`` at a time, with a tqdm progress bar."""
-    from tqdm import tqdm
+class LocalRecords:
+    """Where a batch played in this process keeps its runs and attempts: a store. (A
+    batch played through a server's agent API keeps them there:
+    ``game_client.api_client.AgentAPIClient`` has the same three methods.)"""
 
-    jobs = pending_jobs(problem_ids, runs, finished_counts(store, agent_run_id))
+    def __init__(self, store: Any) -> None:
+        self.store = store
 
-    def play(job: Job) -> EpisodeResult:
-        return run_episode(make_agent(job), registry.get_problem(job.problem_id), store=store,
-                           agent_run_id=agent_run_id, max_turns=max_turns, max_invalid=max_invalid)
+    def create_run(self, kind: str, model: str | None, config: dict[str, Any]) -> int:
+        return find_or_create_run(self.store, kind, model, config)
 
-    results = []
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool, \
-            tqdm(total=len(jobs), disable=not progress, unit="episode") as bar:
-        futures = [pool.submit(play, job) for job in jobs]
-        for future in as_completed(futures):
-            results.append(future.result())
-            bar.update(1)
-    store.flush()
-    return results
+    def episodes(self, agent_run_id: int) -> list[StoredEpisode]:
+        return stored_episodes(self.store, agent_run_id)
+
+    def open_attempt(self, job: Job) -> Attempt:
+        if job.episode_id is not None:
+            return LocalAttempt.resume(self.store, job.episode_id)
+        problem = registry.get_problem(job.problem_id)
+        return LocalAttempt(problem, store=self.store, agent_run_id=job.run.agent_run_id,
+                            max_invalid=job.run.max_invalid, max_turns=job.run.max_turns(problem),
+                            run_index=job.run_index)
+
+
+@dataclass
+class Outcome:
+    """How a batch went: a result per attempt it touched, why it stopped early (None if
+    it did not), and the spending its :class:`Guard` counted."""
+
+    results: list[EpisodeResult]
+    guard: Guard
+    stragglers: bool = False
+    """Threads still waiting on a model when the batch returned (the process should exit)."""
+
+    @property
+    def stopped(self) -> str | None:
+        return self.guard.reason
+
+    @property
+    def failed(self) -> list[EpisodeResult]:
+        return [r for r in self.results if r.status not in FINISHED]
+
+
+class Batch:
+    """Plays jobs ``concurrency`` at a time under one :class:`Guard`."""
+
+    def __init__(self, open_attempt: Callable[[Job], Attempt], *, concurrency: int = 1,
+                 guard: Guard | None = None, progress: bool = True, grace: float = GRACE) -> None:
+        self.open_attempt = open_attempt
+        self.concurrency = max(1, concurrency)
+        self.guard = guard or Guard()
+        self.progress = progress
+        self.grace = grace
+        self.live: dict[Job, Attempt] = {}
+        self.results: dict[Job, EpisodeResult] = {}
+        self.lock = threading.Lock()
+        self.signals = 0
+
+    def run(self, jobs: list[Job]) -> Outcome:
+        from tqdm import tqdm
+
+        todo: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        for job in jobs:
+            todo.put(job)
+        workers = [threading.Thread(target=self._work, args=(todo,), daemon=True,
+                                    name=f"attempt-{i}") for i in range(min(self.concurrency, len(jobs)))]
+        previous = self._trap_signals()
+        bar = tqdm(total=len(jobs), disable=not self.progress, unit="attempt", dynamic_ncols=True)
+        try:
+            for worker in workers:
+                worker.start()
+            deadline = None
+            while any(w.is_alive() for w in workers):
+                time.sleep(0.1)
+                self._show(bar)
+                if self.guard.stopping and deadline is None:
+                    deadline = time.monotonic() + self.grace
+                if self.signals > 1 or (deadline is not None and time.monotonic() > deadline):
+                    self._interrupt_live()
+                    break
+            self._show(bar)
+        finally:
+            bar.close()
+            self._restore_signals(previous)
+        stragglers = any(w.is_alive() for w in workers)
+        return Outcome([self.results[j] for j in jobs if j in self.results], self.guard,
+                       stragglers)
+
+    def _work(self, todo: queue.SimpleQueue) -> None:
+        while not self.guard.stopping:
+            try:
+                job = todo.get_nowait()
+            except queue.Empty:
+                return
+            attempt = None
+            try:
+                attempt = self.open_attempt(job)
+                with self.lock:
+                    self.live[job] = attempt
+                agent = job.run.make_agent(job.run_index)
+                try:
+                    result = play(agent, attempt, guard=self.guard, budget=job.run.budget,
+                                  agent_label=job.run.label)
+                finally:
+                    getattr(agent, "close", lambda: None)()
+            except Exception as error:  # one attempt's failure never ends the batch
+                result = self._failed(job, attempt, f"{type(error).__name__}: {error}")
+            with self.lock:
+                self.live.pop(job, None)
+                self.results.setdefault(job, result)
+
+    def _failed(self, job: Job, attempt: Attempt | None, message: str) -> EpisodeResult:
+        """The result of a job whose attempt could not be opened or played."""
+        if attempt is not None:
+            try:
+                attempt.end(ERROR, f"the driver failed: {message}", resumable=True)
+            except Exception:  # the attempt's own store or server is what failed
+                pass
+        return EpisodeResult(job.problem_id, ERROR, None, 0, 0,
+                             getattr(attempt, "episode_id", job.episode_id), message,
+                             agent=job.run.label, resumable=attempt is not None)
+
+    def _interrupt_live(self) -> None:
+        """End every running attempt now (its thread is still waiting on the model)."""
+        reason = self.guard.stopping or "interrupted by the operator"
+        with self.lock:
+            live = dict(self.live)
+        for job, attempt in live.items():
+            try:
+                attempt.end(INTERRUPTED, reason, resumable=True)
+                summary = attempt.summary()
+            except Exception as error:
+                self.results.setdefault(job, self._failed(job, None, str(error)))
+                continue
+            with self.lock:
+                self.results.setdefault(job, EpisodeResult(
+                    job.problem_id, summary["status"], summary["score"], summary["turns"],
+                    summary["invalid"], attempt.episode_id, summary["reason"], None, 0,
+                    job.run.label, bool(attempt.recorded), True))
+
+    def _show(self, bar: Any) -> None:
+        guard = self.guard
+        bar.n = len(self.results)
+        cost = "unpriced" if guard.unpriced and not guard.cost else f"${guard.cost:.4f}"
+        bar.set_postfix_str(f"turns {guard.turns}, tokens {guard.tokens:,}, cost {cost}"
+                            + (f", stopping: {guard.reason}" if guard.stopping else ""),
+                            refresh=True)
+
+    # -- Ctrl-C -----------------------------------------------------------------------
+
+    def _trap_signals(self) -> dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        previous = {}
+        for number in (signal.SIGINT, signal.SIGTERM):
+            previous[number] = signal.signal(number, self._on_signal)
+        return previous
+
+    def _restore_signals(self, previous: dict[int, Any]) -> None:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+    def _on_signal(self, number: int, _frame: Any) -> None:
+        from tqdm import tqdm
+
+        self.signals += 1
+        if self.signals == 1:
+            self.guard.stop(f"interrupted by the operator ({signal.Signals(number).name})")
+            tqdm.write(f"Stopping: no new attempts; running ones end within {self.grace:g} s "
+                       "and can be resumed by running the same command again. Press Ctrl-C "
+                       "again to stop at once.", file=sys.stderr)
 
 
 def select_problems(patterns: Iterable[str]) -> list[str]:

@@ -6,6 +6,8 @@ Heavy modules (pygame, httpx, the store) are imported inside the commands so tha
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import click
 
 
@@ -92,131 +94,198 @@ def agent() -> None:
     """Evaluate agents (language models, random, planner) on problems."""
 
 
+def _param(ctx, option, values):
+    """``--param KEY=VALUE`` pairs as a dict; VALUE is read as JSON when it parses."""
+    import json
+
+    params = {}
+    for text in values:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{text!r}: expected KEY=VALUE, e.g. reasoning_effort=high")
+        try:
+            params[key] = json.loads(value)
+        except ValueError:
+            params[key] = value
+    return params
+
+
 @agent.command("run")
-@click.option("--problems", "patterns", multiple=True, required=True,
+@click.option("--problems", "patterns", multiple=True,
               help="Problem ids or fnmatch patterns (repeat, or separate with commas).")
 @click.option("--agent", "kind", type=click.Choice(["llm", "random", "planner"]), default="llm", show_default=True)
-@click.option("--model", default=None, help="Model name at the endpoint (llm).")
-@click.option("--runs", default=1, show_default=True, help="Attempts per problem.")
-@click.option("--concurrency", default=1, show_default=True, help="Attempts played at once.")
+@click.option("--model", "models", multiple=True,
+              help="Model name at the endpoint (llm); repeat to evaluate several in one batch.")
+@click.option("--run-file", type=click.Path(dir_okay=False), default=None,
+              help="YAML naming the batch's models (endpoints, key variables, prices, "
+                   "parameters) and optionally its problems and limits; see "
+                   "game_client/evaluate.py.")
+@click.option("--runs", default=None, type=int, help="Attempts per problem and model [1].")
+@click.option("--concurrency", default=None, type=int, help="Attempts played at once [1].")
 @click.option("--db", default=None, help="Database URL or SQLite file.")
 @click.option("--history", type=click.Choice(["full", "last", "none"]), default="full", show_default=True)
 @click.option("--k", default=0, help="Turns kept with --history last.")
 @click.option("--prompt-variant", default="base", show_default=True, help="Task-DAG prompt variant.")
 @click.option("--summary", is_flag=True, help="Task-DAG memory summary (000 App. D).")
-@click.option("--temperature", type=float, default=None)
-@click.option("--max-tokens", type=int, default=None)
+@click.option("--temperature", type=float, default=None, help="Same as --param temperature=T.")
+@click.option("--max-tokens", type=int, default=None, help="Same as --param max_tokens=N.")
+@click.option("--param", "params", multiple=True, callback=_param,
+              help="A request parameter sent to the provider and kept in the run's config "
+                   "(repeat): seed=1, top_p=0.9, reasoning_effort=high, max_completion_tokens=2048.")
+@click.option("--context-window", type=int, default=None,
+              help="The model's context window in tokens; older turns are left out of a "
+                   "request that would not fit (learned from the provider's refusal otherwise).")
+@click.option("--requests-per-minute", type=float, default=None,
+              help="Most requests a minute to the endpoint, shared by every attempt.")
 @click.option("--timeout", default=120.0, show_default=True, help="Seconds per model request.")
-@click.option("--retries", default=5, show_default=True, help="Retries on 429, 5xx and timeouts.")
+@click.option("--retries", default=5, show_default=True, help="Retries on 429, 5xx, timeouts and malformed replies.")
 @click.option("--prices", "prices_file", default=None, help="JSON price table: {model: {input, output}} per million tokens.")
-@click.option("--max-turns", default=1000, show_default=True)
-@click.option("--max-invalid", default=5, show_default=True, help="Invalid replies in a row that end an attempt.")
+@click.option("--max-cost", type=float, default=None,
+              help="Dollars the whole batch may spend; then running attempts stop (resumable).")
+@click.option("--token-budget", type=int, default=None, help="Tokens the whole batch may spend.")
+@click.option("--max-cost-per-attempt", type=float, default=None,
+              help="Dollars one attempt may spend; then it is abandoned (scores 0).")
+@click.option("--token-budget-per-attempt", type=int, default=None, help="Tokens one attempt may spend.")
+@click.option("--max-turns", type=int, default=None,
+              help="Turns after which an attempt is abandoned [1000; the random agent: its "
+                   "problem's horizon and a margin].")
+@click.option("--max-invalid", default=None, type=int, help="Invalid replies in a row that end an attempt [5].")
 @click.option("--interaction-steps", default=0, show_default=True, help="Random agent: actions before go-to-test.")
 @click.option("--seed", default=0, show_default=True, help="Random agent seed (plus the run index).")
 @click.option("--server", default=None,
               help="Play through a running server's agent API (recorded there) instead of in-process.")
 @click.option("--token", envvar="GRIDSTUDY_TOKEN", default=None,
               help="The agent-API token for --server (default: $GRIDSTUDY_TOKEN).")
-def agent_run(patterns, kind, model, runs, concurrency, db, history, k, prompt_variant, summary,
-              temperature, max_tokens, timeout, retries, prices_file, max_turns, max_invalid,
-              interaction_steps, seed, server, token):
-    """Play problems with an agent and record every turn; a rerun resumes (in-process)."""
-    from game_client.batch import find_or_create_run, run_batch, select_problems
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, k, prompt_variant,
+              summary, temperature, max_tokens, params, context_window, requests_per_minute,
+              timeout, retries, prices_file, max_cost, token_budget, max_cost_per_attempt,
+              token_budget_per_attempt, max_turns, max_invalid, interaction_steps, seed, server,
+              token, quiet):
+    """Play problems with agents and record every turn.
 
+    Every attempt counts: one the model does not finish (invalid replies, turn limit,
+    budget) scores 0. Rerunning the same command continues what is left: attempts
+    interrupted (Ctrl-C, a budget) or cut short by the provider resume from their last
+    recorded turn. The first Ctrl-C stops the batch within seconds, a second at once.
+    A refused key or an unknown model stops the batch at the first request. The exit
+    status is 0 only when every attempt finished.
+    """
+    import os
+    import sys
+
+    from game_client import evaluate
+    from game_client.batch import (
+        Batch,
+        Job,
+        pending_jobs,
+        select_problems,
+    )
+    from game_client.runner import Budget, Guard
+
+    defaults = {"history": history, "k": k, "prompt_variant": prompt_variant, "summary": summary,
+                "timeout": timeout, "retries": retries, "context_window": context_window,
+                "requests_per_minute": requests_per_minute,
+                "params": {**({"temperature": temperature} if temperature is not None else {}),
+                           **({"max_tokens": max_tokens} if max_tokens is not None else {}),
+                           **params}}
+    batch: dict = {}
+    specs = [evaluate.ModelSpec(**_model_defaults(m, defaults)) for m in models]
+    if run_file:
+        if kind != "llm":
+            raise click.UsageError("--run-file lists language models; it goes with --agent llm")
+        try:
+            batch, specs = evaluate.read_run_file(run_file, defaults)
+        except evaluate.RunFileError as error:
+            raise click.BadParameter(str(error), param_hint="--run-file") from None
+        specs += [evaluate.ModelSpec(**_model_defaults(m, defaults)) for m in models]
+    patterns = patterns or tuple(batch.get("problems") or ())
+    if not patterns:
+        raise click.UsageError("name the problems: --problems PATTERN (or problems: in the run file)")
     try:
         problem_ids = select_problems(patterns)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--problems") from None
-    make_agent, config = _agent_factory(
-        kind, model, dict(history=history, k=k, prompt_variant=prompt_variant, summary=summary,
-                          temperature=temperature, max_tokens=max_tokens, timeout=timeout,
-                          retries=retries, prices_file=prices_file,
-                          interaction_steps=interaction_steps, seed=seed))
-    config = {**config, "max_turns": max_turns, "max_invalid": max_invalid}
-    if server:
-        if not token:
-            raise click.UsageError("--server needs an agent-API token: --token or GRIDSTUDY_TOKEN "
-                                   "(a researcher creates one with gridstudy token create NAME)")
-        _summarise(*_run_remote(server, token, problem_ids, make_agent, kind, model, config,
-                                runs, concurrency))
-        return
-    with open_store(db) as store:
-        run_id = find_or_create_run(store, kind, model, config)
-        results = run_batch(problem_ids, make_agent, store=store, agent_run_id=run_id, runs=runs,
-                            concurrency=concurrency, max_turns=max_turns, max_invalid=max_invalid)
-    _summarise(run_id, results)
 
+    def pick(option, key, default):
+        return option if option is not None else batch.get(key, default)
 
-def _run_remote(server, token, problem_ids, make_agent, kind, model, config, runs, concurrency):
-    """Play every attempt through the server's agent API: ``(run_id, results)``."""
-    from collections import Counter
-    from concurrent.futures import ThreadPoolExecutor
-
-    from tqdm import tqdm
-
-    from game_client.api_client import AgentAPIClient, AgentAPIError, run_remote_episode
-    from game_client.batch import pending_jobs
-
-    client = AgentAPIClient(server, token)
+    limits = evaluate.Limits(pick(max_turns, "max_turns", None),
+                             pick(max_invalid, "max_invalid", 5),
+                             Budget(pick(max_cost_per_attempt, "max_cost_per_attempt", None),
+                                    pick(token_budget_per_attempt, "token_budget_per_attempt", None)))
+    guard = Guard(Budget(pick(max_cost, "max_cost", None), pick(token_budget, "token_budget", None)))
     try:
-        run_id = client.create_run(kind, model, config)
-    except AgentAPIError as error:
-        raise click.ClickException(str(error)) from None
-    jobs = pending_jobs(problem_ids, runs, Counter())
+        runs_list = _runs(kind, specs, limits, guard, prices_file, seed, interaction_steps)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    for spec in specs:
+        if not spec.api_key:
+            click.echo(f"warning: ${spec.api_key_env} is not set: requests to {spec.endpoint} "
+                       f"for {spec.name} go without an API key", err=True)
+    if server and not token:
+        raise click.UsageError("--server needs an agent-API token: --token or GRIDSTUDY_TOKEN "
+                               "(a researcher creates one with gridstudy token create NAME)")
+    runs_count, concurrency = pick(runs, "runs", 1), pick(concurrency, "concurrency", 1)
+    with _records(server, token, db) as records:
+        jobs: list[Job] = []
+        for run in runs_list:
+            run.agent_run_id = records.create_run(run.kind, run.model, run.config)
+            jobs += pending_jobs(run, problem_ids, runs_count, records.episodes(run.agent_run_id))
+        resumed = sum(job.episode_id is not None for job in jobs)
+        click.echo(f"{len(jobs)} attempt(s) to play" + (f", {resumed} of them resumed" if resumed else "")
+                   + f" on {len(problem_ids)} problem(s) with {len(runs_list)} agent(s)", err=True)
+        outcome = Batch(records.open_attempt, concurrency=concurrency, guard=guard,
+                        progress=not quiet).run(jobs)
+    for line in evaluate.summary_lines(runs_list, outcome):
+        click.echo(line)
+    if guard.fatal:
+        click.echo(f"Error: {guard.fatal}", err=True)
+    code = evaluate.exit_code(outcome)
+    if outcome.stragglers:  # threads still waiting on a model: do not wait for them
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
-    def play(job):
-        return run_remote_episode(make_agent(job), job.problem_id, client, run_id,
-                                  max_turns=config["max_turns"], max_invalid=config["max_invalid"])
+
+def _model_defaults(model, defaults):
+    return {"model": model, **{k: v for k, v in defaults.items() if v is not None}}
 
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        results = list(tqdm(pool.map(play, jobs), total=len(jobs), desc="attempts", unit="ep"))
-    return run_id, results
-
-
-def _agent_factory(kind, model, options):
-    """``(make_agent(job), config)`` for the chosen kind of agent."""
-    from game_client.agents import PlannerAgent, RandomAgent
+def _runs(kind, specs, limits, guard, prices_file, seed, interaction_steps):
+    """The batch's agent configurations."""
+    from game_client import evaluate
+    from game_client.bridge.provider import PriceTable
 
     if kind == "random":
-        def make(job):
-            return RandomAgent(seed=options["seed"] + job.run_index,
-                               interaction_steps=options["interaction_steps"])
-        return make, {"seed": options["seed"], "interaction_steps": options["interaction_steps"]}
+        return [evaluate.random_run(seed, interaction_steps, limits)]
     if kind == "planner":
-        return (lambda job: PlannerAgent()), PlannerAgent().config()
-    if not model:
-        raise click.UsageError("--model is required for --agent llm")
-    return _llm_factory(model, options)
+        return [evaluate.planner_run(limits)]
+    if not specs:
+        raise ValueError("name the model: --model NAME (repeat for several) or --run-file FILE")
+    prices = PriceTable.load(prices_file) if prices_file else None
+    return [evaluate.llm_run(spec, limits, sleep=guard.sleep, price_table=prices) for spec in specs]
 
 
-def _llm_factory(model, options):
-    from game_client.bridge.agent import LLMAgent
-    from game_client.bridge.provider import Backoff, ChatProvider, PriceTable
+@contextmanager
+def _records(server, token, db):
+    """Where the batch keeps its runs and attempts: the server's agent API, or a store;
+    the API's refusals become one-line errors."""
+    from game_client.api_client import AgentAPIClient, AgentAPIError
+    from game_client.batch import LocalRecords
 
-    prices = PriceTable.load(options["prices_file"]) if options["prices_file"] else PriceTable()
-
-    def make(job):
-        provider = ChatProvider.from_env(
-            model, temperature=options["temperature"], max_tokens=options["max_tokens"],
-            timeout=options["timeout"], backoff=Backoff(retries=options["retries"]), prices=prices)
-        return LLMAgent(provider, history=options["history"], k=options["k"],
-                        prompt_variant=options["prompt_variant"], summary=options["summary"])
-
-    return make, make(None).config()
-
-
-def _summarise(run_id, results):
-    if not results:
-        click.echo(f"agent run {run_id}: nothing left to play (every attempt is finished)")
+    if not server:
+        with open_store(db) as store:
+            yield LocalRecords(store)
         return
-    scores = [r.score or 0.0 for r in results]
-    turns = sum(r.turns for r in results)
-    invalid = sum(r.invalid for r in results)
-    statuses = ", ".join(f"{s} {sum(r.status == s for r in results)}" for s in ("done", "abandoned", "error"))
-    click.echo(f"agent run {run_id}: {len(results)} episodes ({statuses}); mean score "
-               f"{sum(scores) / len(scores):.3f}; grounding {(turns - invalid) / max(1, turns):.3f}; "
-               f"cost ${sum(r.cost for r in results):.4f}")
+    client = AgentAPIClient(server, token)
+    try:
+        yield client
+    except AgentAPIError as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        client.http.close()
 
 
 # -- baselines ----------------------------------------------------------------------------

@@ -68,3 +68,46 @@ def rebuild(problem: Problem, events: Sequence[Any],
         streak = 0 if valid else streak + 1
     return Rebuilt(episode, max((e.seq for e in events), default=-1) + 1, len(turns),
                    turns.count(False), streak)
+
+
+@dataclass
+class StoredAttempt:
+    """A model's attempt read back from the store, ready to continue: its episode row,
+    its events in ``seq`` order, and its turn rules with the stored limits and counts,
+    recording into the same episode."""
+
+    row: Any
+    events: list[Any]
+    turns: Any
+    """:class:`tasks.worldtest.turn.AgentTurns`, in the stored status."""
+
+
+def stored_attempt(store: Any, episode_id: int,
+                   make_env: Callable[[str], GridEnv] = registry.make) -> StoredAttempt | None:
+    """The agent attempt ``episode_id`` as stored (None when there is no such episode or
+    it is not an agent's): how the agent API rebuilds an episode lost in a restart, and
+    how a rerun continues an interrupted attempt, in process or through the API."""
+    from sqlmodel import select
+
+    from records.models import EpisodeRow, Event
+    from records.recorder import EpisodeRecorder
+    from tasks.worldtest.turn import MAX_INVALID, MAX_TURNS, AgentTurns
+
+    store.wait()
+    with store.session() as session:
+        row = session.get(EpisodeRow, episode_id)
+        if row is None or row.agent_run_id is None:
+            return None
+        events = list(session.exec(select(Event).where(Event.episode_id == episode_id)
+                                   .order_by(Event.seq)).all())
+    problem = registry.get_problem(row.problem_id)
+    rebuilt = rebuild(problem, events, make_env)
+    recorder = EpisodeRecorder(store, problem, episode_id=episode_id, next_seq=rebuilt.next_seq,
+                               agent_run_id=row.agent_run_id, study_id=row.study_id)
+    info = row.info or {}
+    limits = {name: info.get(name, default) for name, default in
+              (("max_invalid", MAX_INVALID), ("max_turns", MAX_TURNS))}
+    turns = AgentTurns(rebuilt.episode, recorder, **limits, turns=rebuilt.turns,
+                       invalid=rebuilt.invalid, streak=rebuilt.streak, status=row.status,
+                       reason=info.get("reason"), resumable=bool(info.get("resumable")))
+    return StoredAttempt(row, events, turns)

@@ -79,3 +79,8 @@ class EpisodeRecorder:
         self.store.finish_episode(self.episode_id, status=status, phase=episode.phase,
                                   score=episode.final_score,
                                   info={**episode.outcome(), **info})
+
+    def reopened(self) -> None:
+        """The attempt continues after it was ended (a resumed model attempt)."""
+        self.done = False
+        self.store.reopen_episode(self.episode_id)

@@ -212,7 +212,11 @@ EPISODE = Table("episode", "One attempt at one problem, by a person or an agent.
     Field("env_id", TEXT, "Registered environment id.", required=True),
     Field("seed", INT, "Seed the environment was reset with.", required=True),
     Field("status", TEXT, "assigned (a reserved slot), active (not finished), done, "
-                          "abandoned, error.", default="active"),
+                          "abandoned (given up, or a model's invalid replies, turn or budget "
+                          "limit: scores 0), error (the environment or the model's provider "
+                          "failed), interrupted (stopped by the operator or a batch budget); "
+                          "info.resumable says whether a rerun continues it.",
+          default="active"),
     Field("phase", TEXT, "Last phase reached.", default="interaction"),
     Field("score", FLOAT, "Challenge score in [0, 1]; empty when the attempt has none."),
     Field("included", BOOL, "False when the attempt is excluded from aggregation.",
@@ -253,12 +257,30 @@ EVENT = Table("event", "One applied action, or one model turn that was refused."
     Field("completion_tokens", INT, "Model turns: completion tokens."),
     Field("cost", FLOAT, "Model turns: cost in US dollars from the run's price table."),
     Field("raw_reply", TEXT, "Model turns: the reply as received."),
+    Field("prompt", TEXT, "Model turns: the user message sent this turn (earlier turns' "
+                          "messages are on their own rows: a request is the system prompt, "
+                          "the history window and this message)."),
+    Field("system_prompt", TEXT, "Model turns: the system prompt, on an attempt's first turn."),
+    Field("reasoning", TEXT, "Model turns: reasoning content the provider returned beside "
+                             "the reply."),
+    Field("finish_reason", TEXT, "Model turns: why the model stopped (stop, length ...)."),
+    Field("retries", INT, "Model turns: requests retried before the reply (429, 5xx, "
+                          "timeouts, malformed replies)."),
+    Field("trimmed", INT, "Model turns: when older turns had to be left out to fit the "
+                          "model's context window, how many of the conversation's first "
+                          "turns no request includes any more; empty when none were."),
     Field("parse_valid", BOOL, "Model turns: whether the reply parsed to an allowed action."),
     Field("latency", FLOAT, "Seconds the model took to answer, or the tick's lateness for "
                             "people."),
     Field("error", TEXT, "Why an environment step failed (the action was then not applied), "
                          "or why a model turn was refused."),
 ))
+
+MODEL_TURN = ("raw_reply", "prompt", "system_prompt", "reasoning", "finish_reason", "retries",
+              "trimmed", "prompt_tokens", "completion_tokens", "cost", "latency")
+"""The event fields a model turn fills (the rest come from the episode and the step)."""
+RECORDED_TURN = ("action", "applied", "parse_valid", "error", *MODEL_TURN)
+"""What a resumed attempt's agent reads back of each of its recorded turns."""
 
 FRAME = Table("frame", "Every frame the events refer to, once each.", (
     Field("hash", TEXT, "The frame's hash (tasks.core.frame_hash), as in frame_hash.", key=True),

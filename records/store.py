@@ -217,6 +217,18 @@ class Store:
                 values["info"] = {**(row.info or {}), **info}
             session.execute(update(EpisodeRow).where(EpisodeRow.id == episode_id).values(values))
 
+    def reopen_episode(self, episode_id: int) -> None:
+        """Make an ended attempt active again (it is resumed): no end, no score; its info
+        counts the resumptions."""
+        with self.session() as session:
+            row = session.get(EpisodeRow, episode_id)
+            if row is None:
+                raise LookupError(f"no episode {episode_id} in {self!r}")
+            info = {k: v for k, v in (row.info or {}).items() if k not in ("reason", "resumable")}
+            info["resumed"] = int(info.get("resumed", 0)) + 1
+            session.execute(update(EpisodeRow).where(EpisodeRow.id == episode_id).values(
+                status="active", score=None, ended_at=None, info=info))
+
     # -- the batching writer ------------------------------------------------------------
 
     def write_event(self, record: dict[str, Any]) -> None:

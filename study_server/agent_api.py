@@ -10,12 +10,19 @@ a run belongs to the token that created it. Routes (JSON in, JSON out; errors ar
 ``{"error": message}`` with 400, 401, 403, 404, 409 or 413):
 
 ``POST /api/agent/runs``                      ``{agent_kind, model, config, study_id}`` -> 201 ``{agent_run_id}``
-``POST /api/agent/runs/<id>/episodes``        ``{problem_id, max_invalid, max_turns}`` -> 201 ``{episode_id, state}``
+(200 with the existing run when this token already made one with exactly this configuration)
+``GET  /api/agent/runs/<id>/episodes``        -> ``{episodes: [{episode_id, problem_id, status,
+resumable, run_index}]}``
+``POST /api/agent/runs/<id>/episodes``        ``{problem_id, max_invalid, max_turns, run_index}`` -> 201 ``{episode_id, state}``
 ``GET  /api/agent/episodes/<id>``             -> ``{episode_id, state}``
-``POST /api/agent/episodes/<id>/actions``     ``{action, error, raw_reply, prompt_tokens,
-completion_tokens, cost, latency}`` -> ``{applied, action, error, state}``
-``POST /api/agent/episodes/<id>/end``         ``{reason, status}`` -> ``{state}`` (``abandoned``,
-or ``error`` when the agent's model could not answer)
+``POST /api/agent/episodes/<id>/actions``     ``{action, error, raw_reply, prompt, ...}`` (the
+model fields of ``records.schema.MODEL_TURN``) -> ``{applied, action, error, state}``
+``POST /api/agent/episodes/<id>/end``         ``{reason, status}`` -> ``{state}`` (``abandoned``;
+``error`` when the agent's model could not answer, ``interrupted`` when its operator stopped
+it: both can be resumed)
+``POST /api/agent/episodes/<id>/resume``      -> ``{episode_id, state, turns}``: an interrupted
+attempt, or one its provider failed, continues; ``turns`` are its recorded model turns, from
+which the agent rebuilds its conversation
 
 ``state`` is ``Episode.view()`` plus ``text`` (the observation text a model is shown),
 ``actions`` (the allowed action patterns), ``info``, ``ended`` and ``attempt`` (status,
@@ -37,18 +44,25 @@ from flask import Blueprint, Flask, current_app, g, jsonify, request
 from sqlmodel import select
 
 from records import schema
-from records.models import AgentRun, EpisodeRow, Event, Study
-from records.rebuild import rebuild
+from records.models import AgentRun, EpisodeRow, Study
+from records.rebuild import stored_attempt
 from records.recorder import EpisodeRecorder
 from study_server import tokens
 from tasks import registry
 from tasks.worldtest.episode import Episode
-from tasks.worldtest.turn import ABANDONED, ERROR, MAX_INVALID, MAX_TURNS, AgentTurns
+from tasks.worldtest.turn import (
+    ABANDONED,
+    ERROR,
+    INTERRUPTED,
+    MAX_INVALID,
+    MAX_TURNS,
+    AgentTurns,
+    resumable,
+)
 
 bp = Blueprint("agent_api", __name__, url_prefix="/api/agent")
-MODEL_FIELDS = ("prompt_tokens", "completion_tokens", "cost", "latency")
-ENDINGS = (ABANDONED, ERROR)
-"""How an agent may end its own attempt."""
+ENDINGS = (ABANDONED, ERROR, INTERRUPTED)
+"""How an agent may end its own attempt (the last two can be resumed)."""
 MAX_BODY = 1_000_000
 """Largest request body, in bytes (a long reply is well under it)."""
 MAX_DEPTH = 32
@@ -92,14 +106,14 @@ RUN = {
     "config": Spec(schema.AGENT_RUN.field("config")),
     "study_id": Spec(schema.AGENT_RUN.field("study_id"), most=64),
 }
+TEXT_LIMITS = {"raw_reply": 200_000, "prompt": 400_000, "system_prompt": 200_000,
+               "reasoning": 400_000, "finish_reason": 40}
+NUMBER_LIMITS = {"cost": 10**6, "latency": 86_400}
 TURN = {
     "action": _event("action", most=200),
     "error": _event("error", most=2000),
-    "raw_reply": _event("raw_reply", most=200_000),
-    "prompt_tokens": _event("prompt_tokens", most=10**9),
-    "completion_tokens": _event("completion_tokens", most=10**9),
-    "cost": _event("cost", most=10**6),
-    "latency": _event("latency", most=86_400),
+    **{name: _event(name, most=TEXT_LIMITS.get(name) or NUMBER_LIMITS.get(name, 10**9))
+       for name in schema.MODEL_TURN},
 }
 START = {"problem_id": Spec(schema.EPISODE.field("problem_id"), nullable=False, most=200)}
 END = {"reason": _event("error", most=2000), "status": _event("source", most=20)}
@@ -217,42 +231,73 @@ def create_run():
     if body["study_id"] != g.token.study_id:
         scope = f"study {g.token.study_id!r}" if g.token.study_id else "runs outside any study"
         raise ApiError(403, f"token {g.token.name!r} is for {scope} only")
-    row = AgentRun(agent_kind=body["agent_kind"] or "llm", model=body["model"],
-                   config=config, study_id=body["study_id"], token=g.token.name)
+    kind = body["agent_kind"] or "llm"
     with _store().session() as session:
-        if row.study_id is not None and session.get(Study, row.study_id) is None:
-            raise ApiError(404, f"no study {row.study_id!r}")
+        if body["study_id"] is not None and session.get(Study, body["study_id"]) is None:
+            raise ApiError(404, f"no study {body['study_id']!r}")
+        same = session.exec(select(AgentRun).where(
+            AgentRun.token == g.token.name, AgentRun.agent_kind == kind,
+            AgentRun.model == body["model"], AgentRun.study_id == body["study_id"])).all()
+        for row in same:
+            if row.config == config:
+                return jsonify({"agent_run_id": row.id}), 200
+        row = AgentRun(agent_kind=kind, model=body["model"], config=config,
+                       study_id=body["study_id"], token=g.token.name)
         session.add(row)
         session.flush()
         return jsonify({"agent_run_id": row.id}), 201
 
 
-@bp.post("/runs/<int:run_id>/episodes")
-def start_episode(run_id: int):
-    """Start an attempt at ``problem_id`` under this run."""
-    body = _body(START, allowed=("max_invalid", "max_turns"))
+def _run(run_id: int) -> AgentRun:
+    """This token's run ``run_id`` (404 for another token's)."""
     with _store().session() as session:
         run = session.get(AgentRun, _id(run_id, "agent run"))
     if run is None or run.token != g.token.name:
         raise ApiError(404, f"no agent run {run_id}; create one with POST /api/agent/runs")
+    return run
+
+
+@bp.get("/runs/<int:run_id>/episodes")
+def list_episodes(run_id: int):
+    """The run's attempts: what a rerun needs to continue it."""
+    _run(run_id)
+    _store().wait()
+    with _store().session() as session:
+        rows = session.exec(select(EpisodeRow).where(EpisodeRow.agent_run_id == run_id)
+                            .order_by(EpisodeRow.id)).all()
+    live = current_app.extensions["gridstudy.agent_episodes"]
+    return jsonify({"episodes": [
+        {"episode_id": r.id, "problem_id": r.problem_id,
+         "status": live[r.id].turns.status if r.id in live else r.status,
+         "resumable": resumable(r.status, r.info), "run_index": (r.info or {}).get("run_index")}
+        for r in rows]})
+
+
+@bp.post("/runs/<int:run_id>/episodes")
+def start_episode(run_id: int):
+    """Start an attempt at ``problem_id`` under this run."""
+    body = _body(START, allowed=("max_invalid", "max_turns", "run_index"))
+    run = _run(run_id)
     try:
         problem = registry.get_problem(body["problem_id"])
     except KeyError as error:
         raise ApiError(404, error.args[0]) from None
     limits = {"max_invalid": _positive(body, "max_invalid", MAX_INVALID),
               "max_turns": _positive(body, "max_turns", MAX_TURNS)}
+    run_index = _positive(body, "run_index", 0, least=0)
     recorder = EpisodeRecorder(_store(), problem, agent_run_id=run_id, study_id=run.study_id,
-                               info=limits)
+                               info={**limits, "run_index": run_index})
     live = LiveEpisode(recorder.episode_id, AgentTurns(Episode(problem), recorder, **limits),
                        g.token.name)
     current_app.extensions["gridstudy.agent_episodes"][live.id] = live
     return jsonify({"episode_id": live.id, "state": state_of(live)}), 201
 
 
-def _positive(body: dict[str, Any], name: str, default: int) -> int:
+def _positive(body: dict[str, Any], name: str, default: int, least: int = 1) -> int:
     value = body.get(name, default)
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < schema.INT_LIMIT:
-        raise ApiError(400, f"{name} must be a positive integer")
+    if not isinstance(value, int) or isinstance(value, bool) or \
+            not least <= value < schema.INT_LIMIT:
+        raise ApiError(400, f"{name} must be an integer of at least {least}")
     return value
 
 
@@ -270,7 +315,7 @@ def post_action(episode_id: int):
     with live.lock:
         if live.turns.ended:
             raise ApiError(409, f"episode {episode_id} is over; start another")
-        fields = {name: body[name] for name in MODEL_FIELDS}
+        fields = {name: body[name] for name in schema.MODEL_TURN if name != "raw_reply"}
         result = live.turns.take(body["action"], error=body["error"],
                                  raw_reply=body["raw_reply"], **fields)
         return jsonify({"applied": result.applied, "action": result.action,
@@ -287,8 +332,29 @@ def end_episode(episode_id: int):
         raise ApiError(400, f"status must be one of {', '.join(ENDINGS)}")
     live = _live(episode_id)
     with live.lock:
-        live.turns.end(status, body["reason"] or "ended by the agent")
+        live.turns.end(status, body["reason"] or "ended by the agent",
+                       resumable=status != ABANDONED)
     return jsonify({"state": state_of(live)})
+
+
+@bp.post("/episodes/<int:episode_id>/resume")
+def resume_episode(episode_id: int):
+    """Continue an interrupted attempt, or one its provider failed, where it stopped;
+    with its recorded model turns, from which the agent rebuilds its conversation."""
+    live = _live(episode_id)
+    with live.lock:
+        if not live.turns.ended:
+            raise ApiError(409, f"episode {episode_id} is still being played")
+        stored = _stored(episode_id)
+        if not resumable(stored.row.status, stored.row.info):
+            raise ApiError(409, f"episode {episode_id} is {stored.row.status} and cannot be "
+                                "resumed; only an interrupted attempt, or one its provider "
+                                "failed, can")
+        live.turns = stored.turns
+        live.turns.reopen()
+        turns = [{name: getattr(e, name) for name in schema.RECORDED_TURN}
+                 for e in stored.events if e.source == "agent"]
+        return jsonify({"episode_id": episode_id, "state": state_of(live), "turns": turns})
 
 
 def _live(episode_id: int) -> LiveEpisode:
@@ -303,21 +369,16 @@ def _live(episode_id: int) -> LiveEpisode:
 
 
 def _rebuild(episode_id: int) -> LiveEpisode:
-    store = _store()
-    store.wait()
-    with store.session() as session:
-        row = session.get(EpisodeRow, episode_id)
-        run = session.get(AgentRun, row.agent_run_id) if row and row.agent_run_id else None
-        if run is None or run.token != g.token.name:
-            raise ApiError(404, f"no agent episode {episode_id}")
-        events = session.exec(select(Event).where(Event.episode_id == episode_id)).all()
-    problem = registry.get_problem(row.problem_id)
-    rebuilt = rebuild(problem, events)
-    recorder = EpisodeRecorder(store, problem, episode_id=episode_id, next_seq=rebuilt.next_seq,
-                               agent_run_id=row.agent_run_id, study_id=row.study_id)
-    limits = {name: row.info.get(name, default) for name, default in
-              (("max_invalid", MAX_INVALID), ("max_turns", MAX_TURNS))}
-    turns = AgentTurns(rebuilt.episode, recorder, **limits, turns=rebuilt.turns,
-                       invalid=rebuilt.invalid, streak=rebuilt.streak, status=row.status,
-                       reason=row.info.get("reason"))
-    return LiveEpisode(episode_id, turns, run.token)
+    stored = _stored(episode_id)
+    return LiveEpisode(episode_id, stored.turns, g.token.name)
+
+
+def _stored(episode_id: int) -> Any:
+    """This token's stored attempt ``episode_id`` (404 for another token's)."""
+    stored = stored_attempt(_store(), episode_id)
+    if stored is not None:
+        with _store().session() as session:
+            run = session.get(AgentRun, stored.row.agent_run_id)
+        if run is not None and run.token == g.token.name:
+            return stored
+    raise ApiError(404, f"no agent episode {episode_id}")

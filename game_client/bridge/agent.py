@@ -4,19 +4,69 @@ Each turn renders the current state as one user message (AutumnBench, 002 App. D
 task-DAG maps, 000 App. C.3 with the optional memory summary of App. D), sends the
 system prompt, the history window and that message to the provider, applies the reply's
 scratchpad edits, and returns the action the reply names, or the reason it names none.
+
+The conversation is rebuilt from the record when an attempt is resumed: :meth:`recall`
+is :meth:`decide` with the recorded reply in place of the model's.
+
+When a request would be longer than the model's context window (declared as
+``context_window`` tokens, or learned from the provider's refusal), the oldest earlier
+turns are left out, and the turn records how many (``trimmed``). The task description of
+the first turn is then repeated in the current message, as when a history window
+scrolls it away.
 """
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 from game_client.agents import Decision, Turn
 from game_client.bridge import prompts
 from game_client.bridge.memory import History, Scratchpad
 from game_client.bridge.parse import JSON, TAG, ReplyError, extract_action
-from game_client.bridge.provider import ChatProvider
+from game_client.bridge.provider import ChatProvider, Completion, ContextTooLong
 from tasks.worldtest.challenge import TASK_DAG_PROMPT, get
 from tasks.worldtest.problem import Problem
+
+CHARS_PER_TOKEN = 4.0
+"""Characters per token assumed until the provider's usage says otherwise."""
+MARGIN = 0.9
+"""Share of the context window a request may fill (the estimate is rough)."""
+
+
+@dataclass
+class ContextWindow:
+    """A model's context window in tokens (None: unknown) and the characters per token
+    its replies' usage showed; shared by every attempt with the same model, so that a
+    window learned from one refusal serves them all."""
+
+    tokens: int | None = None
+    chars_per_token: float = CHARS_PER_TOKEN
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def estimate(self, messages: list[dict[str, str]]) -> int:
+        return int(sum(len(m["content"]) for m in messages) / self.chars_per_token)
+
+    def fits(self, messages: list[dict[str, str]]) -> bool:
+        return self.tokens is None or self.estimate(messages) <= self.tokens * MARGIN
+
+    def learn_usage(self, messages: list[dict[str, str]], prompt_tokens: int | None) -> None:
+        if prompt_tokens:
+            with self.lock:
+                self.chars_per_token = max(1.0, sum(len(m["content"]) for m in messages)
+                                           / prompt_tokens)
+
+    def learn_refusal(self, messages: list[dict[str, str]]) -> None:
+        """A request of this size was refused: the window is smaller than it."""
+        with self.lock:
+            refused = self.estimate(messages)
+            if self.tokens is None or refused <= self.tokens:
+                self.tokens = refused - 1
+
+
+def _message(role: str, content: str) -> dict[str, str]:
+    return {"role": role, "content": content}
 
 
 class LLMAgent:
@@ -25,20 +75,26 @@ class LLMAgent:
     kind = "llm"
 
     def __init__(self, provider: ChatProvider, *, history: str = "full", k: int = 0,
-                 prompt_variant: str = "base", summary: bool = False) -> None:
+                 prompt_variant: str = "base", summary: bool = False,
+                 context: ContextWindow | None = None) -> None:
         self.provider = provider
         self.history_mode, self.k = history, k
         self.prompt_variant = prompt_variant
         self.summary = summary
+        self.context = context or ContextWindow()
         History(history, k)  # check the mode now, not on the first turn
 
     @property
     def model(self) -> str:
         return self.provider.model
 
+    def close(self) -> None:
+        self.provider.close()
+
     def config(self) -> dict[str, Any]:
         return {**self.provider.config(), "history": self.history_mode, "k": self.k,
-                "prompt_variant": self.prompt_variant, "summary": self.summary}
+                "prompt_variant": self.prompt_variant, "summary": self.summary,
+                "context_window": self.context.tokens}
 
     def start(self, problem: Problem) -> None:
         self.problem = problem
@@ -64,11 +120,50 @@ class LLMAgent:
             error=turn.error, scratchpad=self.scratchpad.render(), remind_task=remind,
         )
 
+    def messages(self, prompt: str) -> list[dict[str, str]]:
+        """The request for a turn whose user message is ``prompt``."""
+        return [_message("system", self.system), *self.history.messages(),
+                _message("user", prompt)]
+
     def decide(self, turn: Turn) -> Decision:
+        prompt, messages = self._fitted(turn)
+        while True:
+            try:
+                completion = self.provider.complete(messages)
+                break
+            except ContextTooLong:
+                self.context.learn_refusal(messages)
+                if not self.history.window():
+                    raise
+                self.history.trim(max(1, len(self.history.window()) // 2))
+                prompt, messages = self._fitted(turn)
+        self.context.learn_usage(messages, completion.prompt_tokens)
+        return self._answer(turn, prompt, completion)
+
+    def recall(self, turn: Turn, recorded: Any) -> Decision:
+        """:meth:`decide` with the reply the record holds (an event row: ``raw_reply``,
+        ``trimmed`` and the model fields), without asking the model: how a resumed
+        attempt's conversation is rebuilt."""
+        self.history.trim(max(0, (recorded.trimmed or 0) - self.history.dropped))
         prompt = self.render(turn)
-        messages = [{"role": "system", "content": self.system}, *self.history.messages(),
-                    {"role": "user", "content": prompt}]
-        completion = self.provider.complete(messages)
+        completion = Completion(recorded.raw_reply or "", recorded.prompt_tokens,
+                                recorded.completion_tokens, recorded.cost, recorded.latency or 0.0,
+                                recorded.retries or 0, recorded.reasoning, recorded.finish_reason)
+        return self._answer(turn, prompt, completion)
+
+    def _fitted(self, turn: Turn) -> tuple[str, list[dict[str, str]]]:
+        """This turn's message and request, older turns left out until it fits."""
+        prompt = self.render(turn)
+        messages = self.messages(prompt)
+        while not self.context.fits(messages) and self.history.window():
+            self.history.trim(1)
+            prompt = self.render(turn)
+            messages = self.messages(prompt)
+        return prompt, messages
+
+    def _answer(self, turn: Turn, prompt: str, completion: Completion) -> Decision:
+        """Remember the exchange and read the action off the reply."""
+        first = not self.history.turns
         self.history.add(prompt, completion.text)
         if not self.dag:
             self.scratchpad.apply(completion.text)
@@ -78,5 +173,10 @@ class LLMAgent:
             action = extract_action(completion.text, JSON if self.dag else TAG)
         except ReplyError as problem:
             error = str(problem)
+            if completion.finish_reason == "length":
+                error += " (the reply was cut off at the token limit: finish_reason length)"
         return Decision(action, completion.text, error, completion.prompt_tokens,
-                        completion.completion_tokens, completion.cost, completion.latency)
+                        completion.completion_tokens, completion.cost, completion.latency,
+                        prompt=prompt, system_prompt=self.system if first else None,
+                        reasoning=completion.reasoning, finish_reason=completion.finish_reason,
+                        retries=completion.retries, trimmed=self.history.dropped or None)

@@ -22,6 +22,7 @@ class DagPrompter:
         self.variant = variant
         self.summary = summary
         self.infos: list[dict[str, Any]] = []
+        self.rendered: int | None = None
 
     def system_prompt(self) -> str:
         return system_prompt(self.variant, harness=self.summary)
@@ -29,8 +30,9 @@ class DagPrompter:
     def turn(self, turn: Any) -> str:
         """The observation sentence (after the reason a reply was refused, if one was),
         then the memory summary when the harness is on."""
-        if turn.error is None and turn.state.get("info"):
+        if turn.error is None and turn.state.get("info") and turn.index != self.rendered:
             self.infos.append(turn.state["info"])
+        self.rendered = turn.index  # a turn rendered again (to fit the context) adds nothing
         parts = []
         if turn.error:
             parts.append(f"Your previous reply was not applied, and you did not move: {turn.error}")

@@ -43,6 +43,8 @@ class History:
     mode: str = "full"
     k: int = 0
     turns: list[tuple[str, str]] = field(default_factory=list)
+    dropped: int = 0
+    """Oldest turns left out of every request from now on, to fit the context window."""
 
     def __post_init__(self) -> None:
         if self.mode not in HISTORY_MODES:
@@ -53,13 +55,17 @@ class History:
     def add(self, prompt: str, reply: str) -> None:
         self.turns.append((prompt, reply))
 
+    def trim(self, count: int) -> None:
+        """Leave ``count`` more of the oldest shown turns out from now on."""
+        shown = len(self.window())
+        self.dropped = len(self.turns) - shown + min(count, shown)
+
     def window(self) -> list[tuple[str, str]]:
         """The earlier turns shown to the model now, oldest first."""
-        if self.mode == "full":
-            return list(self.turns)
-        if self.mode == "last":
-            return self.turns[-self.k:]
-        return []
+        if self.mode == "none":
+            return []
+        first = self.dropped if self.mode == "full" else max(self.dropped, len(self.turns) - self.k)
+        return self.turns[first:]
 
     @property
     def shows_first_turn(self) -> bool:

@@ -38,6 +38,9 @@ def extract_action(reply: str, style: str = TAG) -> str:
     """
     if style not in STYLES:
         raise ValueError(f"unknown reply style {style!r}: expected one of {', '.join(STYLES)}")
+    if not (reply or "").strip():
+        raise ReplyError("the reply was empty: it must name one action, for example "
+                         + ("<action>up</action>" if style == TAG else '{"action": "up"}'))
     text = _tagged_action(reply) if style == TAG else _json_action(reply)
     try:
         return str(parse_action(text))

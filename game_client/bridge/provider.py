@@ -2,10 +2,24 @@
 
 OpenAI, vLLM, Ollama, llama.cpp's server and OpenRouter all answer
 ``POST {base_url}/chat/completions``. :class:`ChatProvider` sends one conversation and
-returns the reply with its token usage and cost. Rate limits (429) and server errors
-(5xx), timeouts and dropped connections are retried with exponential backoff and jitter,
-waiting at least what a ``Retry-After`` header asks; other errors fail at once with the
-server's message. Cost comes from a :class:`PriceTable` of per-million-token prices.
+returns the reply with its token usage, cost, reasoning content and finish reason.
+
+What can go wrong, and what happens:
+
+* rate limits (429), server errors (5xx), timeouts, dropped connections and replies with
+  status 200 that are not a chat completion (an HTML page, ``{}``, a cut-off body) are
+  retried with exponential backoff and jitter, waiting at least what a ``Retry-After``
+  header asks; a 429 holds every request to the same endpoint (:class:`Limiter`), not
+  only the one that met it; after the retries, :class:`ProviderError`;
+* a refused key (401, 403) or an unknown model (404, or a 400 that says so) is
+  :class:`FatalProviderError`: every later request would fail the same way, so a batch
+  stops at the first;
+* a request longer than the model's context window is :class:`ContextTooLong`: the agent
+  leaves out older turns and asks again;
+* any other error fails at once with the server's message.
+
+Cost comes from a :class:`PriceTable` of per-million-token prices; a model without a
+price has no cost (None), never 0.
 """
 
 from __future__ import annotations
@@ -13,6 +27,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +43,18 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 class ProviderError(RuntimeError):
     """The endpoint could not give a reply (after the retries, when retrying made sense)."""
+
+
+class FatalProviderError(ProviderError):
+    """Every request would fail the same way (a refused key, an unknown model)."""
+
+
+class ContextTooLong(ProviderError):
+    """The request was longer than the model's context window."""
+
+
+class Cancelled(ProviderError):
+    """The request was abandoned because the batch is stopping."""
 
 
 @dataclass(frozen=True)
@@ -67,14 +95,17 @@ class PriceTable:
 
 @dataclass(frozen=True)
 class Completion:
-    """One reply: its text, token usage, cost (None if unpriced) and seconds taken."""
+    """One reply: its text, token usage, cost (None if unpriced), seconds taken, the
+    reasoning content and finish reason the provider gave, and requests retried."""
 
     text: str
     prompt_tokens: int | None
     completion_tokens: int | None
     cost: float | None
     latency: float
-    attempts: int = 1
+    retries: int = 0
+    reasoning: str | None = None
+    finish_reason: str | None = None
 
 
 @dataclass
@@ -91,6 +122,49 @@ class Backoff:
         wait = min(self.cap, self.base * 2 ** attempt)
         wait *= 1.0 - self.jitter * rng.random()
         return max(wait, retry_after or 0.0)
+
+
+class Limiter:
+    """What every request to one endpoint shares: at most ``per_minute`` requests a
+    minute (None: no limit), and a hold after a 429 that delays all of them.
+
+    ``wait`` sleeps with ``sleep`` (a function that may return early when the batch
+    stops, returning True then) and says whether to go on."""
+
+    def __init__(self, per_minute: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval = 60.0 / per_minute if per_minute else 0.0
+        self.clock = clock
+        self.next_slot = 0.0
+        self.held_until = 0.0
+        self.lock = threading.Lock()
+
+    def hold(self, seconds: float) -> None:
+        """Delay every request to this endpoint by ``seconds`` from now."""
+        with self.lock:
+            self.held_until = max(self.held_until, self.clock() + seconds)
+
+    def wait(self, sleep: Callable[[float], Any]) -> bool:
+        """Wait for this request's turn; False when ``sleep`` was cut short."""
+        with self.lock:
+            now = self.clock()
+            start = max(now, self.next_slot, self.held_until)
+            self.next_slot = start + self.interval
+        delay = start - now
+        return not (delay > 0 and sleep(delay))
+
+
+_LIMITERS: dict[str, Limiter] = {}
+_LIMITERS_LOCK = threading.Lock()
+
+
+def limiter_for(base_url: str, per_minute: float | None = None) -> Limiter:
+    """The one :class:`Limiter` of an endpoint in this process (made on first use)."""
+    with _LIMITERS_LOCK:
+        found = _LIMITERS.get(base_url.rstrip("/"))
+        if found is None or (per_minute and not found.interval):
+            found = _LIMITERS[base_url.rstrip("/")] = Limiter(per_minute)
+        return found
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
@@ -112,8 +186,19 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
     return max(0.0, moment - (time.time() if now is None else now))
 
 
+PARAMETERS = ("temperature", "max_tokens", "max_completion_tokens", "top_p", "seed",
+              "reasoning_effort", "stop", "presence_penalty", "frequency_penalty")
+"""Request fields a run may set (``--param``); anything else is refused as a likely typo."""
+
+
 class ChatProvider:
-    """Chat completions from one model at one endpoint."""
+    """Chat completions from one model at one endpoint.
+
+    ``params`` are sent with every request (``temperature``, ``seed``, ``top_p``,
+    ``max_completion_tokens``, ``reasoning_effort`` ...) and kept in the run's config.
+    ``sleep`` waits between retries; it may return True to say the batch is stopping,
+    and the request then ends with :class:`Cancelled`.
+    """
 
     def __init__(
         self,
@@ -121,21 +206,26 @@ class ChatProvider:
         *,
         base_url: str = DEFAULT_BASE_URL,
         api_key: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
+        params: dict[str, Any] | None = None,
         timeout: float = 120.0,
         backoff: Backoff | None = None,
         prices: PriceTable | None = None,
+        limiter: Limiter | None = None,
         seed: int | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], Any] = time.sleep,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        unknown = sorted(set(params or {}) - set(PARAMETERS))
+        if unknown:
+            raise ValueError(f"unknown request parameter {unknown[0]!r}; known: "
+                             f"{', '.join(PARAMETERS)}")
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self.temperature = temperature
-        self.max_tokens = max_tokens
+        self.params = {k: v for k, v in (params or {}).items() if v is not None}
+        self.has_key = bool(api_key)
         self.backoff = backoff or Backoff()
         self.prices = prices or PriceTable()
+        self.limiter = limiter or limiter_for(self.base_url)
         self.rng = random.Random(seed)
         self.sleep = sleep
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -148,34 +238,43 @@ class ChatProvider:
         options.setdefault("api_key", os.environ.get("OPENAI_API_KEY"))
         return cls(model, **options)
 
+    @property
+    def priced(self) -> bool:
+        return self.model in self.prices.prices
+
     def config(self) -> dict[str, Any]:
         """What an AgentRun row keeps about this provider (never the key)."""
-        return {"base_url": self.base_url, "model": self.model, "temperature": self.temperature,
-                "max_tokens": self.max_tokens}
+        return {"base_url": self.base_url, "model": self.model, "params": dict(self.params)}
 
     def close(self) -> None:
         self.client.close()
 
     def complete(self, messages: list[dict[str, str]]) -> Completion:
         """The model's reply to ``messages``; :class:`ProviderError` when it cannot be had."""
-        body: dict[str, Any] = {"model": self.model, "messages": messages}
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        if self.max_tokens is not None:
-            body["max_tokens"] = self.max_tokens
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **self.params}
         started = time.monotonic()
         for attempt in range(self.backoff.retries + 1):
+            if not self.limiter.wait(self.sleep):
+                raise Cancelled("the batch is stopping")
             response, problem = self._post(body)
-            if response is not None and response.status_code == 200:
-                return self._completion(response, time.monotonic() - started, attempt + 1)
             retry_after = None
-            if response is not None:
-                if not _retriable(response.status_code):
-                    raise ProviderError(_http_problem(response, self.base_url))
+            if response is not None and response.status_code == 200:
+                completion = self._completion(response, time.monotonic() - started, attempt)
+                if completion is not None:
+                    return completion
+                problem = (f"{self.base_url} answered 200 without a chat completion: "
+                           f"{response.text[:300]!r}")
+            elif response is not None:
                 problem = _http_problem(response, self.base_url)
+                _raise_if_final(response, problem)
                 retry_after = retry_after_seconds(response.headers.get("retry-after"))
-            if attempt < self.backoff.retries:
-                self.sleep(self.backoff.delay(attempt, self.rng, retry_after))
+            if attempt == self.backoff.retries:
+                break
+            delay = self.backoff.delay(attempt, self.rng, retry_after)
+            if response is not None and response.status_code == 429:
+                self.limiter.hold(delay)  # the next wait sleeps it, with every other request
+            elif self.sleep(delay):
+                raise Cancelled("the batch is stopping")
         raise ProviderError(f"{problem} (gave up after {self.backoff.retries + 1} attempts)")
 
     def _post(self, body: dict[str, Any]) -> tuple[httpx.Response | None, str]:
@@ -186,22 +285,54 @@ class ChatProvider:
         except httpx.TransportError as error:
             return None, f"could not reach {self.base_url}: {error}"
 
-    def _completion(self, response: httpx.Response, latency: float, attempts: int) -> Completion:
+    def _completion(self, response: httpx.Response, latency: float,
+                    retries: int) -> Completion | None:
+        """The reply in a 200 response; None when the body is not a chat completion."""
         try:
             data = response.json()
-            text = data["choices"][0]["message"]["content"] or ""
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise ProviderError(
-                f"{self.base_url} answered 200 without a chat completion: {response.text[:300]!r}"
-            ) from None
-        usage = data.get("usage") or {}
-        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        return Completion(text, prompt, completion, self.prices.cost(self.model, prompt, completion),
-                          latency, attempts)
+            choice = data["choices"][0]
+            message = choice["message"]
+            text = message.get("content") or ""
+            reasoning = message.get("reasoning_content") or message.get("reasoning")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            return None
+        if not isinstance(text, str):
+            return None
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        prompt, completion = _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
+        return Completion(text, prompt, completion,
+                          self.prices.cost(self.model, prompt, completion), latency, retries,
+                          reasoning if isinstance(reasoning, str) and reasoning else None,
+                          choice.get("finish_reason"))
+
+
+def _count(usage: dict[str, Any], name: str) -> int | None:
+    value = usage.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _retriable(status: int) -> bool:
     return status == 429 or 500 <= status < 600
+
+
+CONTEXT_TOO_LONG = re.compile(r"context[ _-]?(length|window)|maximum context|too many tokens|"
+                              r"prompt is too long|input is too long|reduce the length", re.I)
+UNKNOWN_MODEL = re.compile(r"model[ _-]?not[ _-]?found|(model|deployment) .{0,80}(does not exist|"
+                           r"not found|unknown)|unknown model|invalid model", re.I)
+
+
+def _raise_if_final(response: httpx.Response, problem: str) -> None:
+    """Raise for a response that retrying cannot change."""
+    status = response.status_code
+    if _retriable(status):
+        return
+    if status in (401, 403):
+        raise FatalProviderError(f"the provider refused the key: {problem}")
+    if status in (400, 413) and CONTEXT_TOO_LONG.search(response.text):
+        raise ContextTooLong(problem)
+    if status == 404 or (status == 400 and UNKNOWN_MODEL.search(response.text)):
+        raise FatalProviderError(f"unknown model or endpoint: {problem}")
+    raise ProviderError(problem)
 
 
 def _http_problem(response: httpx.Response, base_url: str) -> str:

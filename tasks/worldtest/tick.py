@@ -71,7 +71,10 @@ class Sink(Protocol):
         """A model turn named no action available then (the agent turn's report)."""
 
     def finished(self, episode: Episode, *, status: str, info: dict[str, Any]) -> None:
-        """The attempt ended: ``done``, ``abandoned`` or ``error``."""
+        """The attempt ended: ``done``, ``abandoned``, ``error`` or ``interrupted``."""
+
+    def reopened(self) -> None:
+        """An ended attempt continues (a model attempt resumed)."""
 
 
 @dataclass

@@ -11,9 +11,14 @@ environment (grounding accuracy, docs/metrics.md). The attempt ends:
   turns without an end;
 * ``error`` when applying an action raised (an environment's runtime error), or when
   the driver says so (the model's provider could not answer);
-* ``abandoned`` when the driver ends it (the agent gave up).
+* ``interrupted`` when the driver stops it (the operator pressed Ctrl-C, a batch budget
+  ran out, the provider refused the key);
+* ``abandoned`` when the driver ends it for the model (it gave up, or spent its attempt's
+  budget).
 
-An attempt that did not finish scores 0 (:attr:`Episode.final_score`).
+An attempt that did not finish scores 0 (:attr:`Episode.final_score`). One ended by its
+driver for a cause outside the model (the provider, the operator) is ``resumable``:
+:meth:`AgentTurns.reopen` continues it where it stopped.
 """
 
 from __future__ import annotations
@@ -28,9 +33,17 @@ MAX_INVALID = 5
 """Invalid turns in a row that end an attempt."""
 MAX_TURNS = 1000
 """Turns after which an unfinished attempt is abandoned."""
-ACTIVE, DONE, ABANDONED, ERROR = "active", "done", "abandoned", "error"
+ACTIVE, DONE, ABANDONED, ERROR, INTERRUPTED = "active", "done", "abandoned", "error", "interrupted"
+FINISHED = (DONE, ABANDONED)
+"""Statuses of an attempt that is over for good: it counts, and a rerun leaves it."""
 AGENT = "agent"
 """The ``source`` of every event an agent turn writes."""
+
+
+def resumable(status: str, info: dict[str, Any] | None) -> bool:
+    """Whether a rerun continues a stored attempt: one interrupted, or ended by a
+    failure outside the model that said so (its provider's, not the environment's)."""
+    return status == INTERRUPTED or (status == ERROR and bool((info or {}).get("resumable")))
 
 
 @dataclass
@@ -60,6 +73,7 @@ class AgentTurns:
         streak: int = 0,
         status: str = ACTIVE,
         reason: str | None = None,
+        resumable: bool = False,
     ) -> None:
         if max_invalid < 1 or max_turns < 1:
             raise ValueError("max_invalid and max_turns must be positive")
@@ -68,6 +82,7 @@ class AgentTurns:
         self.max_invalid, self.max_turns = max_invalid, max_turns
         self.turns, self.invalid, self.streak = turns, invalid, streak
         self.status, self.reason = status, reason
+        self.resumable = resumable
 
     @property
     def ended(self) -> bool:
@@ -127,16 +142,26 @@ class AgentTurns:
             self.end(ABANDONED, f"{self.streak} invalid replies in a row")
         return TurnResult(False, error=why)
 
-    def end(self, status: str, reason: str | None = None) -> None:
-        """End the attempt (once): ``done``, ``abandoned`` or ``error``, with a reason."""
+    def end(self, status: str, reason: str | None = None, *, resumable: bool = False) -> None:
+        """End the attempt (once): ``done``, ``abandoned``, ``error`` or ``interrupted``,
+        with a reason; ``resumable`` when a rerun may continue it."""
         if self.ended:
             return
-        self.status, self.reason = status, reason
+        self.status, self.reason, self.resumable = status, reason, resumable
         if self.sink is not None:
-            info: dict[str, Any] = {"turns": self.turns, "invalid": self.invalid}
+            info: dict[str, Any] = {"turns": self.turns, "invalid": self.invalid,
+                                    "resumable": resumable}
             if reason:
                 info["reason"] = reason
             self.sink.finished(self.episode, status=status, info=info)
+
+    def reopen(self) -> None:
+        """Continue an attempt that was ended ``resumable``, from where it stopped."""
+        if self.status in FINISHED:
+            raise ValueError(f"the attempt is over ({self.status}) and cannot be resumed")
+        self.status, self.reason, self.resumable = ACTIVE, None, False
+        if self.sink is not None:
+            self.sink.reopened()
 
     def state(self) -> dict[str, Any]:
         """What the agent is shown: the episode's view, the observation's ``text`` and
@@ -149,7 +174,7 @@ class AgentTurns:
                 "attempt": self.summary()}
 
     def summary(self) -> dict[str, Any]:
-        """How the attempt stands: status, reason, turns, invalid turns and its score
-        (0 for an attempt that did not finish)."""
-        return {"status": self.status, "reason": self.reason, "turns": self.turns,
-                "invalid": self.invalid, "score": self.episode.final_score}
+        """How the attempt stands: status, reason, whether a rerun may continue it,
+        turns, invalid turns and its score (0 for an attempt that did not finish)."""
+        return {"status": self.status, "reason": self.reason, "resumable": self.resumable,
+                "turns": self.turns, "invalid": self.invalid, "score": self.episode.final_score}

@@ -64,7 +64,8 @@ def test_records_are_typed_and_say_who_acted(stored):
         applied=True, server_time=1000.0, client_time=999.5,
         frame_hash=human.events[0].frame_hash, next_phase="interaction", score=None,
         prompt_tokens=None, completion_tokens=None, cost=None, raw_reply=None,
-        parse_valid=None, latency=None, error=None)
+        parse_valid=None, latency=None, error=None, prompt=None, system_prompt=None,
+        reasoning=None, finish_reason=None, retries=None, trimmed=None)
     assert human.frame(human.events[0]) == [
         ["black", "gold", "black", "black", "black"], *[["black"] * 5] * 4]
     llm = episodes[sample.llm]
@@ -78,19 +79,21 @@ def test_records_are_typed_and_say_who_acted(stored):
 
 
 def test_exclusion_reasons_are_kept(stored):
+    """People are excluded by rules; a model's abandoned attempt is not excluded: it
+    counts, scoring 0."""
     url, _, sample = stored
     dataset = load(url)
     assert dataset.excluded() == {
         sample.excluded_participant: ("participant excluded: failed 2 attention checks",),
-        sample.abandoned: ("episode abandoned",),
         sample.excluded_attempt: ("idle for 130 s",),
     }
-    assert [e.episode_id for e in dataset.included()] == [sample.human, sample.llm]
+    assert [e.episode_id for e in dataset.included()] == [sample.human, sample.llm,
+                                                          sample.abandoned]
 
 
 @pytest.mark.parametrize("options, roles", [
     ({"study": "other"}, ["abandoned"]),
-    ({"study": ["pilot", "other"], "included_only": True}, ["human", "llm"]),
+    ({"study": ["pilot", "other"], "included_only": True}, ["human", "llm", "abandoned"]),
     ({"problems": ["test/walker-plan-far"]}, ["abandoned"]),
     ({"agent_kind": "human"}, ["human", "excluded_participant", "excluded_attempt"]),
     ({"agent_kind": ["llm", "random"]}, ["llm", "abandoned"]),

@@ -96,8 +96,9 @@ def test_perplexity_per_environment(dataset):
 def test_score_cost_counts_every_model_turn(dataset):
     llm = pick(tables.score_cost(dataset), agent="llm:m-1")
     # six turns at 0.01 except the refused one at 0.02; 5 of 6 turns grounded
-    assert llm == {"agent": "llm:m-1", "episodes": 2, "score": 0.5,
-                   "cost": pytest.approx(0.07), "cost_per_episode": pytest.approx(0.035),
+    assert llm == {"agent": "llm:m-1", "attempts": 2, "scored": 2, "incomplete": 0,
+                   "score": 0.5, "cost": pytest.approx(0.07),
+                   "cost_per_attempt": pytest.approx(0.035),
                    "prompt_tokens": 600, "completion_tokens": 30,
                    "grounding_accuracy": pytest.approx(5 / 6)}
     assert "human" not in {r["agent"] for r in tables.score_cost(dataset)}

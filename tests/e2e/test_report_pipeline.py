@@ -155,7 +155,7 @@ def run_model(live, monkeypatch, policy, history: str) -> None:
             "agent", "run", "--problems", f"{P0},{P1}", "--model", "m", "--history", history,
             "--server", live.url, "--retries", "0"])
     assert result.exit_code == 0, result.output
-    assert "2 episodes (done 2" in result.output, result.output
+    assert "2 attempts (done 2)" in result.output, result.output
 
 
 # -- the test -----------------------------------------------------------------------------

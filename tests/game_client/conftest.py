@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from records.store import Store
+from tasks import registry
 from tasks.worldtest.problem import Problem
 from tests.envs import register_test_envs
 
@@ -35,3 +36,13 @@ def test_envs() -> None:
 def store(tmp_path):
     with Store(str(tmp_path / "gridstudy.db"), flush_interval=0.01) as store:
         yield store
+
+
+@pytest.fixture
+def registered():
+    """The problems above in the registry (a batch finds its problems there)."""
+    for problem in PROBLEMS.values():
+        registry.add_problem(problem, replace=True)
+    yield
+    for problem in PROBLEMS.values():
+        registry.unregister(problem_id=problem.id)

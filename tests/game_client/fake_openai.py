@@ -3,8 +3,10 @@
 It stands in for the remote paid service only: the bridge, the provider and the runner
 under test are the real ones, talking real HTTP to it. It replays a scripted policy:
 each request takes the next entry of ``script``, which is a reply text, a
-:class:`Failure` (an HTTP status with headers), or a :class:`Stall` (answer after a
-delay, to provoke a client timeout). A callable entry is called with the request's
+:class:`Failure` (an HTTP status with headers and any body, a 200 that is not a chat
+completion included), a :class:`Stall` (answer after a delay, to provoke a client
+timeout), a :class:`Drop` (the connection closed unanswered) or a :class:`Reply` (null
+content, reasoning content, a finish reason). A callable entry is called with the request's
 messages and returns a reply text. Every request body is kept in ``requests``.
 """
 
@@ -32,7 +34,22 @@ class Stall:
     reply: str = "<action>noop</action>"
 
 
-Entry = str | Failure | Stall | Callable[[list[dict[str, str]]], str]
+@dataclass
+class Drop:
+    """Close the connection without answering."""
+
+
+@dataclass
+class Reply:
+    """A chat completion with a chosen ``content`` (None: JSON null), reasoning content
+    and finish reason."""
+
+    content: str | None
+    reasoning: str | None = None
+    finish_reason: str = "stop"
+
+
+Entry = str | Failure | Stall | Drop | Reply | Callable[[list[dict[str, str]]], str]
 
 
 class FakeOpenAI:
@@ -41,6 +58,8 @@ class FakeOpenAI:
     def __init__(self, script: list[Entry]) -> None:
         self.script = list(script)
         self.requests: list[dict[str, Any]] = []
+        self.keys: list[str | None] = []
+        """The Authorization header of each request."""
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -77,14 +96,27 @@ class FakeOpenAI:
                     return self._send(404, '{"error": {"message": "not found"}}')
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length))
+                with fake.lock:
+                    fake.keys.append(self.headers.get("authorization"))
                 entry = fake.next_entry(body)
                 if isinstance(entry, Failure):
                     return self._send(entry.status, entry.body, entry.headers)
+                if isinstance(entry, Drop):
+                    self.close_connection = True
+                    return self.connection.shutdown(2)
                 if isinstance(entry, Stall):
                     time.sleep(entry.seconds)
                     entry = entry.reply
                 if callable(entry):
                     entry = entry(body["messages"])
+                if isinstance(entry, Reply):
+                    answer = completion(body, entry.content or "")
+                    message = answer["choices"][0]["message"]
+                    message["content"] = entry.content
+                    if entry.reasoning is not None:
+                        message["reasoning_content"] = entry.reasoning
+                    answer["choices"][0]["finish_reason"] = entry.finish_reason
+                    return self._send(200, json.dumps(answer))
                 self._send(200, json.dumps(completion(body, entry)))
 
             def _send(self, status: int, text: str, headers: dict[str, str] | None = None) -> None:

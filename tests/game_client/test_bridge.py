@@ -8,7 +8,14 @@ from sqlmodel import select
 
 from game_client.agents import ScriptedAgent
 from game_client.bridge.agent import LLMAgent
-from game_client.bridge.provider import Backoff, ChatProvider, Prices, PriceTable, ProviderError
+from game_client.bridge.provider import (
+    Backoff,
+    ChatProvider,
+    Limiter,
+    Prices,
+    PriceTable,
+    ProviderError,
+)
 from game_client.loop import GameLoop
 from game_client.runner import run_episode
 from records.models import EpisodeRow, Event
@@ -25,10 +32,25 @@ def tagged(*actions: str) -> list[str]:
     return [f"Thinking... <action>{a}</action>" for a in actions]
 
 
+class FakeTime:
+    """A clock that moves only when slept on, and the sleeps it was asked for."""
+
+    def __init__(self, sleeps: list) -> None:
+        self.now, self.sleeps = 0.0, sleeps
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
 def provider(fake: FakeOpenAI, sleeps: list | None = None, **options) -> ChatProvider:
     options.setdefault("backoff", Backoff(base=0.5, cap=4.0, jitter=0.0, retries=2))
+    time = FakeTime([] if sleeps is None else sleeps)
     return ChatProvider(MODEL, base_url=fake.base_url, api_key="test-key", prices=PRICES,
-                        sleep=(sleeps.append if sleeps is not None else lambda s: None), **options)
+                        sleep=time.sleep, limiter=Limiter(clock=time.clock), **options)
 
 
 def events_and_row(store, episode_id):
@@ -117,7 +139,7 @@ def test_retries_give_up_with_the_servers_message():
 def test_a_timeout_is_retried_and_then_gives_up(store):
     with FakeOpenAI([Stall(1.0), "<action>up</action>"]) as fake:
         reply = provider(fake, timeout=0.2).complete([{"role": "user", "content": "hi"}])
-    assert (reply.text, reply.attempts) == ("<action>up</action>", 2)
+    assert (reply.text, reply.retries) == ("<action>up</action>", 1)
     with FakeOpenAI([Stall(1.0)] * 3) as fake:
         result = run_episode(LLMAgent(provider(fake, timeout=0.2)), MFP, store=store)
     assert result.status == "error" and "did not answer within 0.2s" in result.reason

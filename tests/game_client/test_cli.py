@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
 from records.models import AgentRun, EpisodeRow
 from records.store import Store
 from study_server.cli import main
-from tasks import registry
-from tests.game_client.conftest import CD, MFP, PLANNING
 from tests.game_client.fake_openai import FakeOpenAI
 
 
-@pytest.fixture
-def test_problems():
-    for problem in (MFP, PLANNING, CD):
-        registry.add_problem(problem, replace=True)
-    yield
-    for problem in (MFP, PLANNING, CD):
-        registry.unregister(problem_id=problem.id)
-
-
-def test_an_llm_run_is_recorded_and_a_rerun_resumes(tmp_path, monkeypatch, test_problems):
+def test_an_llm_run_is_recorded_and_a_rerun_resumes(tmp_path, monkeypatch, registered):
     db = str(tmp_path / "runs.db")
     replies = ["<action>go-to-test</action>", "<action>right</action>", "<action>right</action>",
                "<action>down</action>"]
@@ -34,7 +22,8 @@ def test_an_llm_run_is_recorded_and_a_rerun_resumes(tmp_path, monkeypatch, test_
         first = CliRunner().invoke(main, args)
         second = CliRunner().invoke(main, args)
     assert first.exit_code == 0, first.output
-    assert "2 episodes (done 2, abandoned 0, error 0); mean score 1.000; grounding 1.000" in first.output
+    assert "fake (agent run 1): 2 attempts (done 2); mean score 1.000 over 2 finished; " \
+        "grounding 1.000" in first.output
     assert "nothing left to play" in second.output and len(fake.requests) == 8
     with Store(db) as store, store.session() as session:
         runs = session.exec(select(AgentRun)).all()
@@ -49,7 +38,7 @@ def test_unknown_problems_are_refused(tmp_path):
     assert result.exit_code == 2 and "no registered problem matches nope*" in result.output
 
 
-def test_the_random_baseline_per_problem_prints_a_table_and_writes_csv(tmp_path, test_problems):
+def test_the_random_baseline_per_problem_prints_a_table_and_writes_csv(tmp_path, registered):
     out = tmp_path / "baseline.csv"
     result = CliRunner().invoke(main, ["baseline", "random", "--samples", "5", "--steps", "100",
                                        "--problems", "test/walker-*", "--csv", str(out),

@@ -84,7 +84,7 @@ def test_requests_are_checked(api, live_server, test_problems):
     run_id = api.create_run("llm", "m", {})
     with pytest.raises(AgentAPIError, match="answered 404: unknown problem 'nope'"):
         api.start_episode(run_id, "nope", 3)
-    with pytest.raises(AgentAPIError, match="max_invalid must be a positive integer"):
+    with pytest.raises(AgentAPIError, match="max_invalid must be an integer of at least 1"):
         api.start_episode(run_id, "test/rt-walker-cd", 0)
     response = api.http.post("/runs", content=b"not json")
     assert (response.status_code, response.json()["error"]) == (
@@ -113,8 +113,8 @@ def test_agent_run_command_plays_through_a_running_server(live_server, test_prob
         "--runs", "2", "--concurrency", "2", "--server", live_server.url,
     ], env={"GRIDSTUDY_TOKEN": live_server.token()})
     assert result.exit_code == 0, result.output
-    assert "2 episodes (done 2, abandoned 0, error 0)" in result.output
-    run_id = int(result.output.split("agent run ")[1].split(":")[0])
+    assert "random (agent run 1): 2 attempts (done 2)" in result.output
+    run_id = int(result.output.split("(agent run ")[1].split(")")[0])
     from sqlmodel import select
 
     from records.models import EpisodeRow

@@ -71,7 +71,7 @@ CASES = {
         [(0, "right", True, True), (None, "click 1 1", False, True)]),
     "a provider that fails ends the attempt as an error": Case(
         "cd", ["go-to-test", ProviderError("the provider answered 503")],
-        ("error", 0.0, 1, 0, "the provider answered 503"),
+        ("error", 0.0, 1, 0, "the model's provider failed: the provider answered 503"),
         [(0, "go-to-test", True, True)]),
     "quit ends the test with 0": Case(
         "cd", ["go-to-test", "quit"], ("done", 0.0, 2, 0, None),
@@ -85,7 +85,7 @@ def local(problem, live_server, limits):
 
 def remote(problem, live_server, limits):
     api = AgentAPIClient(live_server.url, live_server.token())
-    return RemoteAttempt(api, api.create_run("scripted", None, {}), problem.id, **limits)
+    return RemoteAttempt.start(api, api.create_run("scripted", None, {}), problem.id, **limits)
 
 
 DRIVERS = {"local": local, "remote": remote}

@@ -1,0 +1,266 @@
+"""What ``gridstudy agent run`` evaluates: the agent configurations of a batch, from the
+command's options or a run file, and the summary it prints.
+
+A run file (YAML) names the models of one batch, each with its endpoint, the name of the
+environment variable holding its key, its prices and its request parameters; anything
+not given falls back to the command's options::
+
+    problems: ["autumn/*/planning"]
+    runs: 3
+    concurrency: 8
+    max_cost: 25            # dollars for the whole batch
+    models:
+      - model: gpt-4o-mini
+        base_url: https://api.openai.com/v1
+        api_key_env: OPENAI_API_KEY
+        prices: {input: 0.15, output: 0.6}      # dollars per million tokens
+        params: {temperature: 0, seed: 1}
+        context_window: 128000                 # tokens; learned from a refusal if absent
+        requests_per_minute: 500
+      - model: qwen2.5-7b-instruct
+        label: qwen-local
+        base_url: http://127.0.0.1:8000/v1
+        history: last
+        k: 10
+
+Each model is its own agent run; its attempts share the batch's concurrency, and the
+requests to one endpoint share one rate limiter.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from game_client.agents import PlannerAgent, RandomAgent
+from game_client.batch import Outcome, RunSpec
+from game_client.runner import Budget, EpisodeResult
+from tasks.worldtest.turn import MAX_INVALID, MAX_TURNS
+
+MODEL_KEYS = {
+    "model": "the model's name at its endpoint (required)",
+    "label": "how reports and the summary name it (default: the model's name)",
+    "base_url": "the endpoint (default $OPENAI_BASE_URL, else OpenAI's)",
+    "api_key_env": "the environment variable holding its key (default OPENAI_API_KEY)",
+    "prices": "{input, output}: dollars per million prompt and completion tokens",
+    "params": "request parameters (temperature, seed, top_p, max_completion_tokens, ...)",
+    "context_window": "its context window in tokens",
+    "requests_per_minute": "most requests a minute to its endpoint",
+    "history": "full, last or none", "k": "turns kept with history last",
+    "prompt_variant": "task-DAG prompt variant", "summary": "task-DAG memory summary",
+    "timeout": "seconds per request", "retries": "retries on 429, 5xx and timeouts",
+}
+BATCH_KEYS = ("problems", "runs", "concurrency", "max_cost", "token_budget",
+              "max_cost_per_attempt", "token_budget_per_attempt", "max_turns", "max_invalid",
+              "models")
+
+
+class RunFileError(ValueError):
+    """A run file that cannot be used (the message says where and why)."""
+
+
+@dataclass
+class ModelSpec:
+    """One model of a batch, as the options or a run file describe it."""
+
+    model: str
+    label: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    prices: dict[str, float] | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    context_window: int | None = None
+    requests_per_minute: float | None = None
+    history: str = "full"
+    k: int = 0
+    prompt_variant: str = "base"
+    summary: bool = False
+    timeout: float = 120.0
+    retries: int = 5
+
+    @property
+    def name(self) -> str:
+        return self.label or self.model
+
+    @property
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) or None
+
+    @property
+    def endpoint(self) -> str:
+        from game_client.bridge.provider import DEFAULT_BASE_URL
+
+        return (self.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def read_run_file(path: str | Path, defaults: dict[str, Any]) -> tuple[dict[str, Any], list[ModelSpec]]:
+    """The batch settings and the models of a run file; ``defaults`` (the command's
+    options) fill what it leaves out."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as error:
+        raise RunFileError(f"{path}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise RunFileError(f"{path}: not YAML: {error}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("models"), list) or not data["models"]:
+        raise RunFileError(f"{path}: expected a mapping with a non-empty list 'models:' "
+                           "(see gridstudy agent run --help)")
+    unknown = sorted(set(data) - set(BATCH_KEYS))
+    if unknown:
+        raise RunFileError(f"{path}: unknown key {unknown[0]!r}; known: {', '.join(BATCH_KEYS)}")
+    models = [_model_spec(entry, f"{path}: models[{i}]", defaults)
+              for i, entry in enumerate(data["models"])]
+    names = Counter(m.name for m in models)
+    twice = [n for n, count in names.items() if count > 1]
+    if twice:
+        raise RunFileError(f"{path}: two models are named {twice[0]!r}; give one a label")
+    return {k: v for k, v in data.items() if k != "models"}, models
+
+
+def _model_spec(entry: Any, where: str, defaults: dict[str, Any]) -> ModelSpec:
+    if isinstance(entry, str):
+        entry = {"model": entry}
+    if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
+        raise RunFileError(f"{where}: expected a mapping with model: NAME")
+    unknown = sorted(set(entry) - set(MODEL_KEYS))
+    if unknown:
+        raise RunFileError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(MODEL_KEYS)}")
+    values = {k: defaults[k] for k in MODEL_KEYS if k in defaults and defaults[k] is not None}
+    values.update(entry)
+    values["params"] = {**(defaults.get("params") or {}), **(entry.get("params") or {})}
+    prices = values.get("prices")
+    if prices is not None and not (isinstance(prices, dict) and set(prices) == {"input", "output"}
+                                   and all(isinstance(v, (int, float)) for v in prices.values())):
+        raise RunFileError(f"{where}: prices must be {{input: N, output: N}} dollars per "
+                           "million tokens")
+    if not isinstance(values["params"], dict):
+        raise RunFileError(f"{where}: params must be a mapping")
+    return ModelSpec(**values)
+
+
+# -- agent configurations ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The turn and spending limits every attempt of the batch gets."""
+
+    max_turns: int | None = None
+    """None: 1000, or for the random agent its problem's horizon and a margin."""
+    max_invalid: int = MAX_INVALID
+    budget: Budget = field(default_factory=Budget)
+
+    def config(self) -> dict[str, Any]:
+        return {"max_turns": self.max_turns, "max_invalid": self.max_invalid,
+                "max_cost_per_attempt": self.budget.cost,
+                "token_budget_per_attempt": self.budget.tokens}
+
+
+def llm_run(spec: ModelSpec, limits: Limits, *, sleep: Callable[[float], Any],
+            price_table: Any = None) -> RunSpec:
+    """The batch's run of one model."""
+    from game_client.bridge.agent import ContextWindow, LLMAgent
+    from game_client.bridge.provider import Backoff, ChatProvider, Prices, PriceTable, limiter_for
+
+    prices = PriceTable(dict(price_table.prices) if price_table else {})
+    if spec.prices:
+        prices.prices[spec.model] = Prices(float(spec.prices["input"]), float(spec.prices["output"]))
+    context = ContextWindow(spec.context_window)
+    limiter = limiter_for(spec.endpoint, spec.requests_per_minute)
+
+    def make(run_index: int) -> LLMAgent:
+        provider = ChatProvider(spec.model, base_url=spec.endpoint, api_key=spec.api_key,
+                                params=spec.params, timeout=spec.timeout,
+                                backoff=Backoff(retries=spec.retries), prices=prices,
+                                limiter=limiter, sleep=sleep)
+        return LLMAgent(provider, history=spec.history, k=spec.k,
+                        prompt_variant=spec.prompt_variant, summary=spec.summary,
+                        context=context)
+
+    agent = make(0)
+    config = {**agent.config(), "context_window": spec.context_window, **limits.config()}
+    if spec.model in prices.prices:
+        price = prices.prices[spec.model]
+        config["prices"] = {"input": price.input, "output": price.output}
+    return RunSpec(spec.name, "llm", spec.model, config, make,
+                   max_turns=lambda problem: limits.max_turns or MAX_TURNS,
+                   max_invalid=limits.max_invalid, budget=limits.budget)
+
+
+def random_run(seed: int, interaction_steps: int, limits: Limits) -> RunSpec:
+    """The random agent's run: unless ``max_turns`` is set, each attempt may take the
+    turns its problem's horizon needs, so that none is abandoned for lack of turns."""
+    config = {"seed": seed, "interaction_steps": interaction_steps, **limits.config()}
+    return RunSpec("random", "random", None, config,
+                   lambda index: RandomAgent(seed=seed + index, interaction_steps=interaction_steps),
+                   max_turns=lambda problem: limits.max_turns or
+                   RandomAgent.turn_limit(problem, interaction_steps),
+                   max_invalid=limits.max_invalid, budget=limits.budget)
+
+
+def planner_run(limits: Limits) -> RunSpec:
+    config = {**PlannerAgent().config(), **limits.config()}
+    return RunSpec("planner", "planner", None, config, lambda index: PlannerAgent(),
+                   max_turns=lambda problem: limits.max_turns or MAX_TURNS,
+                   max_invalid=limits.max_invalid, budget=limits.budget)
+
+
+# -- the summary ---------------------------------------------------------------------------
+
+OUTCOMES = ("done", "abandoned", "error", "interrupted")
+
+
+def summary_lines(runs: Iterable[RunSpec], outcome: Outcome) -> list[str]:
+    """One line per agent run (its attempts by how they ended, mean score, grounding,
+    tokens and cost), then why the batch stopped and what a rerun would do."""
+    by_run: dict[str, list[EpisodeResult]] = defaultdict(list)
+    for result in outcome.results:
+        by_run[result.agent].append(result)
+    lines = []
+    for run in runs:
+        results = by_run.get(run.label, [])
+        if not results:
+            lines.append(f"{run.label} (agent run {run.agent_run_id}): nothing left to play "
+                         "(every attempt is finished)")
+            continue
+        counts = Counter(r.status for r in results)
+        ended = ", ".join(f"{s} {counts[s]}" for s in OUTCOMES if counts[s])
+        finished = [r for r in results if r.status in ("done", "abandoned")]
+        score = (f"mean score {sum(r.score or 0.0 for r in finished) / len(finished):.3f} "
+                 f"over {len(finished)} finished") if finished else "no finished attempt"
+        turns = sum(r.turns for r in results)
+        grounding = (turns - sum(r.invalid for r in results)) / turns if turns else None
+        costs = [r.cost for r in results]
+        cost = ("unpriced" if any(c is None for c in costs) and not any(costs)
+                else f"${sum(c or 0.0 for c in costs):.4f}")
+        lines.append(f"{run.label} (agent run {run.agent_run_id}): {len(results)} attempts "
+                     f"({ended}); {score}; grounding "
+                     f"{'-' if grounding is None else f'{grounding:.3f}'}; tokens "
+                     f"{sum(r.tokens for r in results):,}; cost {cost}")
+        for result in results:
+            if result.status in ("error", "interrupted") and result.reason:
+                lines.append(f"  episode {result.episode_id} ({result.problem_id}) "
+                             f"{result.status}: {result.reason}")
+    failed = outcome.failed
+    if outcome.stopped:
+        lines.append(f"stopped early: {outcome.stopped}")
+    resumable_count = sum(r.resumable for r in failed)
+    if resumable_count:
+        lines.append(f"{resumable_count} attempt(s) can be resumed: run the same command again")
+    return lines
+
+
+def exit_code(outcome: Outcome) -> int:
+    """0 when every attempt finished; 130 after Ctrl-C; 1 when any attempt failed or
+    the provider refused the batch."""
+    if outcome.guard.fatal:
+        return 1
+    if outcome.stopped and "operator" in outcome.stopped:
+        return 130
+    return 1 if outcome.failed else 0

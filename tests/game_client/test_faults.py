@@ -1,0 +1,163 @@
+"""Every way a real provider misbehaves, against the local stand-in, through the real
+batch, bridge and store: each fault with the outcome a researcher should see."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from sqlmodel import select
+
+from game_client.batch import Batch, LocalRecords, pending_jobs
+from game_client.bridge.prompts import task_description
+from game_client.evaluate import Limits, ModelSpec, llm_run
+from records.models import EpisodeRow, Event
+from tests.game_client.fake_openai import Drop, Failure, FakeOpenAI, Reply, Stall
+
+SOLVE = ["<action>go-to-test</action>", "<action>right</action>", "<action>right</action>",
+         "<action>down</action>"]
+CONTEXT = ('{"error": {"message": "This model\'s maximum context length is 8192 tokens, '
+           'you requested 9100", "code": "context_length_exceeded"}}')
+
+
+@dataclass
+class Case:
+    script: list[Any]
+    status: str
+    requests: int
+    reason: str | None = None
+    first: dict[str, Any] = field(default_factory=dict)
+    """Fields of the attempt's first event row (a substring for text)."""
+    runs: int = 1
+    fatal: str | None = None
+
+
+CASES = {
+    "429 with Retry-After is retried": Case(
+        [Failure(429, {"Retry-After": "1"}), *SOLVE], "done", 5, first={"retries": 1}),
+    "503 is retried": Case([Failure(503), *SOLVE], "done", 5, first={"retries": 1}),
+    "a dropped connection is retried": Case([Drop(), *SOLVE], "done", 5, first={"retries": 1}),
+    "an HTML page with status 200 is retried": Case(
+        [Failure(200, body="<html><body>Bad gateway</body></html>"), *SOLVE], "done", 5,
+        first={"retries": 1}),
+    "{} with status 200 is retried": Case([Failure(200, body="{}"), *SOLVE], "done", 5,
+                                          first={"retries": 1}),
+    "a cut-off 200 body is retried": Case(
+        [Failure(200, body='{"choices": [{"message": {"content": "<act'), *SOLVE], "done", 5,
+        first={"retries": 1}),
+    "an empty reply is an invalid turn with its own message": Case(
+        [Reply(""), *SOLVE], "done", 5,
+        first={"parse_valid": False, "error": "the reply was empty"}),
+    "null content with reasoning keeps the reasoning": Case(
+        [Reply(None, reasoning="The walker is gold; I should move."), *SOLVE], "done", 5,
+        first={"parse_valid": False, "reasoning": "The walker is gold", "error": "empty"}),
+    "a reply cut at the token limit says so": Case(
+        [Reply("First I will consider", finish_reason="length"), *SOLVE], "done", 5,
+        first={"finish_reason": "length", "error": "cut off at the token limit"}),
+    "a 200 KB reply is kept whole": Case(
+        ["x" * 200_000 + "<action>go-to-test</action>", *SOLVE[1:]], "done", 4,
+        first={"parse_valid": True, "raw_reply": "x" * 1000}),
+    "a context-length 400 trims the history and asks again": Case(
+        [SOLVE[0], Failure(400, body=CONTEXT), *SOLVE[1:]], "done", 5),
+    "5xx on every retry ends the attempt as a resumable error": Case(
+        [Failure(500)] * 3, "error", 3, reason="the model's provider failed"),
+    "a reply slower than the timeout ends the attempt as an error": Case(
+        [Stall(1.5)] * 3, "error", 3, reason="did not answer within"),
+    "a refused key stops the batch at once": Case(
+        [Failure(401, body='{"error": {"message": "Incorrect API key provided"}}')],
+        "interrupted", 1, runs=3, fatal="the provider refused the key"),
+    "a 403 stops the batch at once": Case(
+        [Failure(403, body='{"error": {"message": "project not allowed"}}')],
+        "interrupted", 1, runs=3, fatal="the provider refused the key"),
+    "an unknown model (404) stops the batch at once": Case(
+        [Failure(404, body='{"error": {"message": "The model does not exist", '
+                           '"code": "model_not_found"}}')],
+        "interrupted", 1, runs=3, fatal="unknown model"),
+    "an unknown model (400) stops the batch at once": Case(
+        [Failure(400, body='{"error": {"message": "The model `fake` does not exist"}}')],
+        "interrupted", 1, runs=3, fatal="unknown model"),
+}
+
+
+def run_batch(fake: FakeOpenAI, store: Any, runs: int = 1, **spec: Any):
+    """One model on the planning problem through the real batch, without waiting
+    between retries."""
+    model = ModelSpec("fake-model", base_url=fake.base_url, api_key_env="FAKE_KEY",
+                      retries=2, timeout=0.5, prices={"input": 1.0, "output": 2.0}, **spec)
+    run = llm_run(model, Limits(), sleep=lambda seconds: False)
+    records = LocalRecords(store)
+    run.agent_run_id = records.create_run(run.kind, run.model, run.config)
+    jobs = pending_jobs(run, ["test/walker-planning"], runs, records.episodes(run.agent_run_id))
+    return Batch(records.open_attempt, progress=False).run(jobs)
+
+
+def stored(store: Any) -> tuple[list[EpisodeRow], list[Event]]:
+    store.flush()
+    with store.session() as session:
+        return (session.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all(),
+                session.exec(select(Event).order_by(Event.episode_id, Event.seq)).all())
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_each_fault_has_its_outcome(name, store, registered, monkeypatch):
+    case = CASES[name]
+    monkeypatch.setenv("FAKE_KEY", "sk-test")
+    with FakeOpenAI(case.script) as fake:
+        outcome = run_batch(fake, store, runs=case.runs)
+    episodes, events = stored(store)
+    assert len(fake.requests) == case.requests
+    assert fake.keys[0] == "Bearer sk-test"
+    assert [e.status for e in episodes] == [case.status]  # a fatal fault starts no other
+    result = outcome.results[0]
+    assert result.status == case.status
+    if case.reason:
+        assert case.reason in result.reason and case.reason in episodes[0].info["reason"]
+    if case.status in ("error", "interrupted"):
+        assert episodes[0].info["resumable"] is True and result.resumable
+        assert outcome.failed == [result]
+    else:
+        assert (episodes[0].score, outcome.failed) == (1.0, [])
+    assert outcome.guard.fatal == (None if case.fatal is None else outcome.guard.fatal)
+    if case.fatal:
+        assert case.fatal in outcome.guard.fatal and case.fatal in episodes[0].info["reason"]
+    for name_, expected in case.first.items():
+        value = getattr(events[0], name_)
+        if isinstance(expected, str):
+            assert expected in value, (name_, value)
+        else:
+            assert value == expected, (name_, value)
+
+
+def test_the_context_window_learned_from_a_refusal_trims_the_oldest_turns(store, registered):
+    with FakeOpenAI([SOLVE[0], Failure(400, body=CONTEXT), *SOLVE[1:]]) as fake:
+        run_batch(fake, store)
+    _, events = stored(store)
+    refused, retried = fake.requests[1]["messages"], fake.requests[2]["messages"]
+    assert len(refused) == 4 and len(retried) == 2  # system, [turn 1 and its reply], now
+    # every later request keeps under the size refused, leaving out more as turns add up
+    trimmed = [e.trimmed for e in events]
+    assert trimmed[0] is None and trimmed[1:] == sorted(trimmed[1:]) and trimmed[1] == 1
+
+    def size(request):
+        return sum(len(m["content"]) for m in request["messages"])
+
+    assert all(size(r) < size(fake.requests[1]) for r in fake.requests[2:])
+    # the task is repeated once the first turn, which held it, is left out
+    task = task_description("planning")
+    assert task in fake.requests[0]["messages"][-1]["content"]
+    assert task not in refused[-1]["content"] and task in retried[-1]["content"]
+
+
+def test_every_turn_keeps_what_was_sent_and_received(store, registered):
+    with FakeOpenAI([Reply("<action>go-to-test</action>", reasoning="Test first."),
+                     *SOLVE[1:]]) as fake:
+        run_batch(fake, store)
+    _, events = stored(store)
+    first, second = events[0], events[1]
+    assert first.system_prompt == fake.requests[0]["messages"][0]["content"]
+    assert second.system_prompt is None  # stored once
+    assert [e.prompt for e in events] == [r["messages"][-1]["content"] for r in fake.requests]
+    assert (first.reasoning, first.finish_reason, first.retries) == ("Test first.", "stop", 0)
+    assert all(e.latency is not None and e.latency >= 0 for e in events)
+    assert all(e.cost is not None and e.prompt_tokens for e in events)

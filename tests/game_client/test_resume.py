@@ -1,0 +1,135 @@
+"""Resuming an attempt its provider cut short: in process and through a server's agent
+API, the environment and the conversation continue exactly where they stopped."""
+
+from __future__ import annotations
+
+import pytest
+
+from game_client.api_client import AgentAPIClient
+from game_client.batch import Batch, LocalRecords, pending_jobs
+from game_client.evaluate import Limits, ModelSpec, llm_run
+from tests.game_client.fake_openai import Failure, FakeOpenAI
+
+PROBLEM = "test/rt-walker-planning"
+PLAN = ["go-to-test", "click 4 4", "right", "I am not sure.", "right", "down", "down"]
+"""Replies that solve the problem, one of them invalid (so the streak and the error
+message the next turn shows are part of what a resume must rebuild)."""
+REPLIES = [reply if " " in reply and not reply.startswith("click") else f"<action>{reply}</action>"
+           for reply in PLAN]
+
+
+def batch(records, fake, runs=1):
+    """One model on PROBLEM through the real batch; ``(outcome, run)``."""
+    model = ModelSpec("fake-model", base_url=fake.base_url, retries=1, timeout=2.0)
+    run = llm_run(model, Limits(), sleep=lambda seconds: False)
+    run.agent_run_id = records.create_run(run.kind, run.model, run.config)
+    jobs = pending_jobs(run, [PROBLEM], runs, records.episodes(run.agent_run_id))
+    return Batch(records.open_attempt, progress=False).run(jobs), jobs
+
+
+def messages(fake):
+    return [request["messages"] for request in fake.requests]
+
+
+def uninterrupted(records):
+    with FakeOpenAI(REPLIES) as fake:
+        outcome, _ = batch(records, fake)
+    assert outcome.results[0].status == "done"
+    return messages(fake)
+
+
+def cut_and_resumed(records, cut_at: int):
+    """Play until the provider fails on turn ``cut_at``, then rerun: the requests of
+    both runs and the resumed job."""
+    with FakeOpenAI([*REPLIES[:cut_at], Failure(503), Failure(503)]) as fake:
+        first, _ = batch(records, fake)
+        assert first.results[0].status == "error" and first.results[0].resumable
+        before = messages(fake)[:cut_at]
+        fake.requests.clear()
+        fake.script.extend(REPLIES[cut_at:])  # the same endpoint: the same agent run
+        second, jobs = batch(records, fake)
+        after = messages(fake)
+        _, left = batch(records, fake)  # a third run finds nothing left to play
+    assert left == [] and len(fake.requests) == len(after)
+    assert [job.episode_id for job in jobs] == [first.results[0].episode_id]
+    return first, second, before, after
+
+
+@pytest.mark.parametrize("cut_at", [2, 4])
+def test_a_resumed_attempt_continues_the_same_conversation_in_process(cut_at, store_factory,
+                                                                      test_problems):
+    expected = uninterrupted(LocalRecords(store_factory("whole.db")))
+    store = store_factory("cut.db")
+    first, second, before, after = cut_and_resumed(LocalRecords(store), cut_at)
+    assert before + after == expected
+    result = second.results[0]
+    assert (result.status, result.score, result.turns, result.invalid, result.resumed) == \
+        ("done", 1.0, len(PLAN), 1, True)
+    assert result.episode_id == first.results[0].episode_id
+    store.flush()
+    events = events_of(store, result.episode_id)
+    assert [e.seq for e in events] == list(range(len(PLAN)))
+    assert [e.raw_reply for e in events] == REPLIES
+    assert episode_of(store, result.episode_id).info["resumed"] == 1
+
+
+@pytest.mark.parametrize("cut_at", [2, 4])
+def test_a_resumed_attempt_continues_the_same_conversation_through_the_server(
+        cut_at, live_server, store_factory, test_problems):
+    expected = uninterrupted(LocalRecords(store_factory("whole.db")))
+    client = AgentAPIClient(live_server.url, live_server.token())
+    first, second, before, after = cut_and_resumed(client, cut_at)
+    assert before + after == expected
+    result = second.results[0]
+    assert (result.status, result.score, result.turns, result.invalid, result.resumed) == \
+        ("done", 1.0, len(PLAN), 1, True)
+    events = live_server.events(result.episode_id)
+    assert [e.seq for e in events] == list(range(len(PLAN)))
+    assert [e.raw_reply for e in events] == REPLIES
+    row = live_server.episode(result.episode_id)
+    assert (row.status, row.score, row.info["resumed"]) == ("done", 1.0, 1)
+
+
+def test_a_finished_attempt_is_not_resumed(live_server, test_problems):
+    client = AgentAPIClient(live_server.url, live_server.token())
+    with FakeOpenAI(REPLIES) as fake:
+        outcome, _ = batch(client, fake)
+    from game_client.api_client import AgentAPIError
+
+    with pytest.raises(AgentAPIError, match="409.*done and cannot be resumed"):
+        client.resume(outcome.results[0].episode_id)
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def store_factory(tmp_path):
+    from records.store import Store
+
+    stores = []
+
+    def make(name):
+        stores.append(Store(str(tmp_path / name), flush_interval=0.01))
+        return stores[-1]
+
+    yield make
+    for store in stores:
+        store.close()
+
+
+def events_of(store, episode_id):
+    from sqlmodel import select
+
+    from records.models import Event
+
+    with store.session() as session:
+        return session.exec(select(Event).where(Event.episode_id == episode_id)
+                            .order_by(Event.seq)).all()
+
+
+def episode_of(store, episode_id):
+    from records.models import EpisodeRow
+
+    with store.session() as session:
+        return session.get(EpisodeRow, episode_id)
