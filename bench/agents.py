@@ -1,8 +1,14 @@
-"""Random-agent throughput in-process, per environment, and the wall time of the full
-random baseline (002 Table E.3: 50 samples x 1000 steps for every cd and planning
-problem).
+"""Model turns per second through the LLM bridge, random-agent throughput in-process,
+per environment, and the wall time of the full random baseline (002 Table E.3: 50
+samples x 1000 steps for every cd and planning problem).
 
-Run: ``python -m bench.agents [--seconds S] [--samples N] [--steps N]``. Figures depend on
+The bridge is measured end to end as ``gridstudy agent run`` plays: prompts, requests
+over HTTP to the chat-completions stand-in (``bench.standin``, in its own process and
+answering at once, so the time is the bridge's), reply parsing, the environment and
+the store, at concurrency 1, 8 and 32; with the CPU this process spent per turn.
+
+Run: ``python -m bench.agents [--bridge-turns N] [--seconds S] [--samples N] [--steps N]
+[--skip-baseline]``. Figures depend on
 the machine and its load; the environments are every registered non-test environment
 (one task-DAG map per preset, since the seeds only change the map).
 """
@@ -42,16 +48,75 @@ def steps_per_second(env_id: str, seconds: float, seed: int = 0) -> tuple[float,
     return steps / (time.perf_counter() - started), steps
 
 
+PROBLEM = "ant_trail/planning"
+
+
+def bridge_turns_per_second(base_url: str, concurrency: int, turns: int,
+                            db: str) -> tuple[float, float, int]:
+    """Play attempts of ``turns`` noop turns each, ``concurrency`` at a time (two
+    attempts per thread), through the real batch and bridge; (turns per second, CPU
+    milliseconds of this process per turn, turns played)."""
+    import resource
+
+    from game_client.batch import Batch, LocalRecords, pending_jobs
+    from game_client.evaluate import Limits, ModelSpec, llm_run
+    from records.store import Store
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    with Store(db) as store:
+        run = llm_run(ModelSpec(f"bench-{concurrency}", base_url=base_url, retries=0),
+                      Limits(max_turns=turns), sleep=lambda seconds: False)
+        records = LocalRecords(store)
+        run.agent_run_id = records.create_run(run.kind, run.model, run.config)
+        jobs = pending_jobs(run, [PROBLEM], 2 * concurrency, [])
+        started_cpu, started = cpu(), time.perf_counter()
+        outcome = Batch(records.open_attempt, concurrency=concurrency, progress=False).run(jobs)
+        wall, used = time.perf_counter() - started, cpu() - started_cpu
+    played = sum(r.turns for r in outcome.results)
+    return played / wall, 1000 * used / played, played
+
+
+def bench_bridge(turns: int) -> None:
+    import subprocess
+    import sys
+    import tempfile
+
+    standin = subprocess.Popen([sys.executable, "-m", "bench.standin"], stdout=subprocess.PIPE,
+                               text=True)
+    try:
+        base_url = standin.stdout.readline().strip()
+        print(f"LLM bridge against the stand-in ({PROBLEM}, {turns} turns per attempt, "
+              "recorded to SQLite)")
+        print(f"{'concurrency':>11} {'turns/s':>9} {'CPU ms/turn':>12} {'turns':>7}")
+        with tempfile.TemporaryDirectory() as folder:
+            for concurrency in (1, 8, 32):
+                rate, cpu_ms, played = bridge_turns_per_second(
+                    base_url, concurrency, turns, f"{folder}/bridge-{concurrency}.db")
+                print(f"{concurrency:>11} {rate:>9.1f} {cpu_ms:>12.2f} {played:>7}")
+    finally:
+        standin.terminate()
+        standin.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bridge-turns", type=int, default=40, help="Turns per bridge attempt.")
     parser.add_argument("--seconds", type=float, default=1.0, help="Seconds per environment.")
     parser.add_argument("--samples", type=int, default=50)
     parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--skip-baseline", action="store_true",
+                        help="Only the bridge and the per-environment rates.")
     args = parser.parse_args()
+    bench_bridge(args.bridge_turns)
     print(f"{'environment':<34} {'steps/s':>10} {'steps':>8}")
     for env_id in environments():
         rate, steps = steps_per_second(env_id, args.seconds)
         print(f"{env_id:<34} {rate:>10.0f} {steps:>8}")
+    if args.skip_baseline:
+        return
     problems = [registry.get_problem(s.id) for s in registry.list_problems()
                 if s.challenge in ("cd", "planning")]
     started = time.perf_counter()

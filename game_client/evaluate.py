@@ -108,12 +108,12 @@ def read_run_file(path: str | Path, defaults: dict[str, Any]) -> tuple[dict[str,
         raise RunFileError(f"{path}: {error.strerror}") from None
     except yaml.YAMLError as error:
         raise RunFileError(f"{path}: not YAML: {error}") from None
+    unknown = sorted(set(data) - set(BATCH_KEYS)) if isinstance(data, dict) else []
+    if unknown:
+        raise RunFileError(f"{path}: unknown key {unknown[0]!r}; known: {', '.join(BATCH_KEYS)}")
     if not isinstance(data, dict) or not isinstance(data.get("models"), list) or not data["models"]:
         raise RunFileError(f"{path}: expected a mapping with a non-empty list 'models:' "
                            "(see gridstudy agent run --help)")
-    unknown = sorted(set(data) - set(BATCH_KEYS))
-    if unknown:
-        raise RunFileError(f"{path}: unknown key {unknown[0]!r}; known: {', '.join(BATCH_KEYS)}")
     models = [_model_spec(entry, f"{path}: models[{i}]", defaults)
               for i, entry in enumerate(data["models"])]
     names = Counter(m.name for m in models)

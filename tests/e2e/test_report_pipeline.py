@@ -27,6 +27,7 @@ from matplotlib.image import imread
 from sqlmodel import select
 
 from analysis.cli import report
+from bench.standin import FakeOpenAI
 from records.models import Participant, Study
 from study_server.cli import main
 from tasks import registry
@@ -34,7 +35,6 @@ from tasks.worldtest.problem import Problem
 from tests.conftest import Player
 from tests.consent.helpers import make_definition
 from tests.envs import Walker, register_test_envs
-from tests.game_client.fake_openai import FakeOpenAI
 
 
 class SlowWalker(Walker):

@@ -7,13 +7,13 @@ import random
 
 import pytest
 
+from bench.standin import FakeOpenAI
 from game_client.agents import PlannerAgent, RandomAgent, ScriptedAgent, random_env_action
 from game_client.bridge.agent import LLMAgent
 from game_client.bridge.provider import ChatProvider
 from game_client.runner import run_episode
 from tasks import registry
 from tests.game_client.conftest import CD, MFP, PLANNING, PROBLEMS
-from tests.game_client.fake_openai import FakeOpenAI
 
 
 def test_random_actions_are_uniform_over_the_six_types_and_cells():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlmodel import select
 
+from bench.standin import Failure, FakeOpenAI, Stall
 from game_client.agents import ScriptedAgent
 from game_client.bridge.agent import LLMAgent
 from game_client.bridge.provider import (
@@ -22,7 +23,6 @@ from records.models import EpisodeRow, Event
 from records.recorder import EpisodeRecorder
 from tasks.worldtest.episode import Episode
 from tests.game_client.conftest import CD, MFP, PLANNING
-from tests.game_client.fake_openai import Failure, FakeOpenAI, Stall
 
 MODEL = "fake-model"
 PRICES = PriceTable({MODEL: Prices(input=1.0, output=2.0)})

@@ -5,10 +5,10 @@ from __future__ import annotations
 from click.testing import CliRunner
 from sqlmodel import select
 
+from bench.standin import FakeOpenAI
 from records.models import AgentRun, EpisodeRow
 from records.store import Store
 from study_server.cli import main
-from tests.game_client.fake_openai import FakeOpenAI
 
 
 def test_an_llm_run_is_recorded_and_a_rerun_resumes(tmp_path, monkeypatch, registered):

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
+from bench.standin import Drop, Failure, FakeOpenAI, Reply, Stall
 from game_client.batch import Batch, LocalRecords, pending_jobs
 from game_client.bridge.prompts import task_description
 from game_client.evaluate import Limits, ModelSpec, llm_run
 from records.models import EpisodeRow, Event
-from tests.game_client.fake_openai import Drop, Failure, FakeOpenAI, Reply, Stall
 
 SOLVE = ["<action>go-to-test</action>", "<action>right</action>", "<action>right</action>",
          "<action>down</action>"]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
+from bench.standin import FakeOpenAI, Stall
 from records.models import EpisodeRow, Event
 from records.store import Store
-from tests.game_client.fake_openai import FakeOpenAI, Stall
 
 PROBLEMS = "ant_trail/planning,cloud_burst/planning"
 NOOP = "<action>noop</action>"

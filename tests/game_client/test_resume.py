@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from bench.standin import Failure, FakeOpenAI
 from game_client.api_client import AgentAPIClient
 from game_client.batch import Batch, LocalRecords, pending_jobs
 from game_client.evaluate import Limits, ModelSpec, llm_run
-from tests.game_client.fake_openai import Failure, FakeOpenAI
 
 PROBLEM = "test/rt-walker-planning"
 PLAN = ["go-to-test", "click 4 4", "right", "I am not sure.", "right", "down", "down"]

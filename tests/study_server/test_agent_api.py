@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from bench.standin import FakeOpenAI
 from game_client.agents import ScriptedAgent
 from game_client.api_client import AgentAPIClient, AgentAPIError, run_remote_episode
 from game_client.bridge.agent import LLMAgent
 from game_client.bridge.provider import ChatProvider
 from game_client.runner import run_episode
 from tasks.worldtest.episode import Episode
-from tests.game_client.fake_openai import FakeOpenAI
 
 PLAN = ["go-to-test", "click 4 4", "right", "right", "down", "down"]
 

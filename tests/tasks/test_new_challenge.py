@@ -15,6 +15,7 @@ import pytest
 
 from analysis import tables
 from analysis.load import load
+from bench.standin import FakeOpenAI
 from consent import quiz
 from game_client.agents import ScriptedAgent
 from game_client.api_client import AgentAPIClient, run_remote_episode
@@ -34,7 +35,6 @@ from tasks.worldtest.challenge import (
     register,
     unregister,
 )
-from tests.game_client.fake_openai import FakeOpenAI
 
 
 class Paint(TestPhase):

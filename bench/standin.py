@@ -146,3 +146,42 @@ def completion(body: dict[str, Any], reply: str) -> dict[str, Any]:
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
     }
+
+
+def main() -> None:
+    """Serve a stand-in whose every reply is ``--reply`` until interrupted; print its URL
+    (a separate process, so that a benchmark's CPU is the bridge's own)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--reply", default="<action>noop</action>")
+    args = parser.parse_args()
+    reply = args.reply
+
+    class Forever(list):
+        def pop(self, index: int = -1) -> str:
+            return reply
+
+        def __bool__(self) -> bool:
+            return True
+
+    fake = FakeOpenAI([])
+    fake.script = Forever()
+    fake.requests = _Discard()
+    with fake:
+        print(fake.base_url, flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+
+
+class _Discard(list):
+    """Requests are not kept (a long benchmark would fill memory)."""
+
+    def append(self, item: Any) -> None:
+        pass
+
+
+if __name__ == "__main__":
+    main()

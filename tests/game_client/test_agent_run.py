@@ -1,0 +1,203 @@
+"""``gridstudy agent run`` as an evaluation researcher drives it: errors that stop and
+show, budgets, request parameters, several models in one batch from a run file, and the
+random agent's defaults."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from sqlmodel import select
+
+from analysis.load import load
+from analysis.tables import random_baseline_rows, score_cost
+from bench.standin import Failure, FakeOpenAI
+from records.models import AgentRun, EpisodeRow, Event
+from records.store import Store
+from study_server.cli import main
+
+SOLVE = ["<action>go-to-test</action>", "<action>right</action>", "<action>right</action>",
+         "<action>down</action>"]
+
+
+def solver(messages):
+    """The reply for this point of the conversation, whatever order attempts ask in."""
+    return SOLVE[sum(m["role"] == "user" for m in messages) - 1]
+
+
+def agent_run(db, *args, env=None):
+    base = ["agent", "run", "--problems", "test/walker-planning", "--db", str(db),
+            "--retries", "0", "--quiet"]
+    return CliRunner().invoke(main, [*base, *args], env=env or {})
+
+
+def rows(db):
+    with Store(str(db)) as store, store.session() as session:
+        return (session.exec(select(AgentRun).order_by(AgentRun.id)).all(),
+                session.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all(),
+                session.exec(select(Event).order_by(Event.episode_id, Event.seq)).all())
+
+
+def test_a_refused_key_stops_the_batch_with_the_providers_message(tmp_path, registered):
+    refusal = Failure(401, body='{"error": {"message": "Incorrect API key provided: sk-wr**"}}')
+    with FakeOpenAI([refusal] * 10) as fake:
+        result = agent_run(tmp_path / "r.db", "--model", "m", "--runs", "5", "--concurrency", "2",
+                           env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-wrong"})
+    assert result.exit_code == 1
+    assert "Error: the provider refused the key" in result.stderr
+    assert "Incorrect API key provided" in result.stderr
+    assert len(fake.requests) <= 2  # the first refusal stops it; at most one other was in flight
+    _, episodes, _ = rows(tmp_path / "r.db")
+    assert len(episodes) <= 2 and {e.status for e in episodes} == {"interrupted"}
+
+
+def test_a_missing_key_warns_and_every_outcome_is_counted(tmp_path, registered):
+    script = [*SOLVE, *["I do not know."] * 5]
+    with FakeOpenAI(script) as fake:
+        result = agent_run(tmp_path / "r.db", "--model", "m", "--runs", "2",
+                           env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": ""})
+    assert "warning: $OPENAI_API_KEY is not set" in result.stderr
+    assert fake.keys[0] is None
+    assert result.exit_code == 0, result.stderr  # done and abandoned are both finished
+    assert "m (agent run 1): 2 attempts (done 1, abandoned 1); mean score 0.500 over 2 " \
+           "finished" in result.stdout
+    assert "cost unpriced" in result.stdout
+
+
+def test_request_parameters_reach_the_provider_and_the_runs_config(tmp_path, registered):
+    with FakeOpenAI(SOLVE) as fake:
+        result = agent_run(tmp_path / "r.db", "--model", "m", "--temperature", "0",
+                           "--param", "reasoning_effort=high", "--param", "seed=7",
+                           "--param", "max_completion_tokens=512",
+                           env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"})
+    assert result.exit_code == 0, result.stderr
+    body = fake.requests[0]
+    assert (body["temperature"], body["reasoning_effort"], body["seed"],
+            body["max_completion_tokens"]) == (0.0, "high", 7, 512)
+    runs, _, _ = rows(tmp_path / "r.db")
+    assert runs[0].config["params"] == {"temperature": 0.0, "reasoning_effort": "high",
+                                        "seed": 7, "max_completion_tokens": 512}
+    with FakeOpenAI([]) as fake:
+        typo = agent_run(tmp_path / "r.db", "--model", "m", "--param", "temprature=0",
+                         env={"OPENAI_BASE_URL": fake.base_url})
+    assert typo.exit_code == 2 and "unknown request parameter 'temprature'" in typo.stderr
+
+
+def test_an_attempt_budget_abandons_and_a_batch_budget_interrupts(tmp_path, registered):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"m": {"input": 10000.0, "output": 10000.0}}))
+    env_of = lambda fake: {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"}  # noqa: E731
+    with FakeOpenAI(["<action>noop</action>"] * 20) as fake:
+        per_attempt = agent_run(tmp_path / "a.db", "--model", "m", "--prices", str(prices),
+                                "--max-cost-per-attempt", "10", env=env_of(fake))
+    _, episodes, events = rows(tmp_path / "a.db")
+    assert per_attempt.exit_code == 0, per_attempt.stderr
+    assert episodes[0].status == "abandoned" and "attempt's budget ran out" in episodes[0].info["reason"]
+    assert episodes[0].score == 0.0 and 1 <= len(events) < 20
+    with FakeOpenAI(["<action>noop</action>"] * 20) as fake:
+        batch = agent_run(tmp_path / "b.db", "--model", "m", "--prices", str(prices),
+                          "--max-cost", "10", "--runs", "3", env=env_of(fake))
+    _, episodes, _ = rows(tmp_path / "b.db")
+    assert batch.exit_code == 1
+    assert "stopped early: the batch's budget ran out" in batch.stdout
+    assert [e.status for e in episodes] == ["interrupted"]
+    assert episodes[0].info["resumable"] is True
+
+
+def test_a_run_file_evaluates_two_models_at_two_endpoints(tmp_path, registered):
+    with FakeOpenAI([solver] * 8) as first, FakeOpenAI(["I would rather not."] * 10) as second:
+        run_file = tmp_path / "models.yaml"
+        run_file.write_text(f"""
+problems: ["test/walker-planning"]
+runs: 2
+concurrency: 4
+models:
+  - model: alpha
+    base_url: {first.base_url}
+    api_key_env: ALPHA_KEY
+    prices: {{input: 1.0, output: 2.0}}
+    params: {{temperature: 0}}
+  - model: beta
+    label: beta-local
+    base_url: {second.base_url}
+    api_key_env: BETA_KEY
+""")
+        result = CliRunner().invoke(main, [
+            "agent", "run", "--run-file", str(run_file), "--db", str(tmp_path / "r.db"),
+            "--quiet", "--max-invalid", "3"], env={"ALPHA_KEY": "sk-a", "BETA_KEY": "sk-b"})
+    assert result.exit_code == 0, result.stderr
+    assert set(first.keys) == {"Bearer sk-a"} and set(second.keys) == {"Bearer sk-b"}
+    assert {r["model"] for r in first.requests} == {"alpha"}
+    runs, episodes, _ = rows(tmp_path / "r.db")
+    assert [(r.model, r.config["base_url"]) for r in runs] == [("alpha", first.base_url),
+                                                               ("beta", second.base_url)]
+    by_run = {r.id: sorted(e.status for e in episodes if e.agent_run_id == r.id) for r in runs}
+    assert by_run == {runs[0].id: ["done", "done"], runs[1].id: ["abandoned", "abandoned"]}
+    assert "alpha (agent run 1): 2 attempts (done 2)" in result.stdout
+    assert "beta-local (agent run 2): 2 attempts (abandoned 2); mean score 0.000" in result.stdout
+    # the report: a model whose every reply is invalid scores 0, and its tokens count
+    table = {row["agent"]: row for row in score_cost(load(f"sqlite:///{tmp_path / 'r.db'}"))}
+    assert (table["llm:beta"]["score"], table["llm:beta"]["scored"]) == (0.0, 2)
+    assert table["llm:beta"]["cost"] == "unpriced" and table["llm:beta"]["prompt_tokens"] > 0
+    assert table["llm:alpha"]["score"] == 1.0 and table["llm:alpha"]["cost"] > 0
+
+
+@pytest.mark.parametrize("text, message", [
+    ("models: []", "non-empty list 'models:'"),
+    ("models: [{model: a, colour: red}]", "models[0]: unknown key 'colour'"),
+    ("models: [{model: a}, {model: a}]", "two models are named 'a'"),
+    ("models: [{model: a, prices: {input: 1}}]", "prices must be {input: N, output: N}"),
+    ("runs: 2\nmodel: [a]", "unknown key 'model'"),
+    ("models: [a\n", "not YAML"),
+])
+def test_a_bad_run_file_is_a_clear_error(tmp_path, registered, text, message):
+    run_file = tmp_path / "bad.yaml"
+    run_file.write_text(text)
+    result = CliRunner().invoke(main, [
+        "agent", "run", "--run-file", str(run_file), "--problems", "test/walker-planning",
+        "--db", str(tmp_path / "r.db")])
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
+
+
+def test_the_random_agent_is_never_cut_short_and_fills_the_baseline_table(tmp_path, registered):
+    result = CliRunner().invoke(main, [
+        "agent", "run", "--problems", "test/walker-planning,test/walker-cd", "--agent", "random",
+        "--runs", "4", "--db", str(tmp_path / "r.db"), "--quiet"])
+    assert result.exit_code == 0, result.stderr
+    _, episodes, _ = rows(tmp_path / "r.db")
+    assert len(episodes) == 8 and {e.status for e in episodes} == {"done"}
+    assert all(e.info["max_turns"] > 20 for e in episodes)  # the horizon, not 1000 flat
+    table = random_baseline_rows(load(f"sqlite:///{tmp_path / 'r.db'}"))
+    assert [row["env"] for row in table] == ["test/walker"]
+    assert table[0]["trigger samples"] == 4 and table[0]["goal samples"] == 4
+
+
+def test_the_report_scores_an_all_invalid_model_0_counts_its_cost_and_warns(tmp_path, registered):
+    import csv
+
+    db = tmp_path / "r.db"
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"zero": {"input": 1.0, "output": 1.0}}))
+    with FakeOpenAI(["Let me think."] * 10) as fake:
+        agent_run(db, "--model", "zero", "--runs", "2", "--max-invalid", "5", "--prices",
+                  str(prices), env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"})
+    with FakeOpenAI([Failure(401, body="bad key")]) as fake:
+        agent_run(db, "--model", "cut", env={"OPENAI_BASE_URL": fake.base_url,
+                                              "OPENAI_API_KEY": "k"})
+    out = tmp_path / "report"
+    result = CliRunner().invoke(main, ["report", "--db", str(db), "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.stderr
+    assert "Warning: llm:cut has 1 of 1 attempts incomplete (1 interrupted)" in result.stderr
+    page = (out / "report.html").read_text()
+    assert page.index("Warning: llm:cut") < page.index("Studies:")  # the first screen
+    with (out / "score_cost.csv").open() as handle:
+        table = {row["agent"]: row for row in csv.DictReader(handle)}
+    zero = table["llm:zero"]
+    assert (float(zero["score"]), int(zero["scored"]), float(zero["grounding_accuracy"])) == (0.0, 2, 0.0)
+    assert float(zero["cost"]) > 0 and int(zero["prompt_tokens"]) > 0
+    assert (int(table["llm:cut"]["attempts"]), int(table["llm:cut"]["incomplete"])) == (1, 1)
+    with (out / "attempt_outcomes.csv").open() as handle:
+        outcomes = {row["agent"]: row for row in csv.DictReader(handle)}
+    assert outcomes["llm:zero"]["abandoned: invalid replies"] == "2"
+    assert outcomes["llm:cut"]["interrupted"] == "1"
