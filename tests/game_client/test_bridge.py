@@ -185,3 +185,36 @@ def test_human_and_model_records_have_the_same_columns_and_values(store):
            [tuple(getattr(e, c) for c in same) for e in model_rows]
     assert list(human_rows[0].model_dump()) == list(model_rows[0].model_dump())
     assert {e.source for e in human_rows} == {"input"} and {e.source for e in model_rows} == {"agent"}
+
+
+def test_requests_to_one_endpoint_share_its_rate_limit_and_its_429_hold():
+    sleeps: list[float] = []
+    time = FakeTime(sleeps)
+    limiter = Limiter(per_minute=600, clock=time.clock)  # one request every 0.1 s
+    for _ in range(4):
+        assert limiter.wait(time.sleep)
+    assert sleeps == pytest.approx([0.1, 0.1, 0.1])
+    script = [Failure(429, {"Retry-After": "2"}), "<action>up</action>", "<action>down</action>"]
+    with FakeOpenAI(script) as fake:
+        shared = Limiter(clock=time.clock)
+        first, second = (ChatProvider(MODEL, base_url=fake.base_url, sleep=time.sleep,
+                                      limiter=shared, backoff=Backoff(jitter=0.0))
+                         for _ in range(2))
+        sleeps.clear()
+        assert first.complete([{"role": "user", "content": "a"}]).text == "<action>up</action>"
+        assert sleeps == pytest.approx([2.0])  # the 429's hold, slept once
+        held_until = shared.held_until
+        assert held_until <= time.now
+        shared.hold(5.0)  # as if the other provider had just met a 429
+        sleeps.clear()
+        assert second.complete([{"role": "user", "content": "b"}]).text == "<action>down</action>"
+        assert sleeps == pytest.approx([5.0])
+
+
+def test_a_stopping_batch_cuts_a_retry_wait_short():
+    with FakeOpenAI([Failure(503)] * 3) as fake:
+        provider_ = ChatProvider(MODEL, base_url=fake.base_url, sleep=lambda seconds: True,
+                                 limiter=Limiter(), backoff=Backoff(retries=2))
+        with pytest.raises(ProviderError, match="the batch is stopping"):
+            provider_.complete([{"role": "user", "content": "a"}])
+    assert len(fake.requests) == 1
