@@ -204,16 +204,19 @@ def warning_lines(dataset: Dataset) -> list[str]:
 
 
 def episode_counts(dataset: Dataset) -> list[Row]:
-    """Per agent: episodes loaded, counted, excluded."""
+    """Per agent: episodes loaded, counted, incomplete (a model's, not yet scored) and
+    excluded (by a rule or by hand)."""
     loaded = Counter(agent_of(e) for e in dataset)
     kept = Counter(agent_of(e) for e in dataset.included())
-    return [{"agent": a, "episodes": n, "counted": kept[a], "excluded": n - kept[a]}
-            for a, n in sorted(loaded.items())]
+    incomplete = Counter(agent_of(e) for e in dataset if e.is_incomplete)
+    return [{"agent": a, "episodes": n, "counted": kept[a], "incomplete": incomplete[a],
+             "excluded": n - kept[a] - incomplete[a]} for a, n in sorted(loaded.items())]
 
 
 def exclusion_rows(dataset: Dataset) -> list[Row]:
-    """How many episodes each exclusion reason left out, per agent."""
-    reasons = Counter((agent_of(e), reason) for e in dataset
+    """How many episodes each exclusion reason left out, per agent (incomplete model
+    attempts are in "How attempts ended", not here)."""
+    reasons = Counter((agent_of(e), reason) for e in dataset if not e.is_incomplete
                       for reason in e.exclusion_reasons)
     return [{"agent": a, "reason": r, "episodes": n} for (a, r), n in sorted(reasons.items())]
 

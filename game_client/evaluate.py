@@ -239,14 +239,18 @@ def summary_lines(runs: Iterable[RunSpec], outcome: Outcome) -> list[str]:
         costs = [r.cost for r in results]
         cost = ("unpriced" if any(c is None for c in costs) and not any(costs)
                 else f"${sum(c or 0.0 for c in costs):.4f}")
-        lines.append(f"{run.label} (agent run {run.agent_run_id}): {len(results)} attempts "
+        lines.append(f"{run.label} (agent run {run.agent_run_id}): {_count(len(results), 'attempt')} "
                      f"({ended}); {score}; grounding "
                      f"{'-' if grounding is None else f'{grounding:.3f}'}; tokens "
                      f"{sum(r.tokens for r in results):,}; cost {cost}")
+        unfinished: dict[tuple[str, str], list[str]] = defaultdict(list)
         for result in results:
-            if result.status in ("error", "interrupted") and result.reason:
-                lines.append(f"  episode {result.episode_id} ({result.problem_id}) "
-                             f"{result.status}: {result.reason}")
+            if result.status in ("error", "interrupted"):
+                unfinished[(result.status, result.reason or "no reason given")].append(
+                    f"{result.episode_id} ({result.problem_id})")
+        for (status, reason), which in unfinished.items():
+            lines.append(f"  {status}, {_count(len(which), 'attempt')} (episode "
+                         f"{', '.join(which)}): {reason}")
     failed = outcome.failed
     if outcome.stopped:
         lines.append(f"stopped early: {outcome.stopped}")
@@ -254,6 +258,10 @@ def summary_lines(runs: Iterable[RunSpec], outcome: Outcome) -> list[str]:
     if resumable_count:
         lines.append(f"{resumable_count} attempt(s) can be resumed: run the same command again")
     return lines
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def exit_code(outcome: Outcome) -> int:

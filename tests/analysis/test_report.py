@@ -76,7 +76,7 @@ def test_header_lists_data_and_parameters(written):
     out, _ = written
     page = (out / "report.html").read_text()
     assert "<p>Studies: report.</p>" in page
-    assert ('<tr><td class="text">human</td><td>6</td><td>5</td><td>1</td></tr>') in page
+    assert ('<tr><td class="text">human</td><td>6</td><td>5</td><td>0</td><td>1</td></tr>') in page
     assert ('<td class="text">participant excluded: failed 2 attention checks</td>'
             '<td>1</td>') in page
     assert '<td class="text">auv</td><td class="text">t_max=3</td>' in page

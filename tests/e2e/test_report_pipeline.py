@@ -219,7 +219,7 @@ def test_study_and_models_to_report(make_live_server, problems, monkeypatch, pag
 
     html = (out / "report.html").read_text()
     assert "<p>Studies: (none), pilot.</p>" in html  # the model runs belong to no study
-    assert '<tr><td class="text">human</td><td>9</td><td>6</td><td>3</td></tr>' in html
+    assert '<tr><td class="text">human</td><td>9</td><td>6</td><td>0</td><td>3</td></tr>' in html
     assert '<td class="text">tutorial</td><td>3</td>' in html
 
     errors = []

@@ -48,6 +48,8 @@ def test_a_refused_key_stops_the_batch_with_the_providers_message(tmp_path, regi
     assert "Error: the provider refused the key" in result.stderr
     assert "Incorrect API key provided" in result.stderr
     assert len(fake.requests) <= 2  # the first refusal stops it; at most one other was in flight
+    # one line for the attempts it interrupted (however many), one for why the batch stopped
+    assert result.stdout.count("Incorrect API key provided") == 2, result.stdout
     _, episodes, _ = rows(tmp_path / "r.db")
     assert len(episodes) <= 2 and {e.status for e in episodes} == {"interrupted"}
 
@@ -191,6 +193,10 @@ def test_the_report_scores_an_all_invalid_model_0_counts_its_cost_and_warns(tmp_
     assert "Warning: llm:cut has 1 of 1 attempts incomplete (1 interrupted)" in result.stderr
     page = (out / "report.html").read_text()
     assert page.index("Warning: llm:cut") < page.index("Studies:")  # the first screen
+    # episodes, counted, incomplete, excluded: a model's unfinished attempt is not "excluded"
+    assert '<td class="text">llm:cut</td><td>1</td><td>0</td><td>1</td><td>0</td>' in page
+    assert '<td class="text">llm:zero</td><td>2</td><td>2</td><td>0</td><td>0</td>' in page
+    assert "incomplete (interrupted)" not in page.split("<h3>Exclusions</h3>")[1]
     with (out / "score_cost.csv").open() as handle:
         table = {row["agent"]: row for row in csv.DictReader(handle)}
     zero = table["llm:zero"]
