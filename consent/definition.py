@@ -60,6 +60,20 @@ class ExclusionRules:
 
 
 @dataclass(frozen=True)
+class BonusRule:
+    """A bonus of ``per_solved`` for each assigned problem the participant solved (score
+    1; tutorials do not count), at most ``max`` in all (None: no cap), in the currency
+    of ``payment``. ``gridstudy payments`` writes it in Prolific's bulk-bonus format."""
+
+    per_solved: float = 0.0
+    max: float | None = None
+
+    def amount(self, solved: int) -> float:
+        value = self.per_solved * solved
+        return round(value if self.max is None else min(value, self.max), 2)
+
+
+@dataclass(frozen=True)
 class StudyDefinition:
     """A validated study; ``to_dict()`` is what the ``study`` table stores."""
 
@@ -89,6 +103,12 @@ class StudyDefinition:
     """The order of the flow's parts (:data:`STAGE_ORDER` names them): consent first,
     screening before every part that shows the assigned problems; instructions,
     tutorials, quiz and debrief may be left out."""
+    bonus: BonusRule = field(default_factory=BonusRule)
+
+    def code_for(self, status: str) -> str:
+        """The Prolific code a participant who ended with ``status`` is given: the
+        completion code for ``complete``, the screen-out code for every other ending."""
+        return self.completion_code if status == "complete" else self.screenout_code
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -156,6 +176,7 @@ def parse_definition(data: Any, known_problems: set[str] | None = None) -> Study
         "attention_checks": _bool(data, "attention_checks", True),
         "exclusion": _exclusion(data.get("exclusion")),
         "stages": _stages(data.get("stages", STAGE_ORDER)),
+        "bonus": _bonus(data.get("bonus")),
     }
     return _checked(StudyDefinition(**values))
 
@@ -336,6 +357,26 @@ def _exclusion(value: Any) -> ExclusionRules:
         )
     except DefinitionError as error:
         raise DefinitionError(f"exclusion.{error}") from None
+
+
+def _bonus(value: Any) -> BonusRule:
+    if value is None:
+        return BonusRule()
+    if not isinstance(value, dict):
+        raise DefinitionError(f"bonus: expected a mapping like {{per_solved: 0.10, max: 1.00}}, "
+                              f"got {_kind(value)}")
+    unknown = sorted(set(value) - set(BonusRule.__dataclass_fields__))
+    if unknown:
+        raise DefinitionError(f"bonus.{unknown[0]}: unknown; known: per_solved, max")
+    amounts = {}
+    for name in ("per_solved", "max"):
+        amount = value.get(name)
+        if amount is None:
+            continue
+        if isinstance(amount, bool) or not isinstance(amount, int | float) or amount < 0:
+            raise DefinitionError(f"bonus.{name}: expected an amount >= 0, got {amount!r}")
+        amounts[name] = float(amount)
+    return BonusRule(**amounts)
 
 
 def from_stored(data: dict[str, Any]) -> StudyDefinition:

@@ -61,6 +61,11 @@ def prolific_url(code: str) -> str:
     return f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}"
 
 
+def _prolific(name: str) -> str | None:
+    """A Prolific id from the link, as kept: at most 64 characters, None when absent."""
+    return request.args.get(name, "").strip()[:64] or None
+
+
 def _flow() -> Any:
     return current_app.extensions["gridstudy.flow"]
 
@@ -81,7 +86,7 @@ def enter(study_id: str) -> Any:
     if error is not None:
         return render_template("consent/error.html", error=error), 400
     try:
-        participant_id = _flow().enter(study_id, pid, request.args.get("STUDY_ID"), request.args.get("SESSION_ID"))
+        participant_id = _flow().enter(study_id, pid, _prolific("STUDY_ID"), _prolific("SESSION_ID"))
     except LookupError:
         return render_template("consent/error.html", error="This study is not open."), 404
     session[_key(study_id)] = participant_id
@@ -107,7 +112,8 @@ def stage(study_id: str) -> Any:
 
 def _end(page: Any) -> Any:
     definition, status = page.definition, page.participant.status
+    code = definition.code_for(status)
     if status == "complete":
-        return redirect(prolific_url(definition.completion_code))
+        return redirect(prolific_url(code))
     return render_template("consent/end.html", status=status, study=definition,
-                           code=definition.screenout_code, link=prolific_url(definition.screenout_code))
+                           code=code, link=prolific_url(code))

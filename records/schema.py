@@ -36,7 +36,7 @@ class Field:
     ``required``: the row cannot be written without it (NOT NULL and no default).
     ``default``: the value a row that leaves the field out gets (``NOW`` for the time of
     creation; a JSON field defaults to an empty object). ``private``: it identifies a
-    person, so exports meant for sharing leave it out.
+    person, so ``gridstudy export --pseudonymize`` replaces it with a keyed hash.
     """
 
     name: str
@@ -147,10 +147,6 @@ class Table:
     def without(self, *names: str) -> tuple[Field, ...]:
         return tuple(f for f in self.fields if f.name not in names)
 
-    def shared(self) -> tuple[Field, ...]:
-        """The fields an export for sharing keeps (the row id and private ones left out)."""
-        return tuple(f for f in self.fields if not f.private)
-
 
 def _id(doc: str) -> Field:
     return Field("id", INT, doc, key=True)
@@ -180,7 +176,10 @@ PARTICIPANT = Table("participant", "One person who opened the study's link.", (
     Field("external_id", TEXT, "Prolific's PROLIFIC_PID, or a join code for local "
                                "participants.", required=True, index=True, private=True),
     Field("prolific_study_id", TEXT, "Prolific's STUDY_ID.", private=True),
-    Field("prolific_session_id", TEXT, "Prolific's SESSION_ID.", private=True),
+    Field("prolific_session_id", TEXT, "Prolific's SESSION_ID of the first arrival.", private=True),
+    Field("prolific_sessions", JSON, "Every Prolific SESSION_ID the participant arrived with, "
+                                     "mapped to when it was first seen (a participant who comes "
+                                     "back through Prolific brings a new one).", private=True),
     Field("stage", TEXT, "Last stage of the flow reached (consent ... complete).",
           default="consent"),
     Field("status", TEXT, "active, complete, screened-out, declined, timed-out, full, "
@@ -188,7 +187,11 @@ PARTICIPANT = Table("participant", "One person who opened the study's link.", (
     Field("exclusion_reason", TEXT, "Why the participant is excluded."),
     Field("consent_version", TEXT, "Version of the consent form agreed to."),
     Field("data", JSON, "One record per finished stage of the flow (jsPsych-style)."),
+    Field("code", TEXT, "The Prolific code the participant was given when the visit ended "
+                        "(completion or screen-out); empty while active."),
     Field("created_at", TIME, "When the participant arrived.", default=NOW),
+    Field("ended_at", TIME, "When the visit ended (completed, screened out, declined, timed "
+                            "out or study full); empty while active."),
     Field("updated_at", TIME, "Last change.", default=NOW),
 ))
 

@@ -23,6 +23,7 @@ COMMANDS = {
     "admin": "study_server.commands.study:admin",
     "token": "study_server.commands.study:token",
     "export": "study_server.commands.export:export",
+    "payments": "study_server.commands.export:payments",
     "play": "game_client.cli:play",
     "agent": "game_client.cli:agent",
     "baseline": "game_client.cli:baseline",

@@ -32,6 +32,7 @@ from consent.definition import from_stored
 from records import schema
 from records.models import EpisodeRow, Event, Frame, Participant, Study
 from study_server import assignment, auth, tokens
+from study_server.payments import approvals_csv, bonuses_csv, payment_rows
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 ROW_ID_MAX = schema.INT_LIMIT - 1
@@ -47,7 +48,14 @@ config keys ``LOGIN_LIMIT_ADDRESS`` and ``LOGIN_LIMIT_USER`` override them."""
 def init_app(app: Flask) -> None:
     auth.init_app(app)
     app.register_blueprint(bp)
+    app.add_url_rule("/", "landing", landing)
     limit_logins(app)
+
+
+def landing() -> str:
+    """The server's root: for researchers, a way to the dashboard; nothing about any
+    study, so a participant who strips the link learns nothing."""
+    return render_template("dashboard/landing.html")
 
 
 def limit_logins(app: Flask) -> None:
@@ -121,10 +129,26 @@ def study_summary(db: Session, study: Study) -> dict[str, Any]:
                            .order_by(Participant.id.desc())).all()
     excluded = db.exec(select(EpisodeRow).where(EpisodeRow.study_id == study.id,
                                                 EpisodeRow.included.is_(False))).all()
+    _, payments = payment_rows(db, study.id)
     return {
         "study": study, "definition": definition, "participants": participants, "excluded": excluded,
         "fill": [(p, done.get(p, 0), fill[p], definition.attempts_per_problem) for p in problems],
+        "payments": payments, "bonus_total": sum(row.bonus for row in payments),
     }
+
+
+@bp.get("/study/<study_id>/<any(approvals, bonuses):which>.csv")
+@auth.login_required
+def payments_download(study_id: str, which: str) -> Any:
+    """The study's approval list, or its bonuses in Prolific's bulk-bonus format."""
+    with _store().session() as db:
+        try:
+            _, rows = payment_rows(db, study_id)
+        except LookupError:
+            abort(404, f"no study {study_id}")
+    text = approvals_csv(rows) if which == "approvals" else bonuses_csv(rows)
+    return send_file(io.BytesIO(text.encode()), mimetype="text/csv", as_attachment=True,
+                     download_name=f"{study_id}-{which}.csv")
 
 
 def live_sessions() -> list[dict[str, Any]]:

@@ -9,8 +9,13 @@
 * ``raw_inputs.jsonl``, ``agent_runs.jsonl``, ``participants.jsonl``;
 * ``data_dictionary.json`` and ``data_dictionary.md``: every column of every file.
 
-Participants' external ids (Prolific ids, join codes) are left out on purpose: an export
-is meant to be shared. ``analysis.load(out)`` reads an export as it reads the database.
+``participants.jsonl`` holds each participant's Prolific ids (``external_id`` is the
+PROLIFIC_PID), with the code given and the start and end of the visit, so that a lab can
+pay and audit from its own export. ``pseudonymize=True`` (``gridstudy export
+--pseudonymize``) replaces every id with a keyed hash before the data is shared: the same
+id gives the same hash in every export of the database, and the key stays in the
+database (its ``setting`` table). ``analysis.load(out)`` reads an export as it reads the
+database.
 Rows are streamed in chunks, so an export of millions of events needs little memory.
 """
 
@@ -48,17 +53,21 @@ class ExportSummary:
     events: int
     frames: int
     raw_inputs: int
+    participants: int = 0
 
     def __str__(self) -> str:
-        return (f"wrote {self.episodes} episodes, {self.events} events, {self.frames} frames "
-                f"and {self.raw_inputs} raw inputs to {self.out}")
+        return (f"wrote {self.episodes} episodes, {self.events} events, {self.frames} frames, "
+                f"{self.raw_inputs} raw inputs and {self.participants} participants to {self.out}")
 
 
-def export(url: str, out: str | Path, *, study: str | None = None) -> ExportSummary:
-    """Export the database at ``url`` (every study, or only ``study``) into ``out``."""
+def export(url: str, out: str | Path, *, study: str | None = None,
+           pseudonymize: bool = False) -> ExportSummary:
+    """Export the database at ``url`` (every study, or only ``study``) into ``out``;
+    with ``pseudonymize``, participants' ids are keyed hashes."""
     engine = open_existing(url)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    hide = Pseudonyms(pseudonym_key(url)) if pseudonymize else None
     try:
         with engine.connect() as connection:
             scope = _Scope(study)
@@ -68,9 +77,10 @@ def export(url: str, out: str | Path, *, study: str | None = None) -> ExportSumm
                 events=write_events(out, connection, scope),
                 frames=write_jsonl(out / "frames.jsonl", frame_rows(connection, scope)),
                 raw_inputs=write_jsonl(out / "raw_inputs.jsonl", raw_rows(connection, scope)),
+                participants=write_jsonl(out / "participants.jsonl",
+                                         participant_rows(connection, scope, hide)),
             )
             write_jsonl(out / "agent_runs.jsonl", run_rows(connection, scope))
-            write_jsonl(out / "participants.jsonl", participant_rows(connection, scope))
     finally:
         engine.dispose()
     write_dictionary(out)
@@ -170,10 +180,47 @@ def run_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, Any]]:
     return _stream(connection, query)
 
 
-def participant_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, Any]]:
+def participant_rows(connection: Connection, scope: _Scope,
+                     hide: Pseudonyms | None = None) -> Iterator[dict[str, Any]]:
     columns = [Participant.__table__.c[name] for name in COLUMNS["participants.jsonl"]]
     query = select(*columns).where(scope.participants()).order_by(Participant.id)
-    return _stream(connection, query)
+    for row in _stream(connection, query):
+        yield hide.participant(row) if hide else row
+
+
+def pseudonym_key(url: str) -> bytes:
+    """This database's pseudonym key (made on first use and kept in it)."""
+    import secrets
+
+    from records.store import Store
+
+    with Store(url) as store:
+        return bytes.fromhex(store.setting("pseudonym_key", lambda: secrets.token_hex(32)))
+
+
+class Pseudonyms:
+    """Keyed hashes (HMAC-SHA256) in place of the ids that identify a participant."""
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+
+    def of(self, value: str | None) -> str | None:
+        import hashlib
+        import hmac
+
+        if value is None:
+            return None
+        return "h-" + hmac.new(self.key, value.encode(), hashlib.sha256).hexdigest()[:20]
+
+    def participant(self, row: dict[str, Any]) -> dict[str, Any]:
+        out = dict(row)
+        for declared in schema.PARTICIPANT.fields:
+            if not declared.private or declared.name not in out:
+                continue
+            value = out[declared.name]
+            out[declared.name] = ({self.of(k): v for k, v in value.items()}
+                                  if isinstance(value, dict) else self.of(value))
+        return out
 
 
 # -- writing ------------------------------------------------------------------------------

@@ -30,8 +30,10 @@ FILES_HOLD: dict[str, tuple[str, tuple[schema.Field, ...]]] = {
     "raw_inputs.jsonl": ("Inputs that arrived but were not applied.",
                          schema.RAW_INPUT.without("id")),
     "agent_runs.jsonl": ("One object per agent run.", schema.AGENT_RUN.fields),
-    "participants.jsonl": ("One object per participant; external ids are left out.",
-                           schema.PARTICIPANT.shared()),
+    "participants.jsonl": ("One object per participant, with its Prolific ids (external_id "
+                           "is the PROLIFIC_PID), the code given and the visit's start and "
+                           "end. An export made with --pseudonymize holds keyed hashes "
+                           "(h-...) in place of every id.", schema.PARTICIPANT.fields),
 }
 """File name -> (what it holds, its fields in the order written)."""
 

@@ -91,7 +91,11 @@ class Flow:
                 found = Participant(study_id=study_id, external_id=pid, prolific_study_id=prolific_study,
                                     prolific_session_id=prolific_session, data={"step": 0, "records": []})
                 db.add(found)
-                db.flush()
+            sessions = dict(found.prolific_sessions or {})
+            if prolific_session and prolific_session not in sessions:
+                sessions[prolific_session] = utcnow().isoformat()
+                found.prolific_sessions = sessions
+            db.flush()
             return found.id
 
     # -- the current page -----------------------------------------------------------------
@@ -166,6 +170,9 @@ class Flow:
 
     def _end(self, db: Session, participant: Participant, status: str) -> None:
         participant.status, participant.stage = status, "end"
+        participant.ended_at = utcnow()
+        study, definition = assignment.load_study(db, participant.study_id)
+        participant.code = definition.code_for(status)
         if status != "complete":
             held = [r.id for r in assignment.participant_episodes(db, participant.id)
                     if r.status in assignment.HOLDING]

@@ -11,12 +11,49 @@ import click
 @click.option("--out", required=True, type=click.Path(file_okay=False),
               help="Directory to write (created if missing; files in it are replaced).")
 @click.option("--study", default=None, help="Export only this study (default: everything).")
-def export(url: str, out: str, study: str | None) -> None:
-    """Write events (JSONL, Parquet), episodes (CSV), frames and a data dictionary."""
+@click.option("--pseudonymize", is_flag=True,
+              help="Replace Prolific ids with keyed hashes (the same in every export of this "
+                   "database; the key stays in it) before sharing the data.")
+def export(url: str, out: str, study: str | None, pseudonymize: bool) -> None:
+    """Write events (JSONL, Parquet), episodes (CSV), frames, participants with their
+    Prolific ids, and a data dictionary."""
     from study_server.export import export as run_export
 
     try:
-        summary = run_export(url, out, study=study)
+        summary = run_export(url, out, study=study, pseudonymize=pseudonymize)
     except FileNotFoundError as error:
         raise click.ClickException(str(error)) from None
     click.echo(str(summary))
+    if not pseudonymize and summary.participants:
+        click.echo("participants.jsonl holds Prolific ids: export with --pseudonymize "
+                   "before sharing the data", err=True)
+
+
+@click.command()
+@click.option("--db", "url", envvar="DATABASE_URL", required=True,
+              help="Database URL or SQLite file (default: $DATABASE_URL).")
+@click.option("--study", required=True, help="The study to pay.")
+@click.option("--out", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="Where to write approvals.csv and bonuses.csv.")
+def payments(url: str, study: str, out: str) -> None:
+    """Write the study's approval list (who completed, who is excluded and why) and a
+    bonus file in Prolific's bulk-bonus format (PROLIFIC_PID,amount)."""
+    from collections import Counter
+    from pathlib import Path
+
+    from records.store import Store
+    from study_server.payments import payment_rows, write_payments
+
+    with Store(url) as store, store.session() as db:
+        try:
+            definition, rows = payment_rows(db, study)
+        except LookupError as error:
+            raise click.ClickException(str(error)) from None
+    approvals, bonuses = write_payments(rows, Path(out))
+    decisions = Counter(row.decision for row in rows)
+    currency = definition.payment.split()[0] if definition.payment else ""
+    total = sum(row.bonus for row in rows)
+    click.echo(f"{study}: {len(rows)} participants ("
+               + ", ".join(f"{d} {n}" for d, n in decisions.items()) + ")")
+    click.echo(f"wrote {approvals} and {bonuses} ({sum(r.bonus > 0 for r in rows)} bonuses, "
+               f"{currency} {total:.2f} in all)".replace("( ", "("))

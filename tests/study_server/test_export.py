@@ -38,7 +38,7 @@ def test_export_writes_every_file_and_counts_what_it_wrote(stored, tmp_path):
     out = tmp_path / "out"
     summary = export(f"sqlite:///{path}", out)
     assert summary == ExportSummary(out=out, episodes=5, events=17, frames=len(sample.frames),
-                                    raw_inputs=1)
+                                    raw_inputs=1, participants=2)
     assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
     frames = {row["hash"]: row["frame"] for row in read_jsonl(out / "frames.jsonl")}
     assert frames == sample.frames
@@ -93,13 +93,15 @@ def test_episode_summary_rows(stored, tmp_path):
     assert human["started_at"].endswith("+00:00")
 
 
-def test_participants_are_exported_without_external_ids(stored, tmp_path):
+def test_participants_are_exported_with_their_prolific_ids(stored, tmp_path):
+    """The lab's own export carries the ids it pays with; --pseudonymize (test_payments)
+    hides them before sharing."""
     path, _ = stored
     out = tmp_path / "out"
     export(str(path), out)
     participants = read_jsonl(out / "participants.jsonl")
-    assert [(p["id"], p["status"]) for p in participants] == [(1, "complete"), (2, "excluded")]
-    assert "P1" not in (out / "participants.jsonl").read_text()
+    assert [(p["id"], p["status"], p["external_id"]) for p in participants] == [
+        (1, "complete", "P1"), (2, "excluded", "P2")]
     runs = read_jsonl(out / "agent_runs.jsonl")
     assert [(r["id"], r["agent_kind"], r["config"]) for r in runs] == [
         (1, "llm", {"temperature": 0}), (2, "random", {})]
@@ -133,9 +135,10 @@ def test_command_line(stored, tmp_path):
     out = tmp_path / "cli"
     result = runner.invoke(main, ["export", "--db", str(path), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert result.output == (
-        f"wrote 5 episodes, 17 events, {len(list((out / 'frames.jsonl').open()))} frames "
-        f"and 1 raw inputs to {out}\n")
+    assert result.stdout == (
+        f"wrote 5 episodes, 17 events, {len(list((out / 'frames.jsonl').open()))} frames, "
+        f"1 raw inputs and 2 participants to {out}\n")
+    assert "export with --pseudonymize before sharing" in result.stderr
     missing = runner.invoke(main, ["export", "--db", str(tmp_path / "nope.db"), "--out", str(out)])
     assert (missing.exit_code, "no database at" in missing.output) == (1, True)
     assert not (tmp_path / "nope.db").exists()
