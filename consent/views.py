@@ -87,8 +87,13 @@ def enter(study_id: str) -> Any:
         return render_template("consent/error.html", error=error), 400
     try:
         participant_id = _flow().enter(study_id, pid, _prolific("STUDY_ID"), _prolific("SESSION_ID"))
-    except LookupError:
-        return render_template("consent/error.html", error="This study is not open."), 404
+    except LookupError as refusal:
+        definition = getattr(refusal, "definition", None)
+        if definition is None:
+            return render_template("consent/error.html", error="This study is not open."), 404
+        code = definition.code_for(refusal.status)
+        return render_template("consent/end.html", status=refusal.status, study=definition,
+                               code=code, link=prolific_url(code)), 200
     session[_key(study_id)] = participant_id
     return redirect(url_for("consent.stage", study_id=study_id))
 

@@ -321,13 +321,28 @@ API_TOKEN = Table("apitoken", "A credential for the agent API (gridstudy token c
     Field("revoked_at", TIME, "When it was revoked; empty while it is valid."),
 ))
 
-SETTING = Table("setting", "Values created once per installation (the session-signing secret).", (
+SETTING = Table("setting", "Values created once per installation (the session-signing secret, "
+                           "the pseudonym key).", (
     Field("name", TEXT, "The setting's name.", key=True),
     Field("value", TEXT, "Its value.", required=True, private=True),
 ))
 
+AUDIT = Table("audit", "What a researcher changed by hand on the dashboard, and why.", (
+    _id("Row id, in the order the changes were made."),
+    Field("at", TIME, "When.", default=NOW),
+    Field("admin", TEXT, "The researcher's login name.", required=True),
+    Field("action", TEXT, "end-session, exclude-attempt, include-attempt, exclude-participant, "
+                          "include-participant, pause-study, close-study, open-study, "
+                          "set-wanted.", required=True),
+    Field("target", TEXT, "What was changed (episode 12, participant 3, study pilot).",
+          required=True),
+    Field("reason", TEXT, "The reason the researcher gave.", required=True),
+    Field("before", JSON, "The changed fields before."),
+    Field("after", JSON, "The changed fields after."),
+))
+
 TABLES = (STUDY, PARTICIPANT, AGENT_RUN, EPISODE, EVENT, FRAME, RAW_INPUT, ADMIN, API_TOKEN,
-          SETTING)
+          SETTING, AUDIT)
 
 
 # -- the episode as a reader sees it --------------------------------------------------------

@@ -15,11 +15,13 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import yaml
 from flask import (
     Blueprint,
     Flask,
     abort,
     current_app,
+    g,
     redirect,
     render_template,
     request,
@@ -30,7 +32,7 @@ from sqlmodel import Session, func, select
 
 from consent.definition import from_stored
 from records import schema
-from records.models import EpisodeRow, Event, Frame, Participant, Study
+from records.models import Audit, EpisodeRow, Event, Frame, Participant, Study
 from study_server import assignment, auth, tokens
 from study_server.payments import approvals_csv, bonuses_csv, payment_rows
 
@@ -113,8 +115,9 @@ def index() -> str:
     """Every study with its fill, the live sessions and recent participants."""
     with _store().session() as db:
         studies = [study_summary(db, study) for study in db.exec(select(Study)).all()]
+        changes = db.exec(select(Audit).order_by(Audit.id.desc()).limit(50)).all()
     return render_template("dashboard/index.html", studies=studies, live=live_sessions(),
-                           tokens=tokens.listed(_store().engine))
+                           tokens=tokens.listed(_store().engine), changes=changes)
 
 
 def study_summary(db: Session, study: Study) -> dict[str, Any]:
@@ -134,6 +137,7 @@ def study_summary(db: Session, study: Study) -> dict[str, Any]:
         "study": study, "definition": definition, "participants": participants, "excluded": excluded,
         "fill": [(p, done.get(p, 0), fill[p], definition.attempts_per_problem) for p in problems],
         "payments": payments, "bonus_total": sum(row.bonus for row in payments),
+        "definition_yaml": yaml.safe_dump(study.definition, sort_keys=False, allow_unicode=True),
     }
 
 
@@ -172,7 +176,22 @@ def participant(participant_id: int) -> str:
         episodes = db.exec(select(EpisodeRow).where(EpisodeRow.participant_id == participant_id)
                            .order_by(EpisodeRow.id)).all()
     return render_template("dashboard/participant.html", participant=row, episodes=episodes,
-                           records=(row.data or {}).get("records", []))
+                           records=timed_records((row.data or {}).get("records", [])))
+
+
+def timed_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The stage records with the seconds each stage took (records from before stages
+    were timed have none)."""
+    from datetime import datetime
+
+    out = []
+    for record in records:
+        seconds = None
+        if record.get("started_at") and record.get("finished_at"):
+            seconds = round((datetime.fromisoformat(record["finished_at"])
+                             - datetime.fromisoformat(record["started_at"])).total_seconds())
+        out.append({**record, "seconds": seconds})
+    return out
 
 
 @bp.get(f"/episode/<int(min=1, max={ROW_ID_MAX}):episode_id>")
@@ -212,3 +231,111 @@ def export_download() -> Any:
     buffer.seek(0)
     name = f"gridstudy-{study or 'all'}-export.zip"
     return send_file(buffer, mimetype="application/zip", as_attachment=True, download_name=name)
+
+
+# -- a researcher's hand: every change needs a reason and is kept in the audit log ---------
+
+REASON_MAX = 500
+STUDY_ACTIONS = {"open": "open-study", "paused": "pause-study", "closed": "close-study"}
+STUDY_STATUSES = tuple(STUDY_ACTIONS)
+
+
+def _reason() -> str:
+    reason = (request.form.get("reason") or "").strip()
+    if not reason:
+        abort(400, "give a reason: it is kept in the audit log")
+    return reason[:REASON_MAX]
+
+
+def audit(db: Session, action: str, target: str, reason: str, before: dict[str, Any],
+          after: dict[str, Any]) -> None:
+    """Keep one change by hand, with who made it and why."""
+    db.add(Audit(admin=g.admin, action=action, target=target, reason=reason,
+                 before=before, after=after))
+
+
+@bp.post(f"/session/<int(min=1, max={ROW_ID_MAX}):episode_id>/end")
+@auth.login_required
+def end_session(episode_id: int) -> Any:
+    """End a stuck attempt now (its slot is freed at once, not after the idle timeout)."""
+    reason = _reason()
+    why = f"ended by {g.admin}: {reason}"
+    scheduler = current_app.extensions["gridstudy.realtime"]
+    live = next((s for s in list(scheduler.sessions.values()) if s.episode_id == episode_id), None)
+    if live is not None:
+        scheduler.remove(live.token)
+        live.abandon(why)
+    _store().wait()
+    with _store().session() as db:
+        row = db.get(EpisodeRow, episode_id) or abort(404, f"no episode {episode_id}")
+        before = {"status": row.status}
+        if row.status in assignment.HOLDING:
+            assignment.mark_abandoned(db, [episode_id], why)
+        audit(db, "end-session", f"episode {episode_id}", reason, before, {"status": "abandoned"})
+    return redirect(request.referrer or url_for("dashboard.index"))
+
+
+@bp.post(f"/episode/<int(min=1, max={ROW_ID_MAX}):episode_id>/inclusion")
+@auth.login_required
+def set_episode_inclusion(episode_id: int) -> Any:
+    """Exclude an attempt from aggregation by hand, or include it again."""
+    reason, include = _reason(), request.form.get("included") == "1"
+    with _store().session() as db:
+        row = db.get(EpisodeRow, episode_id) or abort(404, f"no episode {episode_id}")
+        before = {"included": row.included, "exclusion_reason": row.exclusion_reason}
+        row.included = include
+        row.exclusion_reason = None if include else f"by hand: {reason}"
+        audit(db, "include-attempt" if include else "exclude-attempt", f"episode {episode_id}",
+              reason, before, {"included": row.included, "exclusion_reason": row.exclusion_reason})
+    return redirect(request.referrer or url_for("dashboard.episode", episode_id=episode_id))
+
+
+@bp.post(f"/participant/<int(min=1, max={ROW_ID_MAX}):participant_id>/inclusion")
+@auth.login_required
+def set_participant_inclusion(participant_id: int) -> Any:
+    """Exclude a participant (every attempt) by hand, or include them again with the
+    status they had before."""
+    reason, include = _reason(), request.form.get("included") == "1"
+    with _store().session() as db:
+        row = db.get(Participant, participant_id) or abort(404, f"no participant {participant_id}")
+        before = {"status": row.status, "exclusion_reason": row.exclusion_reason}
+        if include:
+            previous = db.exec(select(Audit).where(
+                Audit.target == f"participant {participant_id}",
+                Audit.action == "exclude-participant").order_by(Audit.id.desc())).first()
+            row.status = (previous.before or {}).get("status", "complete") if previous else "complete"
+            row.exclusion_reason = None
+        else:
+            row.status, row.exclusion_reason = "excluded", f"by hand: {reason}"
+        audit(db, "include-participant" if include else "exclude-participant",
+              f"participant {participant_id}", reason, before,
+              {"status": row.status, "exclusion_reason": row.exclusion_reason})
+    return redirect(request.referrer or url_for("dashboard.participant", participant_id=participant_id))
+
+
+@bp.post("/study/<study_id>/manage")
+@auth.login_required
+def manage_study(study_id: str) -> Any:
+    """Open, pause or close a study (new arrivals of a paused or closed one get a polite
+    page with the screen-out code; those already in go on), or raise the attempts
+    wanted per problem."""
+    reason = _reason()
+    with _store().session() as db:
+        study = db.get(Study, study_id) or abort(404, f"no study {study_id}")
+        status, wanted = request.form.get("status"), request.form.get("wanted")
+        if status:
+            if status not in STUDY_STATUSES:
+                abort(400, f"status must be one of {', '.join(STUDY_STATUSES)}")
+            audit(db, STUDY_ACTIONS[status], f"study {study_id}", reason,
+                  {"status": study.status}, {"status": status})
+            study.status = status
+        if wanted:
+            definition = from_stored(study.definition)
+            if not wanted.isdigit() or int(wanted) < definition.attempts_per_problem:
+                abort(400, f"wanted must be a whole number of at least "
+                           f"{definition.attempts_per_problem} (it can only be raised)")
+            audit(db, "set-wanted", f"study {study_id}", reason,
+                  {"attempts_per_problem": definition.attempts_per_problem},
+                  {"attempts_per_problem": int(wanted)})
+            study.definition = {**study.definition, "attempts_per_problem": int(wanted)}
+    return redirect(url_for("dashboard.index"))

@@ -43,6 +43,14 @@ from tasks import registry
 ENDED = ("complete", "declined", "screened-out", "timed-out", "full")
 
 
+class StudyNotOpen(LookupError):
+    """A new arrival at a study that is paused or closed (returning participants go on)."""
+
+    def __init__(self, status: str, definition: StudyDefinition) -> None:
+        super().__init__(f"study {definition.id!r} is {status}")
+        self.status, self.definition = status, definition
+
+
 @dataclass
 class Page:
     """What the participant sees now: a stage, or the end of their flow."""
@@ -82,11 +90,11 @@ class Flow:
     def enter(self, study_id: str, pid: str, prolific_study: str | None, prolific_session: str | None) -> int:
         """The participant with this Prolific id (created on first arrival); their id."""
         with self.store.session() as db:
-            study, _ = assignment.load_study(db, study_id)
-            if study.status != "open":
-                raise LookupError(f"study {study_id!r} is not taking participants")
+            study, definition = assignment.load_study(db, study_id)
             found = db.exec(select(Participant).where(
                 Participant.study_id == study_id, Participant.external_id == pid)).first()
+            if found is None and study.status != "open":
+                raise StudyNotOpen(study.status, definition)
             if found is None:
                 found = Participant(study_id=study_id, external_id=pid, prolific_study_id=prolific_study,
                                     prolific_session_id=prolific_session, data={"step": 0, "records": []})
@@ -132,8 +140,12 @@ class Flow:
                     data["tries"] = data.get("tries", 0) + 1
                 participant.data = data
                 return outcome.error
-            data["records"] = [*data.get("records", []), outcome.record]
+            now = utcnow()
+            started = data.get("stage_started_at") or assignment._aware(participant.created_at).isoformat()
+            data["records"] = [*data.get("records", []),
+                               {**outcome.record, "started_at": started, "finished_at": now.isoformat()}]
             data["step"], data["tries"] = data["step"] + 1, 0
+            data["stage_started_at"] = now.isoformat()
             participant.data = data
             if outcome.record.get("stage") == "consent" and outcome.record.get("agreed"):
                 participant.consent_version = outcome.record["version"]

@@ -46,3 +46,21 @@ def definition_data(**overrides: Any) -> dict[str, Any]:
 
 def make_definition(**overrides: Any) -> StudyDefinition:
     return parse_definition(definition_data(**overrides))
+
+
+FLOW_PROBLEMS = ["test/p0", "test/p1", "test/p2", "test/tutorial"]
+"""The study's three problems and its tutorial (see :func:`definition_data`)."""
+
+
+def study_app(db_path: Any, **overrides: Any) -> Any:
+    """A real app on a SQLite file holding the pilot study (``overrides`` change its
+    definition); the caller shuts it down (``study_server.app.shutdown``)."""
+    from records.models import Study
+    from study_server.app import create_app
+
+    register_walker_problems(FLOW_PROBLEMS)
+    app = create_app({"DATABASE_URL": str(db_path), "TESTING": True})
+    definition = make_definition(**overrides)
+    with app.extensions["gridstudy.store"].session() as db:
+        db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
+    return app

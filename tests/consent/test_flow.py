@@ -11,20 +11,16 @@ from sqlmodel import select
 from consent.stages import FlowState
 from records.models import EpisodeRow, Participant, Study
 from records.store import StoreWriteError
-from study_server.app import create_app, shutdown
-from tests.consent.helpers import make_definition, register_walker_problems
+from study_server.app import shutdown
+from tests.consent.helpers import FLOW_PROBLEMS, make_definition, study_app
 
-PROBLEMS = ["test/p0", "test/p1", "test/p2", "test/tutorial"]
+PROBLEMS = FLOW_PROBLEMS
 ENTRY = "/study/pilot?PROLIFIC_PID=abc123&STUDY_ID=s1&SESSION_ID=x9"
 
 
 @pytest.fixture
 def app(tmp_path):
-    register_walker_problems(PROBLEMS)
-    app = create_app({"DATABASE_URL": str(tmp_path / "flow.db"), "TESTING": True})
-    definition = make_definition()
-    with app.extensions["gridstudy.store"].session() as db:
-        db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
+    app = study_app(tmp_path / "flow.db")
     yield app
     shutdown(app)
 

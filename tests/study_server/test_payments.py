@@ -10,22 +10,18 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
-from records.models import EpisodeRow, Participant, Study
-from study_server.app import create_app, shutdown
+from records.models import EpisodeRow, Participant
+from study_server.app import shutdown
 from study_server.cli import main
-from tests.consent.helpers import make_definition, register_walker_problems
-from tests.consent.test_flow import PROBLEMS, answer, current
+from tests.consent.helpers import study_app
+from tests.consent.test_flow import answer, current
 
 BONUS = {"per_solved": 0.15, "max": 0.25}
 
 
 @pytest.fixture
 def app(tmp_path):
-    register_walker_problems(PROBLEMS)
-    app = create_app({"DATABASE_URL": str(tmp_path / "pay.db"), "TESTING": True})
-    definition = make_definition(bonus=BONUS)
-    with app.extensions["gridstudy.store"].session() as db:
-        db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
+    app = study_app(tmp_path / "pay.db", bonus=BONUS)
     yield app
     shutdown(app)
 

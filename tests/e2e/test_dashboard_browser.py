@@ -1,0 +1,76 @@
+"""A researcher in Chromium on the real server's dashboard: Prolific ids and payments at a
+glance, ending a stuck session with a reason (its slot is freed), the audit log, and a
+screenshot of each page at 1280x720 (written to $GRIDSTUDY_SCREENSHOTS when set)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from sqlmodel import select
+
+from records.models import Audit, EpisodeRow, Study
+from study_server import assignment, auth
+from tests.consent.helpers import make_definition, register_walker_problems
+from tests.consent.test_flow import PROBLEMS, answer, current
+
+
+def shoot(page, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"dashboard-{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    folder = os.environ.get("GRIDSTUDY_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(folder) / path.name)
+    return path
+
+
+def test_a_researcher_pays_and_unsticks_a_study_in_the_browser(make_live_server, page, tmp_path):
+    register_walker_problems(PROBLEMS)
+    live = make_live_server()
+    definition = make_definition(bonus={"per_solved": 0.2})
+    with live.store.session() as db:
+        db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
+    auth.create_admin(live.store.engine, "researcher", "correct horse")
+    participant = live.app.test_client()
+    participant.get("/study/pilot?PROLIFIC_PID=5f1e2d3c4b5a&STUDY_ID=st-9&SESSION_ID=se-1")
+    while current(live.app, participant).stage.name != "task":
+        answer(live.app, participant)
+    with live.store.session() as db:
+        stuck = db.exec(select(EpisodeRow).where(EpisodeRow.status == "active",
+                                                 EpisodeRow.exclusion_reason.is_(None))).first()
+        taken = sum(assignment.fill_counts(db, "pilot", list(definition.problems)).values())
+
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{live.url}/")
+    assert "sign in to the dashboard" in page.inner_text("body")
+    page.click("text=sign in to the dashboard")
+    page.fill("input[name=username]", "researcher")
+    page.fill("input[name=password]", "correct horse")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#live")
+    row = page.locator("table.participants tr[data-participant]")
+    assert "5f1e2d3c4b5a" in row.inner_text() and "se-1" in row.inner_text()
+    assert "pending" in row.inner_text()
+    shoot(page, tmp_path, "studies")
+
+    live_row = page.locator(f'tr[data-live-episode="{stuck.id}"]')
+    live_row.locator("input[name=reason]").fill("participant gone for 9 minutes")
+    live_row.locator(f'button[data-end="{stuck.id}"]').click()
+    page.wait_for_selector("#audit")
+    assert page.locator(f'tr[data-live-episode="{stuck.id}"]').count() == 0
+    assert "participant gone for 9 minutes" in page.locator("#audit").inner_text()
+    with live.store.session() as db:
+        assert db.get(EpisodeRow, stuck.id).status == "abandoned"
+        assert sum(assignment.fill_counts(db, "pilot", list(definition.problems)).values()) == taken - 1
+        assert [a.action for a in db.exec(select(Audit)).all()] == ["end-session"]
+    shoot(page, tmp_path, "after-ending")
+
+    page.click("table.participants a")
+    page.wait_for_selector("table.identity")
+    assert "st-9" in page.inner_text("table.identity")
+    assert page.locator("#records tr[data-record]").count() >= 4
+    shoot(page, tmp_path, "participant")
+    bonuses = page.request.get(f"{live.url}/dashboard/study/pilot/approvals.csv")
+    assert bonuses.ok and "5f1e2d3c4b5a" in bonuses.text()

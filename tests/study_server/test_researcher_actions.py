@@ -1,0 +1,138 @@
+"""What a researcher changes by hand on the dashboard: ending a stuck session (its slot
+is freed at once), excluding and including attempts and participants, pausing a study
+and raising its wanted attempts; each needs a reason and lands in the audit log."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlmodel import select
+
+from records.models import Audit, EpisodeRow, Participant, Study
+from study_server import assignment, auth
+from study_server.app import shutdown
+from tests.consent.helpers import make_definition, study_app
+from tests.consent.test_flow import answer, current
+from tests.study_server.test_dashboard import log_in
+
+
+@pytest.fixture
+def app(tmp_path):
+    app = study_app(tmp_path / "hand.db")
+    auth.create_admin(app.extensions["gridstudy.store"].engine, "researcher", "correct horse")
+    yield app
+    shutdown(app)
+
+
+@pytest.fixture
+def researcher(app):
+    client = app.test_client()
+    assert log_in(client).status_code == 302
+    return client
+
+
+def act(client, path, **form):
+    page = client.get("/dashboard/").text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    return client.post(path, data={**form, "csrf_token": token})
+
+
+def participant_at_task(app, pid="PID-1"):
+    """A participant who has reached their first real problem (its session is live)."""
+    client = app.test_client()
+    client.get(f"/study/pilot?PROLIFIC_PID={pid}&STUDY_ID=st&SESSION_ID=se-{pid}")
+    while current(app, client).stage.name != "task":
+        answer(app, client)
+    return client, current(app, client)
+
+
+def rows(app, model, *where):
+    app.extensions["gridstudy.store"].wait()
+    with app.extensions["gridstudy.store"].session() as db:
+        return db.exec(select(model).where(*where)).all()
+
+
+def slots_taken(app):
+    with app.extensions["gridstudy.store"].session() as db:
+        return sum(assignment.fill_counts(db, "pilot", list(make_definition().problems)).values())
+
+
+def test_ending_a_stuck_session_frees_its_slot_at_once(app, researcher):
+    _, page = participant_at_task(app)
+    scheduler = app.extensions["gridstudy.realtime"]
+    live = scheduler.get(page.context["token"])
+    taken = slots_taken(app)
+    assert live is not None and taken >= 1
+    page_text = researcher.get("/dashboard/").text
+    assert f'data-end="{live.episode_id}"' in page_text
+    refused = act(researcher, f"/dashboard/session/{live.episode_id}/end")
+    assert refused.status_code == 400  # no reason given
+    done = act(researcher, f"/dashboard/session/{live.episode_id}/end", reason="stuck for 8 min")
+    assert done.status_code == 302
+    assert scheduler.get(page.context["token"]) is None
+    episode = rows(app, EpisodeRow, EpisodeRow.id == live.episode_id)[0]
+    assert episode.status == "abandoned" and "stuck for 8 min" in (episode.info or {}).get(
+        "reason", "") + (episode.exclusion_reason or "")
+    assert slots_taken(app) == taken - 1
+    change = rows(app, Audit)[0]
+    assert (change.admin, change.action, change.target, change.reason) == (
+        "researcher", "end-session", f"episode {live.episode_id}", "stuck for 8 min")
+    assert "stuck for 8 min" in researcher.get("/dashboard/").text
+
+
+def test_attempts_and_participants_are_excluded_and_included_by_hand(app, researcher):
+    _, page = participant_at_task(app)
+    person = rows(app, Participant)[0]
+    episode_id = app.extensions["gridstudy.realtime"].get(page.context["token"]).episode_id
+    act(researcher, f"/dashboard/episode/{episode_id}/inclusion", included="0", reason="bot-like")
+    row = rows(app, EpisodeRow, EpisodeRow.id == episode_id)[0]
+    assert (row.included, row.exclusion_reason) == (False, "by hand: bot-like")
+    act(researcher, f"/dashboard/episode/{episode_id}/inclusion", included="1", reason="checked")
+    row = rows(app, EpisodeRow, EpisodeRow.id == episode_id)[0]
+    assert (row.included, row.exclusion_reason) == (True, None)
+    act(researcher, f"/dashboard/participant/{person.id}/inclusion", included="0", reason="twice")
+    assert rows(app, Participant)[0].status == "excluded"
+    assert "Include again" in researcher.get(f"/dashboard/participant/{person.id}").text
+    act(researcher, f"/dashboard/participant/{person.id}/inclusion", included="1", reason="ok")
+    assert (rows(app, Participant)[0].status, rows(app, Participant)[0].exclusion_reason) == (
+        "active", None)
+    assert [c.action for c in rows(app, Audit)] == [
+        "exclude-attempt", "include-attempt", "exclude-participant", "include-participant"]
+    assert rows(app, Audit)[0].before == {"included": True, "exclusion_reason": None}
+
+
+def test_a_paused_study_turns_new_arrivals_away_politely_and_keeps_those_in(app, researcher):
+    client, _ = participant_at_task(app, "PID-IN")
+    act(researcher, "/dashboard/study/pilot/manage", status="paused", reason="bug in p1")
+    newcomer = app.test_client().get("/study/pilot?PROLIFIC_PID=PID-NEW&SESSION_ID=x")
+    assert newcomer.status_code == 200
+    assert "not taking new participants" in newcomer.text and "SCREEN99" in newcomer.text
+    assert client.get("/study/pilot?PROLIFIC_PID=PID-IN&SESSION_ID=se-PID-IN").status_code == 302
+    assert current(app, client).stage.name == "task"
+    act(researcher, "/dashboard/study/pilot/manage", status="open", wanted="9", reason="more")
+    study = rows(app, Study)[0]
+    assert (study.status, study.definition["attempts_per_problem"]) == ("open", 9)
+    lowered = act(researcher, "/dashboard/study/pilot/manage", wanted="2", reason="fewer")
+    assert lowered.status_code == 400 and "can only be raised" in lowered.text
+    assert [c.action for c in rows(app, Audit)] == ["pause-study", "open-study", "set-wanted"]
+    assert "attempts_per_problem: 9" in researcher.get("/dashboard/").text
+
+
+def test_the_timeline_has_a_time_for_every_stage(app, researcher):
+    participant_at_task(app)
+    person = rows(app, Participant)[0]
+    page = researcher.get(f"/dashboard/participant/{person.id}").text
+    for stage in ("consent", "screening", "instructions", "tutorial", "quiz"):
+        assert f'data-record="{stage}"' in page
+    records = person.data["records"]
+    assert all(r["started_at"] <= r["finished_at"] for r in records)
+    assert [r["started_at"] for r in records[1:]] == [r["finished_at"] for r in records[:-1]]
+    assert "PID-1" in page and "se-PID-1" in page
+
+
+def test_changes_by_hand_need_a_login_and_the_form_token(app):
+    stranger = app.test_client()
+    answer_ = stranger.post("/dashboard/study/pilot/manage", data={"status": "closed", "reason": "x"})
+    assert answer_.status_code in (302, 400, 401, 403)
+    assert rows(app, Study)[0].status == "open" and rows(app, Audit) == []
