@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +135,8 @@ class LiveEpisode:
     token: str
     """The name of the API token whose run this is."""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    last_turn_at: float | None = None
+    """When its last turn arrived (the dashboard's monitor)."""
 
     @property
     def episode(self) -> Episode:
@@ -316,6 +319,7 @@ def post_action(episode_id: int):
         if live.turns.ended:
             raise ApiError(409, f"episode {episode_id} is over; start another")
         fields = {name: body[name] for name in schema.MODEL_TURN if name != "raw_reply"}
+        live.last_turn_at = time.time()
         result = live.turns.take(body["action"], error=body["error"],
                                  raw_reply=body["raw_reply"], **fields)
         return jsonify({"applied": result.applied, "action": result.action,

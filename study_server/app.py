@@ -95,7 +95,7 @@ def init_store(app: Flask) -> None:
 def init_realtime(app: Flask) -> None:
     """Bind ``socketio``, attach the socket handlers and create the one scheduler
     (``app.extensions["gridstudy.realtime"]``); its loop starts with the first session."""
-    from study_server import sockets
+    from study_server import monitor, sockets
     from study_server.scheduler import Scheduler
 
     options = {"async_mode": app.config["ASYNC_MODE"], "serializer": sockets.JsonPacket,
@@ -107,6 +107,7 @@ def init_realtime(app: Flask) -> None:
     if app.config["ASYNC_MODE"] == "gevent":
         app.wsgi_app = sockets.quiet_websocket_errors(app.wsgi_app)
     sockets.register_handlers(socketio)
+    monitor.init_monitor(app, socketio)
     app.extensions["gridstudy.realtime"] = Scheduler(
         sockets.make_deliver(socketio),
         start_task=socketio.start_background_task,

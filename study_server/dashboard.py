@@ -33,7 +33,7 @@ from sqlmodel import Session, func, select
 from consent.definition import from_stored
 from records import schema
 from records.models import Audit, EpisodeRow, Event, Frame, Participant, Study
-from study_server import assignment, auth, tokens
+from study_server import assignment, auth, monitor, tokens
 from study_server.payments import approvals_csv, bonuses_csv, payment_rows
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
@@ -116,7 +116,8 @@ def index() -> str:
     with _store().session() as db:
         studies = [study_summary(db, study) for study in db.exec(select(Study)).all()]
         changes = db.exec(select(Audit).order_by(Audit.id.desc()).limit(50)).all()
-    return render_template("dashboard/index.html", studies=studies, live=live_sessions(),
+    return render_template("dashboard/index.html", studies=studies,
+                           monitor=monitor.render(current_app),
                            tokens=tokens.listed(_store().engine), changes=changes)
 
 
@@ -153,18 +154,6 @@ def payments_download(study_id: str, which: str) -> Any:
     text = approvals_csv(rows) if which == "approvals" else bonuses_csv(rows)
     return send_file(io.BytesIO(text.encode()), mimetype="text/csv", as_attachment=True,
                      download_name=f"{study_id}-{which}.csv")
-
-
-def live_sessions() -> list[dict[str, Any]]:
-    """Sessions ticking now, with who plays them."""
-    scheduler = current_app.extensions["gridstudy.realtime"]
-    out = []
-    for session in list(scheduler.sessions.values()):
-        view = session.get_state()
-        out.append({"episode_id": session.episode_id, "study_id": session.study_id,
-                    "participant_id": session.participant_id, "problem_id": session.problem_id,
-                    "phase": view["phase"], "tick": view["tick"], "connected": session.sid is not None})
-    return out
 
 
 @bp.get(f"/participant/<int(min=1, max={ROW_ID_MAX}):participant_id>")

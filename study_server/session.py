@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections import deque
 from typing import Any
 
 from records.recorder import EpisodeRecorder
 from study_server.clock import ClockOffset
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.problem import Problem
-from tasks.worldtest.tick import QUEUE_SIZE, RATE_LIMIT, Tick, TickEngine
+from tasks.worldtest.tick import QUEUE_SIZE, QUEUED, RATE_LIMIT, Tick, TickEngine
+
+LATENESS_WINDOW = 40
+"""Ticks whose lateness the monitor summarises (5 to 13 seconds at 3 to 8 FPS)."""
 
 
 class GameSession:
@@ -52,6 +56,10 @@ class GameSession:
         """Server time since when no connection is bound (None while one is)."""
         self.joined = False
         """Whether a client has ever joined."""
+        self.last_input_at: float | None = None
+        """Server time of the last input the session accepted (the monitor's idle flag)."""
+        self.lateness: deque[float] = deque(maxlen=LATENESS_WINDOW)
+        """How late the last ticks were, in seconds (the monitor's health)."""
 
     @classmethod
     def create(
@@ -94,10 +102,14 @@ class GameSession:
                        now: float | None = None) -> str:
         """Queue one input for the next tick (its time on the participant's clock,
         corrected by the estimated offset); ``queued`` or why it was refused."""
-        return self.engine.admit(text, self.clock.to_server(client_time), now)
+        status = self.engine.admit(text, self.clock.to_server(client_time), now)
+        if status == QUEUED:
+            self.last_input_at = time.time() if now is None else now
+        return status
 
     def tick(self, lateness: float = 0.0, now: float | None = None) -> Tick:
         """One tick of the engine; the event keeps how late the tick was."""
+        self.lateness.append(lateness)
         return self.engine.tick(now, latency=lateness)
 
     def abandon(self, reason: str = "the session was abandoned") -> None:

@@ -74,3 +74,54 @@ def test_a_researcher_pays_and_unsticks_a_study_in_the_browser(make_live_server,
     shoot(page, tmp_path, "participant")
     bonuses = page.request.get(f"{live.url}/dashboard/study/pilot/approvals.csv")
     assert bonuses.ok and "5f1e2d3c4b5a" in bonuses.text()
+
+
+def test_the_monitor_updates_without_a_reload_while_a_participant_plays(make_live_server, page,
+                                                                       tmp_path):
+    from tests.conftest import Player
+
+    register_walker_problems(PROBLEMS)
+    live = make_live_server()
+    definition = make_definition()
+    with live.store.session() as db:
+        db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
+    auth.create_admin(live.store.engine, "researcher", "correct horse")
+    browser_side = live.app.test_client()
+    browser_side.get("/study/pilot?PROLIFIC_PID=PID-M&STUDY_ID=st&SESSION_ID=se")
+    while current(live.app, browser_side).stage.name != "task":
+        answer(live.app, browser_side)
+    token = current(live.app, browser_side).context["token"]
+    episode_id = live.app.extensions["gridstudy.realtime"].get(token).episode_id
+
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{live.url}/dashboard/login")
+    page.fill("input[name=username]", "researcher")
+    page.fill("input[name=password]", "correct horse")
+    page.click("button[type=submit]")
+    row = page.locator(f'tr[data-live-episode="{episode_id}"]')
+    row.wait_for()
+    assert "no" in row.locator("td").nth(10).inner_text()  # not connected yet
+    assert "none yet" in row.inner_text()
+    page.evaluate("window.loadedOnce = true")
+    row.locator("input[name=reason]").fill("half-typed")  # survives the pushes
+
+    player = Player(live.url, token).connect()
+    try:
+        player.join()
+        player.send("go-to-test")
+        player.wait_ticks(3)
+        page.wait_for_function(
+            f"""() => {{ const row = document.querySelector('tr[data-live-episode="{episode_id}"]');
+                return row && row.cells[10].textContent.includes('yes')
+                    && row.cells[6].textContent.includes('test')
+                    && row.cells[8].textContent.includes('s ago'); }}""", timeout=10_000)
+        tick_before = int(row.locator("td").nth(7).inner_text())
+        page.wait_for_function(
+            f"""() => Number(document.querySelector('tr[data-live-episode="{episode_id}"]')
+                .cells[7].textContent) > {tick_before}""", timeout=10_000)
+    finally:
+        player.close()
+    assert page.evaluate("window.loadedOnce") is True  # pushed, not reloaded
+    assert row.locator("input[name=reason]").input_value() == "half-typed"
+    assert row.locator("input.csrf").input_value() != ""
+    shoot(page, tmp_path, "monitor")

@@ -77,7 +77,8 @@ def test_logged_in_sees_live_session_fill_and_escaped_feedback(app):
     client = app.test_client()
     assert log_in(client).headers["Location"] == "/dashboard/"
     home = client.get("/dashboard/").text
-    assert f'data-live-episode="{episode_id}"' in home
+    finished = home.split("Finished, waiting to close:")[1].split("</p>")[0]
+    assert f'/dashboard/episode/{episode_id}"' in finished  # played to its end: apart
     assert f'<tr data-problem="{problem_id}"><td>{problem_id}</td><td>1</td><td>1</td><td>5</td></tr>' in home
     timeline = client.get(f"/dashboard/participant/{participant_id}").text
     assert "&lt;b&gt;hi&lt;/b&gt;" in timeline and "<b>hi</b>" not in timeline

@@ -136,3 +136,13 @@ def test_changes_by_hand_need_a_login_and_the_form_token(app):
     answer_ = stranger.post("/dashboard/study/pilot/manage", data={"status": "closed", "reason": "x"})
     assert answer_.status_code in (302, 400, 401, 403)
     assert rows(app, Study)[0].status == "open" and rows(app, Audit) == []
+
+
+def test_only_a_logged_in_researcher_may_watch_the_monitor(live_server):
+    import socketio
+
+    stranger = socketio.Client(reconnection=False)
+    with pytest.raises(socketio.exceptions.ConnectionError):
+        stranger.connect(live_server.url, namespaces=["/monitor"], transports=["websocket"],
+                         wait_timeout=5)
+    stranger.disconnect()

@@ -1,0 +1,130 @@
+"""The dashboard's live monitor: what is being played now, pushed to researchers.
+
+Every second, :func:`snapshot` reads the scheduler's sessions and the agent API's live
+episodes: for each participant playing, their stage and time in it, the problem, phase
+and tick, seconds since their last input (idle past :data:`IDLE_AFTER`), how late the
+last ticks were, and whether they are connected; model attempts in progress beside them;
+sessions that reached their end but are not yet closed, and previews, apart. The
+dashboard page renders it once (``dashboard/_monitor.html``) and then replaces that
+section with each new rendering pushed on the Socket.IO namespace ``/monitor``, which
+only a logged-in researcher may join: one template, no page reloads.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from datetime import datetime
+from typing import Any
+
+from flask import Flask, render_template
+from flask_socketio import SocketIO, join_room
+from sqlmodel import select
+
+from records.models import Participant
+from study_server import auth
+
+NAMESPACE = "/monitor"
+PUSH_EVERY = 1.0
+"""Seconds between pushes while a researcher watches."""
+IDLE_AFTER = 30.0
+"""Seconds without an input after which a playing participant is flagged idle."""
+LATE_AFTER = 0.05
+"""A 95th-percentile tick lateness beyond this many seconds is flagged."""
+
+
+def snapshot(app: Flask, now: float | None = None) -> dict[str, Any]:
+    """What is being played now (see the module's docstring)."""
+    now = time.time() if now is None else now
+    sessions = list(app.extensions["gridstudy.realtime"].sessions.values())
+    people = _participants(app, {s.participant_id for s in sessions if s.participant_id})
+    playing, finished, previews = [], [], 0
+    for session in sessions:
+        if session.participant_id is None:
+            previews += 1
+            continue
+        row = _session_row(session, people.get(session.participant_id), now)
+        (finished if row["phase"] == "done" else playing).append(row)
+    models = [_model_row(live, now) for live in
+              list(app.extensions.get("gridstudy.agent_episodes", {}).values())
+              if not live.turns.ended]
+    return {"at": now, "playing": sorted(playing, key=lambda r: r["episode_id"] or 0),
+            "finished": finished, "previews": previews, "models": models}
+
+
+def _participants(app: Flask, ids: set[int]) -> dict[int, Participant]:
+    if not ids:
+        return {}
+    with app.extensions["gridstudy.store"].session() as db:
+        return {p.id: p for p in db.exec(select(Participant).where(Participant.id.in_(ids)))}
+
+
+def _session_row(session: Any, person: Participant | None, now: float) -> dict[str, Any]:
+    late = sorted(session.lateness)
+    p95 = late[int(0.95 * (len(late) - 1))] if late else 0.0
+    since_input = now - session.last_input_at if session.last_input_at else None
+    stage_started = (person.data or {}).get("stage_started_at") if person else None
+    started = datetime.fromisoformat(stage_started).timestamp() if stage_started else \
+        (person.created_at.timestamp() if person and person.created_at else None)
+    return {
+        "episode_id": session.episode_id, "study_id": session.study_id,
+        "participant_id": session.participant_id,
+        "stage": person.stage if person else None,
+        "stage_seconds": None if started is None else max(0, round(now - started)),
+        "problem_id": session.problem_id, "phase": session.episode.phase,
+        "tick": len(session.episode.history), "connected": session.sid is not None,
+        "idle_seconds": None if since_input is None else round(since_input),
+        "idle": since_input is None or since_input > IDLE_AFTER,
+        "late_ms": round(1000 * p95), "late_mean_ms": round(1000 * statistics.fmean(late)) if late else 0,
+        "late": p95 > LATE_AFTER,
+    }
+
+
+def _model_row(live: Any, now: float) -> dict[str, Any]:
+    turns = live.turns
+    return {"episode_id": live.id, "token": live.token, "problem_id": turns.episode.problem.id,
+            "phase": turns.episode.phase, "turns": turns.turns, "invalid": turns.invalid,
+            "since_turn": None if live.last_turn_at is None else round(now - live.last_turn_at)}
+
+
+def render(app: Flask, data: dict[str, Any] | None = None) -> str:
+    """The monitor section's HTML (the dashboard page includes the same rendering)."""
+    return render_template("dashboard/_monitor.html", monitor=data or snapshot(app),
+                           idle_after=IDLE_AFTER)
+
+
+def init_monitor(app: Flask, socketio: SocketIO) -> None:
+    """The ``/monitor`` namespace: logged-in researchers join it and get the monitor
+    section every :data:`PUSH_EVERY` seconds while anyone watches."""
+    watchers: set[str] = set()
+
+    def connect(auth_data: Any = None) -> bool:
+        from flask import request
+
+        if auth.current_admin(app.extensions["gridstudy.store"].engine) is None:
+            return False
+        watchers.add(request.sid)
+        join_room("monitor")
+        return True
+
+    def disconnect(reason: Any = None) -> None:
+        from flask import request
+
+        watchers.discard(request.sid)
+
+    socketio.on_event("connect", connect, namespace=NAMESPACE)
+    socketio.on_event("disconnect", disconnect, namespace=NAMESPACE)
+
+    def push_forever() -> None:
+        while True:
+            socketio.sleep(PUSH_EVERY)
+            if not watchers:
+                continue
+            try:
+                with app.test_request_context("/dashboard/"):
+                    html = render(app)
+                socketio.emit("monitor", {"html": html}, to="monitor", namespace=NAMESPACE)
+            except Exception:  # one bad snapshot never stops the monitor
+                app.logger.exception("the live monitor could not render")
+
+    socketio.start_background_task(push_forever)
