@@ -26,17 +26,26 @@ def shoot(page, tmp_path: Path, name: str) -> Path:
     return path
 
 
-def test_a_researcher_pays_and_unsticks_a_study_in_the_browser(make_live_server, page, tmp_path):
+def study_at_task(make_live_server, definition, query):
+    """The real server with the study and a researcher account, and one participant (the
+    ``query`` of their Prolific link) at their first real problem: the server and that
+    session's token."""
     register_walker_problems(PROBLEMS)
     live = make_live_server()
-    definition = make_definition(bonus={"per_solved": 0.2})
     with live.store.session() as db:
         db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
     auth.create_admin(live.store.engine, "researcher", "correct horse")
     participant = live.app.test_client()
-    participant.get("/study/pilot?PROLIFIC_PID=5f1e2d3c4b5a&STUDY_ID=st-9&SESSION_ID=se-1")
+    participant.get(f"/study/pilot?{query}")
     while current(live.app, participant).stage.name != "task":
         answer(live.app, participant)
+    return live, current(live.app, participant).context["token"]
+
+
+def test_a_researcher_pays_and_unsticks_a_study_in_the_browser(make_live_server, page, tmp_path):
+    definition = make_definition(bonus={"per_solved": 0.2})
+    live, _ = study_at_task(make_live_server, definition,
+                            "PROLIFIC_PID=5f1e2d3c4b5a&STUDY_ID=st-9&SESSION_ID=se-1")
     with live.store.session() as db:
         stuck = db.exec(select(EpisodeRow).where(EpisodeRow.status == "active",
                                                  EpisodeRow.exclusion_reason.is_(None))).first()
@@ -80,17 +89,8 @@ def test_the_monitor_updates_without_a_reload_while_a_participant_plays(make_liv
                                                                        tmp_path):
     from tests.conftest import Player
 
-    register_walker_problems(PROBLEMS)
-    live = make_live_server()
-    definition = make_definition()
-    with live.store.session() as db:
-        db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
-    auth.create_admin(live.store.engine, "researcher", "correct horse")
-    browser_side = live.app.test_client()
-    browser_side.get("/study/pilot?PROLIFIC_PID=PID-M&STUDY_ID=st&SESSION_ID=se")
-    while current(live.app, browser_side).stage.name != "task":
-        answer(live.app, browser_side)
-    token = current(live.app, browser_side).context["token"]
+    live, token = study_at_task(make_live_server, make_definition(),
+                                "PROLIFIC_PID=PID-M&STUDY_ID=st&SESSION_ID=se")
     episode_id = live.app.extensions["gridstudy.realtime"].get(token).episode_id
 
     page.set_viewport_size({"width": 1280, "height": 720})
