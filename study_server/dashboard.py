@@ -193,8 +193,12 @@ def episode(episode_id: int) -> str:
         events = db.exec(select(Event).where(Event.episode_id == episode_id).order_by(Event.seq)).all()
         hashes = {e.frame_hash for e in events if e.frame_hash}
         frames = {f.hash: json.loads(f.data) for f in db.exec(select(Frame).where(Frame.hash.in_(hashes)))}
-    replay = [{"seq": e.seq, "action": e.action, "phase": e.phase, "frame": frames.get(e.frame_hash)}
-              for e in events]
+    first = events[0].server_time if events else 0.0
+    replay = [{"seq": e.seq, "t": e.server_time - first, "source": e.source, "action": e.action,
+               "phase": e.phase, "next_phase": e.next_phase, "applied": bool(e.applied),
+               "phase_change": bool(e.next_phase and e.next_phase != e.phase),
+               "error": e.error, "raw_reply": (e.raw_reply or "")[:4000] or None,
+               "frame": frames.get(e.frame_hash)} for e in events]
     return render_template("dashboard/episode.html", episode=row, events=events, replay=replay,
                            live=row.status in assignment.HOLDING)
 

@@ -125,3 +125,43 @@ def test_the_monitor_updates_without_a_reload_while_a_participant_plays(make_liv
     assert row.locator("input[name=reason]").input_value() == "half-typed"
     assert row.locator("input.csrf").input_value() != ""
     shoot(page, tmp_path, "monitor")
+
+
+def test_replay_plays_marks_clicks_and_jumps_to_an_event(make_live_server, page, tmp_path):
+    from tests.conftest import Player
+
+    live, token = study_at_task(make_live_server, make_definition(),
+                                "PROLIFIC_PID=PID-R&STUDY_ID=st&SESSION_ID=se")
+    episode_id = live.app.extensions["gridstudy.realtime"].get(token).episode_id
+    player = Player(live.url, token).connect()
+    try:
+        player.join()
+        for action in ("click 2 1", "go-to-test", "right"):
+            player.send(action)
+            player.wait_ticks(1)
+    finally:
+        player.close()
+    live.store.wait()
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{live.url}/dashboard/login")
+    page.fill("input[name=username]", "researcher")
+    page.fill("input[name=password]", "correct horse")
+    page.click("button[type=submit]")
+    page.goto(f"{live.url}/dashboard/episode/{episode_id}")
+    rows = page.locator("#events tr[data-index]")
+    count = rows.count()
+    assert count >= 3
+    texts = [rows.nth(i).inner_text() for i in range(count)]
+    clicked = next(i for i, text in enumerate(texts) if "click 2 1" in text)
+    rows.nth(clicked).click()
+    assert "click 2 1" in page.inner_text("#caption")
+    cell = page.locator("#frame tr").nth(1).locator("td").nth(2)
+    assert cell.get_attribute("class") == "clicked"
+    assert page.locator("#events tr.phase-change").count() >= 1  # interaction -> test
+    page.select_option("#speed", "8")
+    page.click("#play")
+    page.wait_for_function(
+        f"() => document.querySelector('#events tr.current').dataset.index == '{count - 1}'",
+        timeout=15_000)
+    assert page.inner_text("#play") == "Play"  # stopped at the end
+    shoot(page, tmp_path, "replay")
