@@ -131,8 +131,9 @@ def study_summary(db: Session, study: Study) -> dict[str, Any]:
         .group_by(EpisodeRow.problem_id)).all())
     participants = db.exec(select(Participant).where(Participant.study_id == study.id)
                            .order_by(Participant.id.desc())).all()
-    excluded = db.exec(select(EpisodeRow).where(EpisodeRow.study_id == study.id,
-                                                EpisodeRow.included.is_(False))).all()
+    excluded = db.exec(select(EpisodeRow).where(
+        EpisodeRow.study_id == study.id, EpisodeRow.included.is_(False),
+        EpisodeRow.problem_id.in_(problems))).all()  # practice rounds are not listed
     _, payments = payment_rows(db, study.id)
     return {
         "study": study, "definition": definition, "participants": participants, "excluded": excluded,

@@ -265,6 +265,7 @@ class Flow:
             return db.get(EpisodeRow, episode_id)
         problem = registry.get_problem(page.definition.tutorials[challenge])
         episode_id = self.store.start_episode(problem=problem, participant_id=page.participant.id,
+                                              study_id=page.participant.study_id,
                                               info={"tutorial": challenge})
         row = db.get(EpisodeRow, episode_id)
         row.included, row.exclusion_reason = False, "tutorial"

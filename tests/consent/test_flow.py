@@ -32,6 +32,12 @@ def current(app, client):
     return app.extensions["gridstudy.flow"].page("pilot", participant_id)
 
 
+def assigned(db):
+    """The study's attempts at its assigned problems (not the practice rounds)."""
+    rows = db.exec(select(EpisodeRow).where(EpisodeRow.study_id == "pilot")).all()
+    return [row for row in rows if "tutorial" not in (row.info or {})]
+
+
 def post(client, form):
     token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/study/pilot/flow").text).group(1)
     return client.post("/study/pilot/flow", data={**form, "csrf_token": token})
@@ -74,6 +80,7 @@ def test_whole_flow_redirects_to_prolific_with_the_completion_code(app):
     assert [r["stage"] for r in participant.data["records"]] == seen
     assert [(e.status, e.included) for e in episodes] == [("done", True), ("done", True), ("done", False)]
     assert episodes[2].exclusion_reason == "tutorial"
+    assert {e.study_id for e in episodes} == {"pilot"}  # the tutorial belongs to the study too
 
 
 def test_the_study_file_sets_the_order_of_the_stages(app):
@@ -115,7 +122,7 @@ def test_quiz_failed_twice_screens_out_and_releases_the_slots(app):
     answer(app, client, "fail")
     with app.extensions["gridstudy.store"].session() as db:
         participant = db.exec(select(Participant)).one()
-        held = db.exec(select(EpisodeRow).where(EpisodeRow.study_id == "pilot")).all()
+        held = assigned(db)
     assert participant.status == "screened-out"
     assert {row.status for row in held} == {"abandoned"}
 
@@ -192,7 +199,7 @@ def test_time_limit_ends_the_visit_and_releases_the_slots(app):
     page = client.get("/study/pilot/flow")
     assert "The time allowed for this study has passed" in page.text and "SCREEN99" in page.text
     with app.extensions["gridstudy.store"].session() as db:
-        rows = db.exec(select(EpisodeRow).where(EpisodeRow.study_id == "pilot")).all()
+        rows = assigned(db)
         status = db.exec(select(Participant.status)).one()
     assert status == "timed-out"
     assert [(r.status, r.included) for r in rows] == [("abandoned", False), ("abandoned", False)]
