@@ -102,7 +102,8 @@ def sections(t_max: int = T_MAX, k: int = 1) -> list[Section]:
         Section("progress", "Progress rate, easy and hard problems (001)", tables.progress_rows,
                 lambda d, rows: figures.progress_figure(tables.progress_curves(d)),
                 ((progress_curve, {}),)),
-        Section("auv", "Test-time improvement: AUV and loop ratio (004)",
+        Section("auv", "Test-time improvement: AUV and loop ratio (004); loop_ratio by "
+                "Eq. 2-4, loop_ratio_printed_alg1 by Algorithm 1 as printed in App. C.3",
                 partial(tables.auv_rows, t_max=t_max),
                 metrics=((auv, {"t_max": t_max}), (pooled_loop_ratio, {}))),
         Section("memory_index", "AUV by history setting and the memory index (004 Eq. 5)",

@@ -34,6 +34,7 @@ from analysis.metrics import (
     unique_action_counts,
 )
 from analysis.metrics.explore_exploit import explore_exploit
+from analysis.metrics.loops import EQUATIONS, PRINTED_ALGORITHM
 from analysis.metrics.records import KINDS
 from analysis.readings import (
     FULL_HISTORY,
@@ -280,14 +281,19 @@ def trigger_step(episode: EpisodeRecord) -> int | None:
 
 def auv_rows(dataset: Dataset, t_max: int = 50) -> list[Row]:
     """Per challenge scored by steps (planning, explore) and agent: success rate, AUV over ``t_max``
-    scored steps, and the pooled loop ratio over the scored-phase frames."""
+    scored steps, and the pooled loop ratio over the scored-phase states, by the
+    definition (Eq. 2-4, ``loop_ratio``) and by Algorithm 1 as printed
+    (``loop_ratio_printed_alg1``, to set beside the paper's code)."""
     rows = []
     scored = [e for e in counted(dataset) if scored_by_steps(e)]
     for (challenge, agent), episodes in group(scored, challenge_of, agent_of).items():
+        states = [_states(e) for e in episodes]
         rows.append({"challenge": challenge, "agent": agent, "episodes": len(episodes),
                      "t_max": t_max, "success": mean_of(float(solved(e)) for e in episodes),
                      "auv": auv([solve_step(e) for e in episodes], t_max),
-                     "loop_ratio": pooled_loop_ratio(_states(e) for e in episodes)})
+                     "loop_ratio": pooled_loop_ratio(states, overlapping=EQUATIONS),
+                     "loop_ratio_printed_alg1": pooled_loop_ratio(
+                         states, overlapping=PRINTED_ALGORITHM)})
     return rows
 
 

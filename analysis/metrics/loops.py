@@ -1,4 +1,4 @@
-"""Loop ratio: the share of steps an agent spends repeating itself (004 Sec. 3.2, Alg. 1).
+"""Loop ratio: the share of steps an agent spends repeating itself (004 Sec. 3.2, Eq. 2-4).
 
 A trajectory is a path through environment states ``s_0 .. s_n`` (``n`` actions). A
 *cycle* ``l_ij`` leaves a state and comes back to it (``s_i = s_j``) with no nested
@@ -6,14 +6,14 @@ sub-cycle (the states ``s_i .. s_{j-1}`` are all distinct); an action that leave
 state unchanged is a cycle of one step. A cycle is a *loop* when it starts where the
 previously recorded cycle ended and repeats it exactly. ``LR = loop steps / actions``.
 
-This follows Algorithm 1 of the paper as printed, step for step: the last visit time of
-each state is remembered, every cycle without a nested sub-cycle becomes the "previous
-cycle", and a loop must start exactly at the previous cycle's end. One consequence is
-worth knowing: a repeated cycle of two or more steps (``A B A B A``) also closes a
-rotated cycle (``B A B``) one step later, which becomes the previous cycle and breaks
-the chain, so only repeated one-step cycles (pressing against a wall, a no-op that
-changes nothing) are counted. ``overlapping=False`` ignores cycles that start before
-the previous cycle's end, which counts repeated longer cycles as Eq. 3 describes them.
+The default is the definition, Eq. 2-4 (``overlapping=False``, :data:`EQUATIONS`): a
+cycle that starts inside the previous one (the rotation ``B A B`` within ``A B A B``) is
+not a new unit, so pacing ``A B A B A`` has LR 2/4. Algorithm 1 of App. C.3 as printed
+(``overlapping=True``, :data:`PRINTED_ALGORITHM`) is kept as a named variant for
+reproducing the paper's code: every cycle without a nested sub-cycle becomes the
+"previous cycle", the rotation included, which breaks the chain, so only repeated
+one-step cycles (pressing against a wall, a no-op that changes nothing) count there and
+``A B A B A`` scores 0. The report says which reading its figures used.
 
 States must be hashable: the full interpreter state where the environment exposes
 one, else :func:`tasks.core.frame_hash` of each frame.
@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
 
-OVERLAPPING = True
-"""Default: Algorithm 1 as printed (see the module docstring)."""
+EQUATIONS, PRINTED_ALGORITHM = False, True
+"""Values of ``overlapping``: the definition (Eq. 2-4), or Algorithm 1 as printed."""
+OVERLAPPING = EQUATIONS
+"""Default: the definition, Eq. 2-4 (see the module docstring)."""
 
 
 def _previous_visits(states: Sequence[Hashable]) -> list[int]:
@@ -53,8 +55,8 @@ def cycles(
     ``states`` are ``s_0 .. s_n``. ``actions`` (optional, ``n`` of them) make two cycles
     equal only when their actions match too, as the paper's cycles ``[s_i, a_i, ...,
     a_{j-1}, s_j]`` do; without them cycles compare by states. ``overlapping`` (default
-    True, the paper's algorithm): whether a cycle that starts before the previous
-    cycle's end is still recorded. A return to a state with a nested sub-cycle in
+    False, Eq. 2-4; True is Algorithm 1 as printed): whether a cycle that starts before
+    the previous cycle's end is still recorded. A return to a state with a nested sub-cycle in
     between is not a cycle and is not listed.
 
     >>> cycles(["A", "B", "C", "B", "A"])  # A..A holds B C B: only B C B is a cycle
@@ -111,9 +113,9 @@ def loop_ratio(
     Parameters as for :func:`cycles`.
 
     >>> loop_ratio(["A", "B", "A", "B", "A"])
-    0.0
-    >>> loop_ratio(["A", "B", "A", "B", "A"], overlapping=False)
     0.5
+    >>> loop_ratio(["A", "B", "A", "B", "A"], overlapping=PRINTED_ALGORITHM)
+    0.0
     """
     loops, total = loop_steps(states, actions, overlapping)
     return loops / total if total else None
@@ -122,7 +124,8 @@ def loop_ratio(
 def pooled_loop_ratio(
     trajectories: Iterable[Sequence[Hashable]], overlapping: bool = OVERLAPPING
 ) -> float | None:
-    """Algorithm 1's LR over a set of trajectories: all loop steps over all steps.
+    """LR over a set of trajectories, pooled as Algorithm 1 pools them: all loop steps
+    over all steps.
 
     Each trajectory is a sequence of states. ``None`` when there is no step at all.
     """

@@ -1,8 +1,9 @@
-"""Loop ratio exactly as 004 Algorithm 1 (and its documented overlapping=False variant)."""
+"""Loop ratio by 004 Eq. 2-4 (the default), and Algorithm 1 as printed (the named variant)."""
 
 import pytest
 
 from analysis.metrics import cycles, loop_ratio, loop_steps, pooled_loop_ratio
+from analysis.metrics.loops import EQUATIONS, PRINTED_ALGORITHM
 from tasks.core import frame_hash
 
 
@@ -17,14 +18,26 @@ def test_a_loop_after_exploration_counts_only_its_repeats():
     assert loop_steps(states) == (2, 6)
 
 
+def test_pacing_a_b_a_b_a_is_half_loops_by_the_equations_and_none_as_printed():
+    states = list("ABABA")  # 4 actions
+    # Eq. 2-4: A B A, then the rotation B A B starts inside it (skipped), then A B A
+    # again, starting where the first ended: a loop of 2 steps.
+    assert cycles(states) == [(0, 2, False), (2, 4, True)]
+    assert loop_ratio(states) == loop_ratio(states, overlapping=EQUATIONS) == 0.5
+    # As printed, the rotation replaces A B A as the previous cycle: no loop.
+    assert cycles(states, overlapping=PRINTED_ALGORITHM) == [
+        (0, 2, False), (1, 3, False), (2, 4, False)]
+    assert loop_ratio(states, overlapping=PRINTED_ALGORITHM) == 0.0
+
+
 def test_a_three_step_cycle_repeated_three_times():
     states = list("ABCABCABCA")  # 9 actions
     # As printed, each rotated cycle (B C A B, C A B C) becomes the previous cycle,
     # so no cycle starts where an equal one ended.
-    assert loop_ratio(states) == 0.0
-    # Ignoring overlapping cycles: A B C A recorded, then repeated twice.
-    assert cycles(states, overlapping=False) == [(0, 3, False), (3, 6, True), (6, 9, True)]
-    assert loop_ratio(states, overlapping=False) == pytest.approx(6 / 9)
+    assert loop_ratio(states, overlapping=PRINTED_ALGORITHM) == 0.0
+    # By the equations: A B C A recorded, then repeated twice.
+    assert cycles(states) == [(0, 3, False), (3, 6, True), (6, 9, True)]
+    assert loop_ratio(states) == pytest.approx(6 / 9)
 
 
 def test_a_cycle_with_a_nested_sub_cycle_is_not_a_cycle():
@@ -32,9 +45,21 @@ def test_a_cycle_with_a_nested_sub_cycle_is_not_a_cycle():
     assert cycles(list("ABCBA")) == [(1, 3, False)]
     # A B B A B B A: each A..A return holds the self-loop B B, so is never a cycle,
     # and no loop is counted although A B B is walked twice
-    assert [c[:2] for c in cycles(list("ABBABBA"))] == [(1, 2), (2, 4), (4, 5)]
+    assert [c[:2] for c in cycles(list("ABBABBA"), overlapping=PRINTED_ALGORITHM)] == [
+        (1, 2), (2, 4), (4, 5)]
+    assert loop_ratio(list("ABBABBA"), overlapping=PRINTED_ALGORITHM) == 0.0
     assert loop_ratio(list("ABBABBA")) == 0.0
-    assert loop_ratio(list("ABBABBA"), overlapping=False) == 0.0
+
+
+def test_a_nested_case_under_both_readings():
+    # A B C B C B A: the outer A..A holds nested cycles, so it is never a cycle; inside,
+    # B C B then C B C (a rotation starting inside it) then B C B again.
+    states = list("ABCBCBA")  # 6 actions
+    assert cycles(states) == [(1, 3, False), (3, 5, True)]
+    assert loop_ratio(states) == pytest.approx(2 / 6)
+    assert cycles(states, overlapping=PRINTED_ALGORITHM) == [(1, 3, False), (2, 4, False),
+                                                              (3, 5, False)]
+    assert loop_ratio(states, overlapping=PRINTED_ALGORITHM) == 0.0
 
 
 def test_no_cycles_is_zero():

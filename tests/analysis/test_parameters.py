@@ -16,7 +16,7 @@ from analysis.metrics import parameters_of
         (metrics.final_perplexity, {"include": ("noop",)}, {"window": 10, "include": ("noop",)}),
         (metrics.reset_frequency, {}, {"per": 100}),
         (metrics.auv, {"t_max": 30}, {"t_max": 30}),
-        (metrics.loop_ratio, {}, {"actions": None, "overlapping": True}),
+        (metrics.loop_ratio, {}, {"actions": None, "overlapping": False}),
         (metrics.metric_at_k, {"k": 5}, {"k": 5}),
         (metrics.random_baseline, {}, {"timeout": 1000}),
     ],

@@ -150,7 +150,7 @@ def test_auv_over_scored_steps(dataset):
     llm = pick(rows, challenge="planning", agent="llm:m-1")
     # the refused reply is not a step: solved at 1 of two episodes: P = 0, .5, .5, .5
     assert llm["auv"] == pytest.approx(5 / 12)
-    assert human["loop_ratio"] == 0.0
+    assert human["loop_ratio"] == human["loop_ratio_printed_alg1"] == 0.0
 
 
 def test_at_k_and_its_refusal(dataset):
