@@ -22,6 +22,8 @@ from tasks import registry
 from tasks.core import Action, Observation
 from tasks.worldtest.challenge import (
     DONE,
+    EXPLORE_FREELY,
+    GIVE_UP,
     SELECT,
     TRIGGERS_CHANGE,
     Challenge,
@@ -205,6 +207,11 @@ CHALLENGE = register(Challenge(
     goal="notice when the rules change",
     how=("In the test, press Found the change when the world behaves differently, then pick "
          "the frame where it began."),
+    guide={"interaction": EXPLORE_FREELY,
+           "test": ("Test: this is the same world, but one rule may have changed. Play as "
+                    "before; as soon as something behaves differently, press Found the change."),
+           "select": ("Move the slider to the first frame where the world behaved differently, "
+                      "then press Submit.")},
     model_task=(
         "you will interact with a changed version of the environment - where one of the "
         "dynamics rules has been changed.\nYour goal is to use your understanding of the "
@@ -228,7 +235,7 @@ CHALLENGE = register(Challenge(
             0,
         ),
     ),
-    buttons={"found-change": "Found the change"},
+    buttons={"found-change": "Found the change", "quit": GIVE_UP},
     keys={"f": "found-change"},
     check=_check_cd,
     from_recipe=_from_recipe,

@@ -137,6 +137,9 @@ class Challenge:
     """The quiz questions a participant answers before meeting this challenge."""
     buttons: Mapping[str, str] = field(default_factory=dict)
     """Verb -> label of a button the clients show while the verb is allowed."""
+    guide: Mapping[str, str] = field(default_factory=dict)
+    """For participants, what to do now, in plain words, per phase (``interaction``,
+    ``test``, ``select``): shown beside the grid while they play."""
     keys: Mapping[str, str] = field(default_factory=dict)
     """Key name (as pygame names it) -> verb, in the local client."""
     check: Checker | None = None
@@ -155,6 +158,13 @@ class Challenge:
         return {"buttons": [[verb, label] for verb, label in self.buttons.items() if verb in allowed],
                 "keys": {key: verb for key, verb in self.keys.items() if verb in allowed}}
 
+
+EXPLORE_FREELY = ("Explore freely: try the arrow keys and click on cells to find out how this "
+                  "world works. Nothing is scored yet. Reset starts the world again. When you "
+                  "think you understand it, press Go to test.")
+"""What every challenge with an interaction phase says during it."""
+GIVE_UP = "Give up"
+"""The label of the button that ends a test early (the ``quit`` verb; it scores 0)."""
 
 _REGISTRY: dict[str, Challenge] = {}
 _loaded = False

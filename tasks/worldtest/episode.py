@@ -186,6 +186,7 @@ class Episode:
             "allowed": list(allowed),
             "score": self.score if self.done else None,
             "test": self.test.view(self.phase) if self.phase != INTERACTION else None,
+            "guide": self.challenge.guide.get(self.phase, ""),
             **self.controls(allowed),
         }
 

@@ -14,6 +14,7 @@ from tasks import registry
 from tasks.core import Action, Observation
 from tasks.worldtest.challenge import (
     DONE,
+    GIVE_UP,
     SUBGOAL,
     TASK_DAG_PROMPT,
     Challenge,
@@ -71,6 +72,9 @@ CHALLENGE = register(Challenge(
     phase=Explore,
     goal="reach a goal",
     how="Explore the map and reach the goal before the step budget runs out.",
+    buttons={"quit": GIVE_UP},
+    guide={"test": ("Find your way to the goal. Each arrow key is one step, and your steps "
+                    "are limited: the game ends when you reach the goal or run out of steps.")},
     model_task="you explore a map from its start and reach its goal within the step budget.",
     prompt_style=TASK_DAG_PROMPT,
     questions=(

@@ -22,6 +22,8 @@ from tasks import registry
 from tasks.core import Action, Frame, Observation, frame_size, masked, parse_action, region, rollout
 from tasks.worldtest.challenge import (
     DONE,
+    EXPLORE_FREELY,
+    GIVE_UP,
     PICKS_OPTION,
     Challenge,
     EnvFactory,
@@ -363,6 +365,11 @@ CHALLENGE = register(Challenge(
     phase=MaskedFramePrediction,
     goal="predict hidden parts of a recording",
     how="In the test, step through the recording and choose the option that fills the hidden cells.",
+    buttons={"quit": GIVE_UP},
+    guide={"interaction": EXPLORE_FREELY,
+           "test": ("Test: a recording of this world is played back step by step. Use Step and "
+                    "Rewind to watch it; in its last frame some cells are hidden. Choose the "
+                    "option that shows what those cells look like, then press Submit.")},
     model_task=(
         "you will step through frames from a trajectory in this same environment you interacted "
         "with (use the 'step' action to step through the trajectory). Each frame is structured "

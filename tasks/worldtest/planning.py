@@ -22,6 +22,8 @@ from tasks import registry
 from tasks.core import Action, Frame, Observation, parse_action, region, rollout
 from tasks.worldtest.challenge import (
     DONE,
+    EXPLORE_FREELY,
+    GIVE_UP,
     MATCH,
     REACHES_GOAL,
     Challenge,
@@ -245,7 +247,12 @@ CHALLENGE = register(Challenge(
     title="planning",
     phase=Planning,
     goal="make marked cells show target colours",
-    how="In the test, make the bright cells look like the goal picture.",
+    how="In the test, make the framed cells look like the goal picture.",
+    buttons={"quit": GIVE_UP},
+    guide={"interaction": EXPLORE_FREELY,
+           "test": ("Test: make the cells framed in the goal picture look exactly like it. "
+                    "The rest of the grid does not matter. The world keeps moving while you "
+                    "think. Give up ends this game with no score.")},
     model_task=(
         "you will be given a goal state and a highlight mask of the same size as the grid where "
         "1 indicates the region to be reached and 0 indicates the region to be ignored.\nYour "

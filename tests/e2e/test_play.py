@@ -160,7 +160,7 @@ def test_a_preview_records_only_when_asked(page, live_server, record):
     page.goto(f"{live_server.url}/play/test/rt-walker-mfp{suffix}")
     page.wait_for_selector(f"{GAME}[data-phase=interaction]")
     press(page, "ArrowRight")
-    assert page.locator("[data-gs=phase]").text_content() == "interaction"
+    assert page.locator("[data-gs=phase]").text_content() == "exploring"
     assert bool(live_server.events()) is record
 
 

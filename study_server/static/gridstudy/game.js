@@ -74,6 +74,8 @@
     return frame;
   }
 
+  var PHASES = {interaction: "exploring", test: "test", select: "choosing the frame", done: "finished"};
+
   function Game(root, options) {
     this.root = root;
     this.options = options || {};
@@ -95,7 +97,7 @@
     socket.on("connect", function () { socket.emit("join", { token: self.token }); });
     socket.on("ping", function (m) { socket.emit("pong", { sent: m.sent, client_time: now() }); });
     socket.on("state", function (state) { self.update(state); });
-    socket.on("refused", function (m) { self.say("Not accepted: " + m.reason); });
+    socket.on("refused", function (m) { self.refused(m.reason || ""); });
     socket.on("disconnect", function () { self.say("Connection lost; reconnecting..."); });
   };
 
@@ -110,6 +112,32 @@
   };
 
   Game.prototype.say = function (text) { this.el.message.textContent = text; };
+
+  /* A refusal in plain words, shown briefly; the hint for the controls comes back after. */
+  var REFUSALS = [
+    [/^dropped/, "Too fast: that key was skipped."],
+    [/^rate-limited/, "Too many keys at once: slow down a little."],
+    [/^rejected/, "That does not work right now."],
+    [/another connection/, "This game is open in another tab or window: please use that one."],
+    [/unknown or missing session/, "This game has ended. Please reload the page."]
+  ];
+  Game.prototype.refused = function (reason) {
+    var text = "That was not accepted.", self = this;
+    REFUSALS.forEach(function (pair) { if (pair[0].test(reason)) { text = pair[1]; } });
+    this.say(text);
+    clearTimeout(this.sayTimer);
+    this.sayTimer = setTimeout(function () { self.say(self.hint()); }, 2000);
+  };
+
+  /* What keys and clicks do now, from the verbs the phase allows. */
+  Game.prototype.hint = function () {
+    if (!this.state || this.state.phase === "done") { return ""; }
+    var moves = ["up", "down", "left", "right"].some(this.allows, this), click = this.allows("click");
+    if (moves && click) { return "Arrow keys move; click a cell to act on it."; }
+    if (moves) { return "Arrow keys move."; }
+    if (click) { return "Click a cell to act on it."; }
+    return "";
+  };
 
   Game.prototype.bindControls = function () {
     var self = this;
@@ -164,8 +192,12 @@
     this.state = state;
     this.root.dataset.phase = state.phase;
     this.root.dataset.tick = state.tick;
-    this.el.phase.textContent = state.phase;
-    if (first) { this.showPhase(state); }
+    this.el.phase.textContent = PHASES[state.phase] || state.phase;
+    if (first) {
+      this.showPhase(state);
+      this.el.guide.textContent = state.guide || "";
+      this.say(this.hint());
+    }
     this.updateButtons(state.buttons || []);
     this.draw();
     if (state.test) { this.updateTest(state.test); }
@@ -197,7 +229,10 @@
       button.type = "button";
       button.dataset.gsAction = pair[0];
       button.textContent = pair[1];
-      button.addEventListener("click", function () { self.send(pair[0]); });
+      button.addEventListener("click", function () {
+        if (pair[0] === "quit" && !window.confirm("Give up this game? It ends now and scores 0.")) { return; }
+        self.send(pair[0]);
+      });
       box.appendChild(button);
     });
     box.hidden = buttons.length === 0;
@@ -229,6 +264,13 @@
     var targets = {};
     test.goal_cells.forEach(function (c, i) { goal[c[1]][c[0]] = test.goal_colours[i]; targets[c[0] + "," + c[1]] = true; });
     drawFrame(this.el.goal, goal, this.cell, function (x, y) { return !targets[x + "," + y]; });
+    var ctx = this.el.goal.getContext("2d"), cell = this.cell;
+    test.goal_cells.forEach(function (c) {  // a frame around each target, whatever its colour
+      ctx.lineWidth = 3; ctx.strokeStyle = "#ffffff";
+      ctx.strokeRect(c[0] * cell + 2, c[1] * cell + 2, cell - 4, cell - 4);
+      ctx.lineWidth = 2; ctx.strokeStyle = "#d00000";
+      ctx.strokeRect(c[0] * cell + 4, c[1] * cell + 4, cell - 8, cell - 8);
+    });
     this.goalDrawn = true;
   };
 
@@ -265,8 +307,8 @@
       });
       this.stepTowardTarget();
     } else if (test.kind === "planning") {
-      this.el["plan-steps"].textContent = test.steps;
-      this.el["plan-horizon"].textContent = test.horizon;
+      var left = Math.max(0, Math.round((test.horizon - test.steps) / this.state.frame_rate));
+      this.el["plan-left"].textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
     } else if (test.kind === "cd" && this.state.phase === "select") {
       this.el["cd-slider"].max = test.frame_count - 1;
       this.el["cd-last"].textContent = test.frame_count - 1;
