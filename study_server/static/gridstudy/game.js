@@ -252,7 +252,8 @@
     var state = this.state;
     var planning = state.test && state.test.kind === "planning" && state.phase === "test";
     var mfp = state.test && state.test.kind === "mfp";
-    this.cell = this.cellSize(state.size, planning ? 2 : 1, mfp ? 440 : 260);  // room for controls
+    var guide = state.guide ? 80 : 0;  // the guide's lines above the grid
+    this.cell = this.cellSize(state.size, planning ? 2 : 1, (mfp ? 440 : 300) + guide);  // room for controls
     drawFrame(this.el.grid, state.frame, this.cell);
     if (planning && !this.goalDrawn) { this.drawGoal(state); }
   };
