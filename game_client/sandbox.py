@@ -73,5 +73,8 @@ class Sandbox(Episode):
         """Free play is never scored."""
         return None
 
+    def guide(self) -> str:
+        return "Free play: nothing is scored. Reset starts the world again."
+
     def view(self) -> dict[str, Any]:
         return {**super().view(), "score": None}

@@ -186,9 +186,13 @@ class Episode:
             "allowed": list(allowed),
             "score": self.score if self.done else None,
             "test": self.test.view(self.phase) if self.phase != INTERACTION else None,
-            "guide": self.challenge.guide.get(self.phase, ""),
+            "guide": self.guide(),
             **self.controls(allowed),
         }
+
+    def guide(self) -> str:
+        """What a participant is told to do now (the challenge's guide for this phase)."""
+        return self.challenge.guide.get(self.phase, "")
 
     def controls(self, allowed: tuple[str, ...]) -> dict[str, Any]:
         """The challenge's buttons and keys for the ``allowed`` verbs (none outside the
