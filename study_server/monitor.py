@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Flask, render_template
@@ -48,7 +48,8 @@ def snapshot(app: Flask, now: float | None = None) -> dict[str, Any]:
     models = [_model_row(live, now) for live in
               list(app.extensions.get("gridstudy.agent_episodes", {}).values())
               if not live.turns.ended]
-    return {"at": now, "playing": sorted(playing, key=lambda r: r["episode_id"] or 0),
+    return {"at": now, "at_text": datetime.fromtimestamp(now, UTC).strftime("%H:%M:%S UTC"),
+            "playing": sorted(playing, key=lambda r: r["episode_id"] or 0),
             "finished": finished, "previews": previews, "models": models}
 
 
