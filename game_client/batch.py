@@ -31,7 +31,15 @@ from typing import Any
 from sqlmodel import select
 
 from game_client.agents import Agent
-from game_client.runner import Attempt, Budget, EpisodeResult, Guard, LocalAttempt, play
+from game_client.runner import (
+    Attempt,
+    Budget,
+    CannotResume,
+    EpisodeResult,
+    Guard,
+    LocalAttempt,
+    play,
+)
 from records.models import AgentRun, EpisodeRow
 from tasks import registry
 from tasks.worldtest.problem import Problem
@@ -231,21 +239,24 @@ class Batch:
                 finally:
                     getattr(agent, "close", lambda: None)()
             except Exception as error:  # one attempt's failure never ends the batch
-                result = self._failed(job, attempt, f"{type(error).__name__}: {error}")
+                result = self._failed(job, attempt, f"{type(error).__name__}: {error}",
+                                      resumable=not isinstance(error, CannotResume))
             with self.lock:
                 self.live.pop(job, None)
                 self.results.setdefault(job, result)
 
-    def _failed(self, job: Job, attempt: Attempt | None, message: str) -> EpisodeResult:
-        """The result of a job whose attempt could not be opened or played."""
+    def _failed(self, job: Job, attempt: Attempt | None, message: str,
+                resumable: bool = True) -> EpisodeResult:
+        """The result of a job whose attempt could not be opened or played (resumable
+        unless its record cannot be replayed)."""
         if attempt is not None:
             try:
-                attempt.end(ERROR, f"the driver failed: {message}", resumable=True)
+                attempt.end(ERROR, f"the driver failed: {message}", resumable=resumable)
             except Exception:  # the attempt's own store or server is what failed
                 pass
         return EpisodeResult(job.problem_id, ERROR, None, 0, 0,
                              getattr(attempt, "episode_id", job.episode_id), message,
-                             agent=job.run.label, resumable=attempt is not None)
+                             agent=job.run.label, resumable=resumable and attempt is not None)
 
     def _interrupt_live(self) -> None:
         """End every running attempt now (its thread is still waiting on the model)."""

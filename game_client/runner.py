@@ -184,13 +184,17 @@ class Attempt(Protocol):
         """``status``, ``reason``, ``turns``, ``invalid`` and ``score``."""
 
 
+class CannotResume(RuntimeError):
+    """A stored attempt whose replay does not arrive where its record stands."""
+
+
 def catch_up(agent: Agent, attempt: Attempt,
              make_env=registry.make) -> tuple[str | None, str | None, float | None, int]:
     """Start ``agent`` on ``attempt`` and, for a resumed one, replay its recorded turns
     through the agent (its recorded replies, not new ones: :meth:`LLMAgent.recall`;
     agents without a model decide again, deterministically) on a copy of the episode.
     Returns the last applied action, the last turn's error, and the cost and tokens
-    already spent. Raises ``RuntimeError`` when the replay does not arrive where the
+    already spent. Raises :class:`CannotResume` when the replay does not arrive where the
     record stands (the problem or the agent changed since)."""
     agent.start(attempt.problem)
     last_action = error = None
@@ -210,7 +214,7 @@ def catch_up(agent: Agent, attempt: Attempt,
     stored = attempt.summary()
     if (copy.turns, copy.invalid) != (stored["turns"], stored["invalid"]) or \
             copy.state()["text"] != attempt.state()["text"]:
-        raise RuntimeError(
+        raise CannotResume(
             f"episode {attempt.episode_id}: replaying its {len(attempt.recorded)} recorded "
             f"turns does not arrive where the record stands; the problem or the agent "
             f"changed since it was played, so it cannot be resumed")

@@ -133,3 +133,27 @@ def episode_of(store, episode_id):
 
     with store.session() as session:
         return session.get(EpisodeRow, episode_id)
+
+
+def test_an_attempt_whose_record_no_longer_replays_is_not_resumed_again(store_factory,
+                                                                       test_problems):
+    from sqlalchemy import text
+
+    store = store_factory("tampered.db")
+    records = LocalRecords(store)
+    with FakeOpenAI([*REPLIES[:2], Failure(503), Failure(503)]) as fake:
+        first, _ = batch(records, fake)
+        episode_id = first.results[0].episode_id
+        store.flush()
+        with store.engine.begin() as connection:  # the record says a different reply
+            connection.execute(text("update event set raw_reply = '<action>up</action>' "
+                                    "where episode_id = :e and seq = 1"), {"e": episode_id})
+        fake.script.extend(REPLIES)
+        second, jobs = batch(records, fake)
+        assert [job.episode_id for job in jobs] == [episode_id]
+        result = second.results[0]
+        assert (result.status, result.resumable) == ("error", False)
+        assert "does not arrive where the record stands" in result.reason
+        third, jobs = batch(records, fake)  # not tried again: a new attempt instead
+    assert [job.episode_id for job in jobs] == [None]
+    assert episode_of(store, episode_id).info["resumable"] is False
