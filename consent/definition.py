@@ -31,6 +31,12 @@ _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _CODE = re.compile(r"^[A-Za-z0-9_-]{4,32}$")
 
 
+ENDINGS = {"complete": "completed", "declined": "no_consent", "screened-out": "screened_out",
+           "failed-quiz": "failed_quiz", "timed-out": "timed_out", "full": "study_full",
+           "paused": "study_closed", "closed": "study_closed"}
+"""Participant status (or a study's status, for a turned-away arrival) -> the name of its
+ending in the study file's ``codes:``."""
+
 STAGE_ORDER = ("consent", "screening", "instructions", "tutorials", "quiz", "tasks", "debrief")
 """The parts of the participant flow, in their default order. ``tutorials`` is one
 practice problem per task type, ``tasks`` the assigned problems with the attention checks
@@ -104,11 +110,17 @@ class StudyDefinition:
     screening before every part that shows the assigned problems; instructions,
     tutorials, quiz and debrief may be left out."""
     bonus: BonusRule = field(default_factory=BonusRule)
+    codes: dict[str, str] = field(default_factory=dict)
+    """Ending (:data:`ENDINGS`) -> the Prolific code for it, where the study file sets
+    one; an ending without one gets ``completion_code`` (completed) or
+    ``screenout_code`` (every other)."""
 
     def code_for(self, status: str) -> str:
-        """The Prolific code a participant who ended with ``status`` is given: the
-        completion code for ``complete``, the screen-out code for every other ending."""
-        return self.completion_code if status == "complete" else self.screenout_code
+        """The Prolific code a participant whose visit ended with ``status`` (a
+        participant status, or ``paused``/``closed`` for a turned-away arrival) is given."""
+        ending = ENDINGS.get(status, "screened_out")
+        default = self.completion_code if ending == "completed" else self.screenout_code
+        return self.codes.get(ending, default)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -177,6 +189,7 @@ def parse_definition(data: Any, known_problems: set[str] | None = None) -> Study
         "exclusion": _exclusion(data.get("exclusion")),
         "stages": _stages(data.get("stages", STAGE_ORDER)),
         "bonus": _bonus(data.get("bonus")),
+        "codes": _codes(data.get("codes")),
     }
     return _checked(StudyDefinition(**values))
 
@@ -357,6 +370,21 @@ def _exclusion(value: Any) -> ExclusionRules:
         )
     except DefinitionError as error:
         raise DefinitionError(f"exclusion.{error}") from None
+
+
+def _codes(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    names = sorted(set(ENDINGS.values()))
+    if not isinstance(value, dict):
+        raise DefinitionError(f"codes: expected a mapping of ending -> code, endings: {', '.join(names)}")
+    unknown = sorted(set(value) - set(names))
+    if unknown:
+        raise DefinitionError(f"codes.{unknown[0]}: unknown ending; known: {', '.join(names)}")
+    try:
+        return {name: _code(value, name) for name in sorted(value)}
+    except DefinitionError as error:
+        raise DefinitionError(f"codes.{error}") from None
 
 
 def _bonus(value: Any) -> BonusRule:

@@ -25,6 +25,7 @@ from consent import attention, quiz, screening
 from consent.definition import StudyDefinition
 
 CONTINUE, RETRY, DECLINED, SCREENED_OUT = "continue", "retry", "declined", "screened-out"
+FAILED_QUIZ = "failed-quiz"
 RESERVES_PROBLEMS, JUDGES_EPISODE, JUDGES_PARTICIPANT = (
     "reserves-problems", "judges-episode", "judges-participant")
 """Effects a stage may declare: reserve the participant's problems, decide whether the
@@ -193,7 +194,7 @@ class Quiz(Stage):
         if not wrong:
             return Outcome(CONTINUE, self.record(passed=True, tries=tries))
         if tries >= self.values["tries"]:
-            return Outcome(SCREENED_OUT, self.record(passed=False, tries=tries, wrong=wrong))
+            return Outcome(FAILED_QUIZ, self.record(passed=False, tries=tries, wrong=wrong))
         return Outcome(RETRY, error=f"{len(wrong)} answer(s) were not right; please read again and retry.")
 
     def simulate(self, state: FlowState, behaviour: str = "pass") -> dict[str, str]:

@@ -61,6 +61,10 @@ def prolific_url(code: str) -> str:
     return f"{PROLIFIC_COMPLETE}?{urlencode({'cc': code})}"
 
 
+REDIRECT_SECONDS = 5
+"""Seconds the completion page shows its code before going to Prolific."""
+
+
 def _prolific(name: str) -> str | None:
     """A Prolific id from the link, as kept: at most 64 characters, None when absent."""
     return request.args.get(name, "").strip()[:64] or None
@@ -116,9 +120,11 @@ def stage(study_id: str) -> Any:
 
 
 def _end(page: Any) -> Any:
+    """Every ending shows its code (with a copy button) and the link back to Prolific; a
+    completed visit also goes there by itself after :data:`REDIRECT_SECONDS`, so a
+    redirect that fails still leaves the participant with their code."""
     definition, status = page.definition, page.participant.status
     code = definition.code_for(status)
-    if status == "complete":
-        return redirect(prolific_url(code))
-    return render_template("consent/end.html", status=status, study=definition,
-                           code=code, link=prolific_url(code))
+    return render_template("consent/end.html", status=status, study=definition, code=code,
+                           link=prolific_url(code),
+                           redirect_after=REDIRECT_SECONDS if status == "complete" else None)

@@ -40,7 +40,7 @@ from study_server import assignment
 from study_server.session import GameSession
 from tasks import registry
 
-ENDED = ("complete", "declined", "screened-out", "timed-out", "full")
+ENDED = ("complete", "declined", "screened-out", "failed-quiz", "timed-out", "full")
 
 
 class StudyNotOpen(LookupError):

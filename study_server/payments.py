@@ -7,8 +7,8 @@ ended, how it ended, the code the participant was given, and a decision:
 * ``approve``: completed and not excluded;
 * ``reject``: excluded by the study's attention rule (the reason says which checks
   failed); review it before rejecting on Prolific, whose rules decide what is fair;
-* ``screened-out``: screened out (colour vision, the comprehension quiz) or declined
-  consent, with the screen-out code; Prolific pays screen-outs by its own rule;
+* ``screened-out``: screened out (colour vision), failed the comprehension quiz, or
+  declined consent, each with its code; Prolific pays screen-outs by its own rule;
 * ``return``: the visit timed out or the study was full; ask the participant to return
   the submission;
 * ``pending``: still taking part.
@@ -35,8 +35,8 @@ from records.models import EpisodeRow, Participant
 from study_server import assignment
 
 DECISIONS = {"complete": "approve", "excluded": "reject", "screened-out": "screened-out",
-             "declined": "screened-out", "timed-out": "return", "full": "return",
-             "active": "pending"}
+             "failed-quiz": "screened-out", "declined": "screened-out", "timed-out": "return",
+             "full": "return", "active": "pending"}
 COLUMNS = ("participant_id", "prolific_pid", "prolific_study_id", "prolific_sessions", "status",
            "decision", "reason", "code", "started_at", "ended_at", "solved", "bonus")
 

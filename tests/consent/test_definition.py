@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from consent.definition import DefinitionError, from_stored, load_definition, parse_definition
-from tests.consent.helpers import definition_data
+from tests.consent.helpers import definition_data, make_definition
 
 
 def test_defaults_and_round_trip():
@@ -67,3 +69,13 @@ def test_file_errors_start_with_the_file_name(tmp_path):
     path.write_text("id: pilot\n")
     with pytest.raises(DefinitionError, match=f"^{path}: consent: missing"):
         load_definition(path)
+
+
+@pytest.mark.parametrize("codes, message", [
+    ({"finished": "ABCD1234"}, "codes.finished: unknown ending; known: completed, failed_quiz"),
+    ({"completed": "no"}, "codes.completed: expected 4-32 letters or digits, got 'no'"),
+    (["ABCD1234"], "codes: expected a mapping of ending -> code"),
+])
+def test_bad_codes_per_ending_are_refused(codes, message):
+    with pytest.raises(DefinitionError, match=re.escape(message)):
+        make_definition(codes=codes)

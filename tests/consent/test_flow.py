@@ -59,7 +59,7 @@ def answer(app, client, behaviour="pass"):
     return post(client, page.stage.simulate(page.state, behaviour))
 
 
-def test_whole_flow_redirects_to_prolific_with_the_completion_code(app):
+def test_whole_flow_ends_on_the_completion_code_then_goes_to_prolific(app):
     client = app.test_client()
     assert client.get(ENTRY).status_code == 302
     seen = []
@@ -72,7 +72,9 @@ def test_whole_flow_redirects_to_prolific_with_the_completion_code(app):
         assert response.status_code == 302, response.text
     assert seen == ["consent", "screening", "instructions", "tutorial", "quiz", "task", "attention", "task", "debrief"]
     final = client.get("/study/pilot/flow")
-    assert final.headers["Location"] == "https://app.prolific.com/submissions/complete?cc=DONE1234"
+    link = "https://app.prolific.com/submissions/complete?cc=DONE1234"
+    assert final.status_code == 200 and "<strong data-code>DONE1234</strong>" in final.text
+    assert f'content="5;url={link}"' in final.text and f'href="{link}"' in final.text
     with app.extensions["gridstudy.store"].session() as db:
         participant = db.exec(select(Participant)).one()
         episodes = db.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all()
@@ -123,7 +125,7 @@ def test_quiz_failed_twice_screens_out_and_releases_the_slots(app):
     with app.extensions["gridstudy.store"].session() as db:
         participant = db.exec(select(Participant)).one()
         held = assigned(db)
-    assert participant.status == "screened-out"
+    assert participant.status == "failed-quiz"
     assert {row.status for row in held} == {"abandoned"}
 
 
@@ -220,3 +222,59 @@ def test_a_row_the_writer_gives_up_on_does_not_break_a_participants_form(app, tm
         operator.execute("alter table event_kept rename to event")
     with pytest.raises(StoreWriteError, match="no such table: event"):
         store.flush()  # reported to whoever asks (the operator's export, the shutdown)
+
+
+CODES = {"completed": "FIN0001", "no_consent": "NOC0002", "screened_out": "SCR0003",
+         "failed_quiz": "QUI0004", "timed_out": "TIM0005", "study_full": "FUL0006",
+         "study_closed": "CLO0007"}
+
+
+@pytest.fixture
+def coded(tmp_path):
+    app = study_app(tmp_path / "codes.db", codes=CODES)
+    yield app
+    shutdown(app)
+
+
+def shown_code(page) -> str:
+    return re.search(r"<strong data-code>([^<]+)</strong>", page.text).group(1)
+
+
+def test_every_ending_shows_its_own_code_with_a_copy_button(coded):
+    app = coded
+    ends = {}
+    client = app.test_client()  # declines consent
+    client.get("/study/pilot?PROLIFIC_PID=p-no&SESSION_ID=a")
+    answer(app, client, "fail")
+    ends["declined"] = client.get("/study/pilot/flow")
+    client = app.test_client()  # fails the quiz twice
+    client.get("/study/pilot?PROLIFIC_PID=p-quiz&SESSION_ID=b")
+    for _ in range(4):
+        answer(app, client)
+    answer(app, client, "fail")
+    answer(app, client, "fail")
+    ends["failed-quiz"] = client.get("/study/pilot/flow")
+    client = app.test_client()  # completes
+    client.get("/study/pilot?PROLIFIC_PID=p-done&SESSION_ID=c")
+    while current(app, client).stage is not None:
+        answer(app, client)
+    ends["complete"] = client.get("/study/pilot/flow")
+    with app.extensions["gridstudy.store"].session() as db:
+        db.get(Study, "pilot").status = "closed"
+    ends["closed"] = app.test_client().get("/study/pilot?PROLIFIC_PID=p-late&SESSION_ID=d")
+    assert {status: shown_code(page) for status, page in ends.items()} == {
+        "declined": "NOC0002", "failed-quiz": "QUI0004", "complete": "FIN0001",
+        "closed": "CLO0007"}
+    for page in ends.values():
+        assert page.status_code == 200 and 'data-copy="' in page.text and "Return to Prolific" in page.text
+    assert "url=https://app.prolific.com" in ends["complete"].text  # goes on by itself
+    assert "url=" not in ends["declined"].text
+    with app.extensions["gridstudy.store"].session() as db:
+        given = {p.external_id: p.code for p in db.exec(select(Participant)).all()}
+    assert given == {"p-no": "NOC0002", "p-quiz": "QUI0004", "p-done": "FIN0001"}
+
+
+def test_a_study_file_without_codes_keeps_the_two_codes():
+    definition = make_definition()
+    assert [definition.code_for(s) for s in ("complete", "declined", "failed-quiz", "full")] == [
+        "DONE1234", "SCREEN99", "SCREEN99", "SCREEN99"]

@@ -83,5 +83,5 @@ def test_quiz_gives_two_tries_then_screens_out():
     assert stage.evaluate(state, wrong).status == "retry"
     state.tries = 1
     outcome = stage.evaluate(state, wrong)
-    assert (outcome.status, outcome.record["passed"], outcome.record["tries"]) == ("screened-out", False, 2)
+    assert (outcome.status, outcome.record["passed"], outcome.record["tries"]) == ("failed-quiz", False, 2)
     assert stage.evaluate(state, stage.simulate(state)).record == {"stage": "quiz", "passed": True, "tries": 2}

@@ -73,3 +73,25 @@ def test_giving_up_asks_first(page, live_server, test_problems):
     page.once("dialog", lambda dialog: dialog.dismiss())
     act(page, lambda: page.click("button[data-gs-action=quit]"))
     assert page.get_attribute(GAME, "data-phase") == "test"  # still playing
+
+
+def test_an_ending_page_copies_its_code(page, make_live_server, tmp_path):
+    from records.models import Study
+    from tests.consent.helpers import make_definition, register_walker_problems
+    from tests.consent.test_flow import PROBLEMS
+
+    register_walker_problems(PROBLEMS)
+    live = make_live_server()
+    definition = make_definition(codes={"study_closed": "CLOSED77"})
+    with live.store.session() as db:
+        db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict(),
+                     status="paused"))
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live.url)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{live.url}/study/pilot?PROLIFIC_PID=late-1&SESSION_ID=s")
+    assert page.inner_text("[data-code]") == "CLOSED77"
+    assert "not taking new participants" in page.inner_text("body")
+    page.click("[data-copy]")
+    page.wait_for_function("document.querySelector('[data-copied]').textContent == 'Copied.'")
+    assert page.evaluate("navigator.clipboard.readText()") == "CLOSED77"
+    assert page.get_attribute("[data-return]", "href").endswith("cc=CLOSED77")
