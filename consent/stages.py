@@ -66,6 +66,9 @@ class Outcome:
     record: dict | None = None
     """The stage's one record; ``None`` while it is not finished (a retry)."""
     error: str | None = None
+    costs_try: bool = True
+    """For a retry of a stage that counts tries: whether this one used a try (a form
+    sent with questions left unanswered does not)."""
 
 
 class Stage:
@@ -186,16 +189,27 @@ class Quiz(Stage):
         return quiz.questions_for(state.challenges[p] for p in state.assignment)
 
     def context(self, state: FlowState) -> dict[str, Any]:
-        return {"questions": self.questions(state), "tries_left": self.values["tries"] - state.tries}
+        kinds = sorted({state.challenges[p] for p in state.assignment})
+        return {"questions": self.questions(state), "tries_left": self.values["tries"] - state.tries,
+                "challenges": kinds, "count": len(state.assignment)}
 
     def evaluate(self, state: FlowState, form: Mapping[str, str]) -> Outcome:
-        wrong = quiz.grade(self.questions(state), form)
+        questions = self.questions(state)
+        unanswered = [q for q in questions if not form.get(q.id)]
+        if unanswered:
+            return Outcome(RETRY, costs_try=False, error=(
+                f"Please answer every question ({len(unanswered)} not answered yet); "
+                "this did not use a try."))
+        wrong = quiz.grade(questions, form)
         tries = state.tries + 1
         if not wrong:
             return Outcome(CONTINUE, self.record(passed=True, tries=tries))
         if tries >= self.values["tries"]:
             return Outcome(FAILED_QUIZ, self.record(passed=False, tries=tries, wrong=wrong))
-        return Outcome(RETRY, error=f"{len(wrong)} answer(s) were not right; please read again and retry.")
+        texts = {q.id: q.text for q in questions}
+        return Outcome(RETRY, error="Not right yet: " + "; ".join(
+            f"“{texts[w]}”" for w in wrong) + ". The instructions below explain it; "
+            "please read them again and answer once more.")
 
     def simulate(self, state: FlowState, behaviour: str = "pass") -> dict[str, str]:
         answers = quiz.right_answers(self.questions(state))

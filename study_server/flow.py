@@ -136,7 +136,7 @@ class Flow:
             participant = db.get(Participant, participant_id)
             data = dict(participant.data)
             if outcome.status == RETRY:
-                if page.stage.counts_tries:  # a wrong try; missing answers count as wrong
+                if page.stage.counts_tries and outcome.costs_try:  # a wrong try
                     data["tries"] = data.get("tries", 0) + 1
                 participant.data = data
                 return outcome.error

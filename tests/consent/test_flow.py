@@ -129,6 +129,24 @@ def test_quiz_failed_twice_screens_out_and_releases_the_slots(app):
     assert {row.status for row in held} == {"abandoned"}
 
 
+def test_an_empty_quiz_costs_no_try_and_a_wrong_one_says_which(app):
+    client = app.test_client()
+    client.get(ENTRY)
+    for _ in range(4):  # consent, screening, instructions, tutorial
+        answer(app, client)
+    empty = post(client, {})
+    assert empty.status_code == 200 and "You have 2 tries left" in empty.text
+    assert "did not use a try" in empty.text
+    form = current(app, client).stage.simulate(current(app, client).state)
+    form["reset"] = "0"
+    wrong = post(client, form)
+    assert "You have 1 try left" in wrong.text
+    assert "What does the Reset button do?" in wrong.text.split("Not right yet")[1][:300]
+    assert '<details class="reread" open>' in wrong.text and "How the study" not in wrong.text
+    assert "Each game has two parts" in wrong.text  # the instructions, one click away
+    assert 'name="tick" value="1" checked' in wrong.text  # answers are kept
+
+
 def test_missing_prolific_id_and_forged_form_are_refused(app):
     client = app.test_client()
     assert client.get("/study/pilot").status_code == 400

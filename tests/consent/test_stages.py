@@ -85,3 +85,19 @@ def test_quiz_gives_two_tries_then_screens_out():
     outcome = stage.evaluate(state, wrong)
     assert (outcome.status, outcome.record["passed"], outcome.record["tries"]) == ("failed-quiz", False, 2)
     assert stage.evaluate(state, stage.simulate(state)).record == {"stage": "quiz", "passed": True, "tries": 2}
+
+
+def test_the_quiz_names_wrong_answers_and_charges_no_try_for_unanswered_ones():
+    state = FlowState(make_definition(), 1, ["p"], {"p": "planning"})
+    stage = Quiz(tries=2)
+    empty = stage.evaluate(state, {})
+    assert (empty.status, empty.costs_try) == ("retry", False)
+    assert "not answered yet" in empty.error and "did not use a try" in empty.error
+    partly = stage.evaluate(state, {"tick": "1"})
+    assert (partly.status, partly.costs_try) == ("retry", False)
+    answers = stage.simulate(state)
+    answers["reset"] = "0"  # one wrong answer
+    wrong = stage.evaluate(state, answers)
+    assert (wrong.status, wrong.costs_try) == ("retry", True)
+    assert "What does the Reset button do?" in wrong.error
+    assert "When does the test start?" not in wrong.error
