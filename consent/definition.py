@@ -56,7 +56,8 @@ class ExclusionRules:
 
     ``max_failed_attention_checks``: a participant failing more is excluded (all their
     attempts). ``min_input_actions``: an attempt with fewer key presses or clicks is
-    excluded as not engaged. ``max_idle_seconds``: an attempt idle longer than this
+    excluded as not engaged, unless it solved the problem (efficiency is not
+    disengagement). ``max_idle_seconds``: an attempt idle longer than this
     (no input at all) is excluded.
     """
 

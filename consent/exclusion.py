@@ -34,10 +34,13 @@ def longest_idle(input_times: Sequence[float], start: float, end: float) -> floa
 
 
 def episode_reason(
-    rules: ExclusionRules, input_times: Sequence[float], start: float, end: float
+    rules: ExclusionRules, input_times: Sequence[float], start: float, end: float,
+    solved: bool = False,
 ) -> str | None:
-    """Why one finished attempt is excluded (too few inputs, or idle too long), if at all."""
-    if len(input_times) < rules.min_input_actions:
+    """Why one finished attempt is excluded (too few inputs, or idle too long), if at all.
+    A solved attempt is never excluded for having few inputs: solving with few actions
+    is efficiency, not disengagement."""
+    if len(input_times) < rules.min_input_actions and not solved:
         return f"{len(input_times)} inputs (at least {rules.min_input_actions} required)"
     idle = longest_idle(input_times, start, end)
     if idle > rules.max_idle_seconds:

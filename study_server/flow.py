@@ -217,7 +217,8 @@ class Flow:
             return
         inputs = [e.server_time for e in events if e.source == "input"]
         reason = exclusion.episode_reason(page.definition.exclusion, inputs,
-                                          events[0].server_time, events[-1].server_time)
+                                          events[0].server_time, events[-1].server_time,
+                                          solved=(row.score or 0.0) >= 1.0)
         if reason:
             row.included, row.exclusion_reason = False, reason
 

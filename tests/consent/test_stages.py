@@ -52,6 +52,15 @@ def test_episode_exclusion(inputs, end, reason):
     assert exclusion.episode_reason(ExclusionRules(), inputs, 0.0, end) == reason
 
 
+def test_a_solver_is_never_excluded_for_acting_efficiently():
+    rules = ExclusionRules(min_input_actions=5)
+    assert exclusion.episode_reason(rules, [1.0, 2.0], 0.0, 10.0) == \
+        "2 inputs (at least 5 required)"
+    assert exclusion.episode_reason(rules, [1.0, 2.0], 0.0, 10.0, solved=True) is None
+    # an idle stretch still counts: solving is no excuse for leaving the game alone
+    assert exclusion.episode_reason(rules, [1.0], 0.0, 500.0, solved=True).startswith("idle")
+
+
 def test_participant_exclusion_counts_failed_checks():
     rules = ExclusionRules(max_failed_attention_checks=1)
     assert exclusion.participant_reason(rules, [True, False]) is None
