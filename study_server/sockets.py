@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import current_app, request
-from flask_socketio import SocketIO, emit, join_room
+from flask_socketio import SocketIO, emit, join_room, leave_room
 from socketio.packet import Packet
 
 from study_server.scheduler import Scheduler
@@ -138,15 +138,21 @@ def _short(payload: Any) -> str:
 
 
 def on_join(message: Any = None) -> dict[str, Any]:
-    """Client sends ``join {token}``. Binds this connection to the session, enters the
-    session's room, starts its ticks; emits ``state`` and ``ping`` to this client. A
-    session already bound to another live connection is refused."""
+    """Client sends ``join {token}`` (``takeover: true`` to move the session here).
+    Binds this connection to the session, enters the session's room, starts its ticks;
+    emits ``state`` and ``ping`` to this client. A session already bound to another live
+    connection is refused, unless the join takes it over: the other connection then
+    leaves the room and is told ``taken-over`` (a second tab that chose "continue
+    here")."""
     token = message.get("token") if isinstance(message, dict) else None
     session = _scheduler().get(token)
     if session is None:
         return _refuse("join: unknown or missing session token", message)
     if session.sid not in (None, request.sid):
-        return _refuse("join: this session is open in another connection", message)
+        if message.get("takeover") is not True:
+            return _refuse("join: this session is open in another connection", message)
+        leave_room(session.token, sid=session.sid)
+        emit("taken-over", {"token": session.token}, to=session.sid)
     session.sid, session.idle_since, session.joined = request.sid, None, True
     join_room(session.token)
     _scheduler().start(session.token)

@@ -133,3 +133,27 @@ def test_reload_mid_episode_resumes_with_the_event_log_intact(make_live_server, 
     applied = [e.tick for e in events if e.applied]
     assert applied == list(range(len(applied)))
     assert [e.action for e in events if e.source == "input"][:1] == ["go-to-test"]
+
+
+def test_a_second_tab_offers_to_continue_here_and_takes_over(make_live_server, page):
+    live = start(make_live_server)
+    walk_to_first_task(page, live, "walker-tabs")
+    page.locator("section.gs-game[data-tick]").wait_for()
+    second = page.context.new_page()
+    try:
+        second.set_viewport_size({"width": 1280, "height": 720})
+        second.goto(f"{live.url}/study/pilot/flow")
+        button = second.locator("button[data-gs-takeover]")
+        button.wait_for()
+        assert "open in another tab or window" in second.inner_text("[data-gs=message]")
+        assert "join:" not in second.inner_text("body")  # no developer text
+        button.click()
+        second.wait_for_function(
+            "Number(document.querySelector('section.gs-game').dataset.tick) > 0")
+        page.wait_for_function("document.querySelector('section.gs-game').dataset.takenOver == '1'")
+        assert "continues in another tab" in page.inner_text("[data-gs=message]")
+        start_tick = int(second.get_attribute("section.gs-game", "data-tick"))
+        second.wait_for_function(
+            f"Number(document.querySelector('section.gs-game').dataset.tick) > {start_tick + 2}")
+    finally:
+        second.close()

@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from tests.conftest import Player
+
 MFP = "test/rt-walker-mfp"
 
 
@@ -158,3 +160,26 @@ def test_twenty_concurrent_sessions_record_exactly_one_event_per_tick(live_serve
         received = sorted({s["tick"] for s in client.states if s["tick"] > 0})
         assert received == list(range(1, len(events) + 1))  # every tick's state delivered
         assert sum(e.source == "input" for e in events) >= 1
+
+
+def test_a_second_tab_takes_the_session_over_when_asked(live_server, player):
+    first = player(MFP)
+    second = Player(live_server.url, first.token).connect()
+    taken: list = []
+    first.sio.on("taken-over", taken.append)
+    try:
+        assert second.join()["ok"] is False  # refused until it asks to take over
+        answer = second.sio.call("join", {"token": first.token, "takeover": True}, timeout=10)
+        assert answer["ok"] is True
+        deadline = time.monotonic() + 5
+        while not taken and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert taken == [{"token": first.token}]
+        assert first.send("right") == {"ok": False, "error": "input: not your session"}
+        assert second.send("right")["ok"] is True
+        second.wait_ticks(2)
+        seen = len(first.states)
+        second.wait_ticks(3)
+        assert len(first.states) <= seen + 1  # the first tab no longer gets the states
+    finally:
+        second.close()

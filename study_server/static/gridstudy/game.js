@@ -97,13 +97,39 @@
     socket.on("connect", function () { socket.emit("join", { token: self.token }); });
     socket.on("ping", function (m) { socket.emit("pong", { sent: m.sent, client_time: now() }); });
     socket.on("state", function (state) { self.update(state); });
-    socket.on("refused", function (m) { self.refused(m.reason || ""); });
+    socket.on("refused", function (m) {
+      if (/another connection/.test(m.reason || "")) { self.offerTakeover(); return; }
+      self.refused(m.reason || "");
+    });
+    socket.on("taken-over", function () {
+      self.elsewhere = true;
+      self.say("This game now continues in another tab or window. You can close this one.");
+      self.root.dataset.takenOver = "1";
+    });
     socket.on("disconnect", function () { self.say("Connection lost; reconnecting..."); });
+  };
+
+  /* The game is open in another tab: offer to continue it here instead. */
+  Game.prototype.offerTakeover = function () {
+    var self = this;
+    this.say("This game is open in another tab or window.");
+    if (this.takeoverButton) { return; }
+    var button = this.takeoverButton = document.createElement("button");
+    button.type = "button";
+    button.dataset.gsTakeover = "1";
+    button.textContent = "Continue here";
+    button.addEventListener("click", function () {
+      self.socket.emit("join", { token: self.token, takeover: true });
+      button.remove();
+      self.takeoverButton = null;
+      self.say(self.hint());
+    });
+    this.el.message.after(button);
   };
 
   /* Send one action text, stamped with this client's clock. */
   Game.prototype.send = function (action) {
-    if (!this.state || this.state.phase === "done") { return; }
+    if (!this.state || this.state.phase === "done" || this.elsewhere) { return; }
     this.socket.emit("input", { token: this.token, action: action, client_time: now() });
   };
 
