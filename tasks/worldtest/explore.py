@@ -43,14 +43,28 @@ class Explore(TestPhase):
 
     def apply(self, action: Action) -> Result:
         if action.verb == "quit":
+            self.gave_up = True
             return Result(self.observation, DONE, 0.0)
         self.observation = self.env.step(action)
         if self.observation.done:
             return Result(self.observation, DONE, float(bool(self.observation.info.get("success"))))
         return Result(self.observation)
 
+    gave_up = False
+
     def view(self, phase: str) -> dict[str, Any]:
-        return {"kind": "explore"}
+        """The moves taken and the budget, whether the goal was found, and how the map
+        ended: what a person is shown beside the map (a model's text keeps the budget
+        hidden, as in 000)."""
+        info = self.observation.info
+        ending = None
+        if self.gave_up:
+            ending = "gave-up"
+        elif self.observation.done:
+            ending = "goal" if info.get("success") else "budget"
+        return {"kind": "explore", "steps": info.get("steps", 0), "budget": info.get("budget"),
+                "goal_found": "goal" in info, "achieved": len(info.get("achieved", ())),
+                "ending": ending}
 
     def outcome(self) -> dict[str, Any]:
         info = self.observation.info
@@ -73,8 +87,11 @@ CHALLENGE = register(Challenge(
     goal="reach a goal",
     how="Explore the map and reach the goal before the step budget runs out.",
     buttons={"quit": GIVE_UP},
-    guide={"test": ("Find your way to the goal. Each arrow key is one step, and your steps "
-                    "are limited: the game ends when you reach the goal or run out of steps.")},
+    guide={"test": ("You are the blue square; the map shows itself as you walk (grey: floor "
+                    "you can reach, brown: wall). Coloured squares are tasks: step on one to "
+                    "do it once the tasks it needs are done (orange: not yet possible, yellow: "
+                    "possible, green: done). Reach the goal (red, then pink when possible, "
+                    "cyan when done) before your moves run out. Each arrow key is one move.")},
     model_task="you explore a map from its start and reach its goal within the step budget.",
     prompt_style=TASK_DAG_PROMPT,
     questions=(

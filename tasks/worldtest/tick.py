@@ -127,6 +127,9 @@ class TickEngine:
         self.finished = False
         self.closed: str | None = None
         """Why no input is admitted any more (the server is stopping), or None."""
+        self.tick_refusals: list[str] = []
+        """The queued inputs the last tick refused (not allowed in the phase then), which
+        :meth:`view` shows once so that a client can say so."""
 
     # -- input ----------------------------------------------------------------------------
 
@@ -192,6 +195,7 @@ class TickEngine:
         now = self.clock() if now is None else now
         with self.lock:
             self._store_limited(now)
+            self.tick_refusals = []
             item = self._next_input(now)
             action, source = (item.action, INPUT) if item else ("noop", AUTO)
             client_time = item.client_time if item else None
@@ -214,6 +218,7 @@ class TickEngine:
             refusal = self.episode.refusal(parse_action(item.action))
             if refusal is None:
                 return item
+            self.tick_refusals.append(item.action)
             self._refuse(item.action, REJECTED, refusal, now, item.client_time)
         return None
 
@@ -257,6 +262,7 @@ class TickEngine:
             self.sink.finished(self.episode, status=status, info=info)
 
     def view(self) -> dict[str, Any]:
-        """The episode's view, read under the lock."""
+        """The episode's view, read under the lock, with ``refused``: the inputs the last
+        tick refused (empty on most ticks)."""
         with self.lock:
-            return self.episode.view()
+            return {**self.episode.view(), "refused": list(self.tick_refusals)}

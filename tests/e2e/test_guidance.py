@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tasks import registry
 from tasks.worldtest.challenge import EXPLORE_FREELY, get
 from tests.e2e.test_play import GAME, act, open_problem
 
@@ -95,3 +96,58 @@ def test_an_ending_page_copies_its_code(page, make_live_server, tmp_path):
     page.wait_for_function("document.querySelector('[data-copied]').textContent == 'Copied.'")
     assert page.evaluate("navigator.clipboard.readText()") == "CLOSED77"
     assert page.get_attribute("[data-return]", "href").endswith("cc=CLOSED77")
+
+
+def test_a_held_key_moves_once_per_tick_and_stops_when_released(page, live_server,
+                                                                 test_problems):
+    problem = test_problems["planning"]
+    episode_id = open_problem(page, live_server, problem.id)
+    page.focus("[data-gs=grid]")
+    page.keyboard.down("ArrowRight")
+    page.wait_for_timeout(1500)
+    page.keyboard.up("ArrowRight")
+    page.wait_for_timeout(1000)  # long enough for a repeat that did not stop to show
+    moves = [e for e in live_server.events(episode_id) if e.source == "input"]
+    rate = registry.make(problem.env_id).frame_rate
+    assert all(e.action == "right" for e in moves)
+    assert 0.6 * 1.5 * rate <= len(moves) <= 1.5 * rate + 2, len(moves)
+    assert [r for r in live_server.raw_inputs(episode_id) if r.status == "dropped"] == []
+    held_until = max(e.server_time for e in moves)
+    later = [e for e in live_server.events(episode_id)
+             if e.source == "input" and e.server_time > held_until]
+    assert later == []
+
+
+def test_an_input_refused_at_its_tick_is_said_in_plain_words(page, live_server, test_problems):
+    open_problem(page, live_server, test_problems["planning"].id)
+    # both arrive before the next tick: the second is no longer allowed once the first
+    # has moved the episode to its test
+    page.evaluate("() => { const game = document.querySelector('section.gs-game');"
+                  " for (const action of ['go-to-test', 'reset']) {"
+                  " game.gridstudy.socket.emit('input', {token: game.dataset.token, action,"
+                  " client_time: Date.now() / 1000}); } }")
+    page.wait_for_function("document.querySelector('[data-gs=message]').textContent"
+                           " == 'That does not work right now.'", timeout=5000)
+    assert page.get_attribute(GAME, "data-phase") == "test"
+
+
+def test_an_exploration_map_shows_moves_budget_goal_and_its_end(page, live_server):
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{live_server.url}/play/dagmap/low-n4?record=1")
+    page.wait_for_selector(f"{GAME}[data-phase=test]")
+    assert "blue square" in guide(page) and "before your moves run out" in guide(page)
+    assert page.is_visible("[data-gs=explore]")
+    budget = int(page.inner_text("[data-gs=explore-budget]"))
+    assert budget > 0 and page.inner_text("[data-gs=explore-steps]") == "0"
+    assert page.inner_text("[data-gs=explore-goal]") == "goal not found yet"
+    assert message(page) == "Arrow keys move."  # no clicks on a map
+    page.wait_for_timeout(800)  # automatic no-ops cost no move
+    assert page.inner_text("[data-gs=explore-steps]") == "0"
+    page.focus("[data-gs=grid]")
+    for key in ("ArrowRight", "ArrowDown", "ArrowLeft"):
+        page.keyboard.press(key)
+    page.wait_for_function("document.querySelector('[data-gs=explore-steps]').textContent == '3'")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("button[data-gs-action=quit]")
+    page.wait_for_selector(f"{GAME}[data-phase=done]")
+    assert page.inner_text("[data-gs=ending]") == "You gave up."

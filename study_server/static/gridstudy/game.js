@@ -87,6 +87,7 @@
     this.mfpTarget = null;
     this.mfpInflight = null;
     this.goalDrawn = false;
+    this.held = {};
     this.connect();
     this.bindControls();
   }
@@ -171,6 +172,8 @@
       button.addEventListener("click", function () { self.send(button.dataset.gsAction); });
     });
     document.addEventListener("keydown", function (event) { self.onKey(event); });
+    document.addEventListener("keyup", function (event) { self.release(event.key); });
+    window.addEventListener("blur", function () { self.release(); });
     this.el.grid.addEventListener("click", function (event) { self.onGridClick(event); });
     this.el["mfp-slider"].addEventListener("input", function () {
       self.mfpTarget = Number(self.el["mfp-slider"].value);
@@ -185,13 +188,34 @@
     window.addEventListener("resize", function () { if (self.state) { self.draw(); } });
   };
 
+  /* A key press sends its verb at once; held down, it sends it again once per tick (the
+   * browser's own auto-repeat is ignored), so a held key moves at the frame rate and
+   * never floods the queue. Releasing the key, or leaving the window, stops it. */
   Game.prototype.onKey = function (event) {
-    var keys = (this.state && this.state.keys) || {};
-    var verb = KEYS[event.key] || keys[event.key.toLowerCase()];
-    var target = event.target;
-    if (!verb || (target && target.tagName === "INPUT")) { return; }  // sliders keep their arrows
+    var verb = this.verbOf(event);
+    if (!verb) { return; }
     event.preventDefault();
+    if (event.repeat || this.held[event.key]) { return; }
     if (this.allows(verb)) { this.send(verb); }
+    var self = this, period = 1000 / ((this.state && this.state.frame_rate) || 4);
+    this.held[event.key] = setInterval(function () {
+      if (self.allows(verb)) { self.send(verb); }
+    }, period);
+  };
+
+  Game.prototype.verbOf = function (event) {
+    var keys = (this.state && this.state.keys) || {};
+    var target = event.target;
+    if (target && target.tagName === "INPUT") { return null; }  // sliders keep their arrows
+    return KEYS[event.key] || keys[(event.key || "").toLowerCase()] || null;
+  };
+
+  Game.prototype.release = function (key) {
+    var self = this;
+    (key === undefined ? Object.keys(this.held) : [key]).forEach(function (name) {
+      clearInterval(self.held[name]);
+      delete self.held[name];
+    });
   };
 
   Game.prototype.onGridClick = function (event) {
@@ -224,6 +248,7 @@
       this.el.guide.textContent = state.guide || "";
       this.say(this.hint());
     }
+    if (state.refused && state.refused.length) { this.refused("rejected"); }
     this.updateButtons(state.buttons || []);
     this.draw();
     if (state.test) { this.updateTest(state.test); }
@@ -238,6 +263,7 @@
     this.el.planning.hidden = !(phase === "test" && kind === "planning");
     this.el["goal-panel"].hidden = !(phase === "test" && kind === "planning");
     this.el["cd-select"].hidden = phase !== "select";
+    this.el.explore.hidden = kind !== "explore";
     this.el.done.hidden = phase !== "done";
     if (phase === "test" && kind === "mfp") { this.buildOptions(state.test); }
     var focus = this.root.querySelector("[data-gs='" + (phase === "select" ? "cd-slider" : "grid") + "']");
@@ -336,13 +362,21 @@
     } else if (test.kind === "planning") {
       var left = Math.max(0, Math.round((test.horizon - test.steps) / this.state.frame_rate));
       this.el["plan-left"].textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
+    } else if (test.kind === "explore") {
+      this.el["explore-steps"].textContent = test.steps;
+      this.el["explore-budget"].textContent = test.budget;
+      this.el["explore-goal"].textContent = test.goal_found ? "goal found" : "goal not found yet";
     } else if (test.kind === "cd" && this.state.phase === "select") {
       this.el["cd-slider"].max = test.frame_count - 1;
       this.el["cd-last"].textContent = test.frame_count - 1;
     }
   };
 
+  var ENDINGS = {goal: "You reached the goal.", budget: "Your moves ran out.", "gave-up": "You gave up."};
+
   Game.prototype.finish = function (state) {
+    this.release();
+    this.el.ending.textContent = ENDINGS[state.test && state.test.ending] || "Finished.";
     this.el.score.textContent = state.score;
     this.say("Finished.");
     if (this.options.onDone) { this.options.onDone(state); }
