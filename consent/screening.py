@@ -1,11 +1,13 @@
 """Colour-vision screening built from the colours the study's environments actually show.
 
 A participant who cannot tell the study's colours apart cannot do its problems, so the
-screen uses exactly those colours (002 Sec. 4.1.1 included only people who were not
-colour-blind). Two kinds of item, mixed:
-
-* ``pair``: two patches side by side; are they the same colour or different?
-* ``name``: one patch; which of three colour names (all from the palette) is it?
+screen tests exactly those colours (002 Sec. 4.1.1 included only people who were not
+colour-blind), and tests discrimination, not vocabulary: each item is a grid of
+:data:`CELLS` squares of one colour with one square in another, and the participant
+picks the square that differs. The pairs tested first are those a colour-blind person
+is most likely to confuse (:func:`tasks.colours.weakest_difference`) among pairs that
+normal vision tells apart plainly (:data:`PLAINLY_DIFFERENT`); a pair nobody could tell
+apart is not a fair item and is left out.
 
 Items come from a generator seeded by the caller (the participant id), so a participant
 who reloads sees the same items and a test can predict them.
@@ -16,9 +18,15 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
-from tasks import registry
+from tasks import colours, registry
 from tasks.worldtest.problem import Problem
+
+CELLS = 9
+"""Squares per item, shown 3 by 3: a guess is right one time in nine."""
+PLAINLY_DIFFERENT = 20.0
+"""Delta E from which a pair counts as plainly different to normal vision."""
 
 PROBE_ACTIONS = ("noop", "right", "down", "click 0 0", "left", "up", "noop", "click 1 1")
 """A few steps taken to reveal colours that appear only once something moves."""
@@ -26,15 +34,18 @@ PROBE_ACTIONS = ("noop", "right", "down", "click 0 0", "left", "up", "noop", "cl
 
 @dataclass(frozen=True)
 class ScreeningItem:
-    kind: str
-    """``pair`` or ``name``."""
-    colours: tuple[str, ...]
-    """The patches shown (two for ``pair``, one for ``name``)."""
-    choices: tuple[str, ...]
-    answer: str
+    """A grid of :data:`CELLS` squares, all ``base`` but the one at ``answer``."""
+
+    base: str
+    odd: str
+    answer: int
+
+    @property
+    def colours(self) -> list[str]:
+        return [self.odd if i == self.answer else self.base for i in range(CELLS)]
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "colours": list(self.colours), "choices": list(self.choices), "answer": self.answer}
+        return {"base": self.base, "odd": self.odd, "answer": self.answer}
 
 
 def frame_colours(frame: Sequence[Sequence[str]]) -> set[str]:
@@ -69,30 +80,32 @@ def study_palette(problem_ids: Iterable[str]) -> list[str]:
     return sorted(colours)
 
 
+def pairs_to_test(palette: Sequence[str]) -> list[tuple[str, str]]:
+    """The palette's pairs that normal vision tells apart plainly, those a colour-blind
+    person would find hardest first (names that are no colour are left out)."""
+    known = {name: colours.rgb(name) for name in palette}
+    plain = [(a, b) for a, b in combinations(sorted(n for n, v in known.items() if v), 2)
+             if colours.difference(known[a], known[b]) >= PLAINLY_DIFFERENT]
+    return sorted(plain, key=lambda pair: colours.weakest_difference(known[pair[0]], known[pair[1]]))
+
+
 def make_items(palette: Sequence[str], count: int, seed: int) -> list[ScreeningItem]:
-    """``count`` items alternating ``pair`` and ``name``, drawn from ``palette``."""
-    if len(palette) < 2:
+    """``count`` items over the riskiest pairs of ``palette`` in turn (see the module)."""
+    pairs = pairs_to_test(palette)
+    if not pairs:
         raise ValueError(
-            f"colour screening needs at least two colours; the study's problems show {list(palette)}"
+            "colour screening needs two colours that look plainly different; the study's "
+            f"problems show {sorted(palette)}"
         )
     rng = random.Random(seed)
-    return [_pair_item(palette, rng) if i % 2 == 0 else _name_item(palette, rng) for i in range(count)]
-
-
-def _pair_item(palette: Sequence[str], rng: random.Random) -> ScreeningItem:
-    first = rng.choice(palette)
-    same = rng.random() < 0.4
-    second = first if same else rng.choice([c for c in palette if c != first])
-    return ScreeningItem("pair", (first, second), ("same", "different"), "same" if same else "different")
-
-
-def _name_item(palette: Sequence[str], rng: random.Random) -> ScreeningItem:
-    names = rng.sample(list(palette), min(3, len(palette)))
-    answer = names[0]
-    rng.shuffle(names)
-    return ScreeningItem("name", (answer,), tuple(names), answer)
+    items = []
+    for i in range(count):
+        pair = list(pairs[i % len(pairs)])
+        rng.shuffle(pair)
+        items.append(ScreeningItem(pair[0], pair[1], rng.randrange(CELLS)))
+    return items
 
 
 def score(items: Sequence[ScreeningItem], answers: Sequence[str | None]) -> int:
-    """How many answers are right (a missing answer is wrong)."""
-    return sum(1 for item, answer in zip(items, answers) if answer == item.answer)
+    """How many answers name the square that differs (a missing answer is wrong)."""
+    return sum(1 for item, answer in zip(items, answers) if answer == str(item.answer))

@@ -150,14 +150,15 @@ class Screening(Stage):
         if any(answer is None for answer in answers):
             return Outcome(RETRY, error="Please answer every question.")
         correct = screening.score(items, answers)
-        record = self.record(correct=correct, of=len(items), answers=answers)
+        record = self.record(correct=correct, of=len(items), answers=answers,
+                             items=[item.to_dict() for item in items])
         return Outcome(CONTINUE if correct >= self.values["min_correct"] else SCREENED_OUT, record)
 
     def simulate(self, state: FlowState, behaviour: str = "pass") -> dict[str, str]:
         items = self.items(state)
         pick = (lambda it: it.answer) if behaviour == "pass" else (
-            lambda it: next(c for c in it.choices if c != it.answer))
-        return {f"item-{i}": pick(item) for i, item in enumerate(items)}
+            lambda it: (it.answer + 1) % screening.CELLS)
+        return {f"item-{i}": str(pick(item)) for i, item in enumerate(items)}
 
 
 class Instructions(Stage):

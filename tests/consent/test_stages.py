@@ -19,10 +19,30 @@ def test_problem_palette_comes_from_frames_and_goal_colours():
 def test_screening_items_are_seeded_and_scored():
     items = screening.make_items(["black", "gold", "blue"], 6, seed=3)
     assert items == screening.make_items(["black", "gold", "blue"], 6, seed=3)
-    assert [item.kind for item in items] == ["pair", "name"] * 3
-    assert screening.score(items, [item.answer for item in items]) == 6
+    assert items != screening.make_items(["black", "gold", "blue"], 6, seed=4)
+    for item in items:
+        assert item.colours.count(item.odd) == 1 and item.colours[item.answer] == item.odd
+        assert item.colours.count(item.base) == screening.CELLS - 1
+    assert screening.score(items, [str(item.answer) for item in items]) == 6
+    assert screening.score(items, [str((item.answer + 1) % 9) for item in items]) == 0
     assert screening.score(items, [None] * 6) == 0
-    with pytest.raises(ValueError, match="at least two colours"):
+
+
+def test_screening_tests_first_the_pairs_colour_blind_people_confuse():
+    # red and green look alike to a dichromat; blue and yellow do not (to most)
+    pairs = screening.pairs_to_test(["red", "green", "blue", "yellow", "mask"])
+    assert pairs[0] == ("green", "red")
+    items = screening.make_items(["red", "green", "blue", "yellow"], 2, seed=0)
+    assert {frozenset((item.base, item.odd)) for item in items} == {
+        frozenset(pairs[0]), frozenset(pairs[1])}
+
+
+def test_colours_nobody_could_tell_apart_are_not_an_item():
+    pairs = screening.pairs_to_test(["black", "#010101", "gold"])
+    assert sorted(pairs) == [("#010101", "gold"), ("black", "gold")]
+    with pytest.raises(ValueError, match="plainly different"):
+        screening.make_items(["black", "#020202"], 2, seed=0)
+    with pytest.raises(ValueError, match="plainly different"):
         screening.make_items(["black"], 2, seed=0)
 
 

@@ -207,3 +207,24 @@ def test_frame_size_masked_and_region() -> None:
     assert FRAME[0][0] == "black"  # masked copies
     assert masked(FRAME, [(1, 1)], mark="grey")[1][1] == "grey"
     assert region(FRAME, [(2, 1), (0, 1), (1, 0)]) == ("blue", "gold", "red")
+
+
+def test_css_colour_names_and_hex_read_as_the_browser_paints_them():
+    from tasks.colours import CSS_COLOURS, rgb
+
+    assert len(CSS_COLOURS) == 148
+    assert rgb("gray") == (128, 128, 128) and rgb("green") == (0, 128, 0)  # CSS, not X11
+    assert rgb("rebeccapurple") == (102, 51, 153) and rgb("LimeGreen") == (50, 205, 50)
+    assert rgb("#abc") == (170, 187, 204) and rgb("#a0b0c0") == (160, 176, 192)
+    assert rgb("mask") is None and rgb("#abcd") is None and rgb("") is None
+
+
+def test_a_dichromat_sees_red_and_green_closer_than_blue_and_yellow():
+    from tasks.colours import DICHROMATS, difference, weakest_difference
+
+    red, green, blue, yellow = (255, 0, 0), (0, 128, 0), (0, 0, 255), (255, 255, 0)
+    assert difference(red, red) == 0
+    assert difference(red, green) > 100
+    assert difference(red, green, "deuteranopia") < 0.3 * difference(red, green)
+    assert weakest_difference(red, green) < weakest_difference(blue, yellow)
+    assert set(DICHROMATS) == {"protanopia", "deuteranopia", "tritanopia"}
