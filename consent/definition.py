@@ -33,7 +33,7 @@ _CODE = re.compile(r"^[A-Za-z0-9_-]{4,32}$")
 
 ENDINGS = {"complete": "completed", "declined": "no_consent", "screened-out": "screened_out",
            "failed-quiz": "failed_quiz", "timed-out": "timed_out", "full": "study_full",
-           "paused": "study_closed", "closed": "study_closed"}
+           "paused": "study_closed", "closed": "study_closed", "wrong-device": "wrong_device"}
 """Participant status (or a study's status, for a turned-away arrival) -> the name of its
 ending in the study file's ``codes:``."""
 
@@ -59,11 +59,20 @@ class ExclusionRules:
     excluded as not engaged, unless it solved the problem (efficiency is not
     disengagement). ``max_idle_seconds``: an attempt idle longer than this
     (no input at all) is excluded.
+
+    From the browser's data-quality signals (:mod:`consent.quality`), each off unless the
+    study file sets it: ``max_hidden_seconds``, an attempt whose tab was hidden longer in
+    all; ``max_focus_losses``, an attempt whose window lost focus more often;
+    ``max_mashing``, an attempt with more bursts of key-mashing. None of these judges how
+    few actions a solver needed.
     """
 
     max_failed_attention_checks: int = 0
     min_input_actions: int = 1
     max_idle_seconds: float = 120.0
+    max_hidden_seconds: float | None = None
+    max_focus_losses: int | None = None
+    max_mashing: int | None = None
 
 
 @dataclass(frozen=True)
@@ -279,6 +288,11 @@ def _positive_number(data: dict, name: str, default: float) -> float:
     return float(value)
 
 
+def _optional(check: Any, data: dict, name: str) -> Any:
+    """``check``'s value of ``name``, or None when the file leaves it out (or null)."""
+    return None if data.get(name) is None else check(data, name, 0)
+
+
 def _bool(data: dict, name: str, default: bool) -> bool:
     value = data.get(name, default)
     if not isinstance(value, bool):
@@ -368,6 +382,9 @@ def _exclusion(value: Any) -> ExclusionRules:
             max_failed_attention_checks=_non_negative_int(value, "max_failed_attention_checks", 0),
             min_input_actions=_non_negative_int(value, "min_input_actions", 1),
             max_idle_seconds=_positive_number(value, "max_idle_seconds", 120.0),
+            max_hidden_seconds=_optional(_positive_number, value, "max_hidden_seconds"),
+            max_focus_losses=_optional(_non_negative_int, value, "max_focus_losses"),
+            max_mashing=_optional(_non_negative_int, value, "max_mashing"),
         )
     except DefinitionError as error:
         raise DefinitionError(f"exclusion.{error}") from None

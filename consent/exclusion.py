@@ -46,3 +46,20 @@ def episode_reason(
     if idle > rules.max_idle_seconds:
         return f"idle for {idle:.0f} s (at most {rules.max_idle_seconds:.0f} s allowed)"
     return None
+
+
+def quality_reason(rules: ExclusionRules, flags: dict) -> str | None:
+    """Why an attempt is excluded by its data-quality flags
+    (:func:`consent.quality.summarise`), if a rule the study file set says so."""
+    hidden, losses, mashing = flags.get("hidden_seconds", 0), flags.get("focus_losses", 0), \
+        flags.get("mashing", 0)
+    if rules.max_hidden_seconds is not None and hidden > rules.max_hidden_seconds:
+        return (f"tab hidden for {hidden:.0f} s during play "
+                f"(at most {rules.max_hidden_seconds:.0f} s allowed)")
+    if rules.max_focus_losses is not None and losses > rules.max_focus_losses:
+        return (f"window left {losses} time{'s' if losses != 1 else ''} during play "
+                f"(at most {rules.max_focus_losses} allowed)")
+    if rules.max_mashing is not None and mashing > rules.max_mashing:
+        return (f"{mashing} burst{'s' if mashing != 1 else ''} of key-mashing "
+                f"(at most {rules.max_mashing} allowed)")
+    return None

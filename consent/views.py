@@ -12,6 +12,7 @@ The views are thin: the flow's state lives behind ``app.extensions["gridstudy.fl
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlencode
 
@@ -27,6 +28,7 @@ from flask import (
     url_for,
 )
 
+from consent import quality
 from tasks.worldtest import challenge
 
 bp = Blueprint("consent", __name__, url_prefix="/study", template_folder="templates")
@@ -35,7 +37,7 @@ bp = Blueprint("consent", __name__, url_prefix="/study", template_folder="templa
 @bp.context_processor
 def challenge_texts() -> dict[str, Any]:
     """Templates read a challenge's title and participant texts from the registry."""
-    return {"challenge": challenge.get}
+    return {"challenge": challenge.get, "quality": quality}
 
 
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"
@@ -117,6 +119,37 @@ def stage(study_id: str) -> Any:
     if page.stage is None:
         return _end(page)
     return render_template(page.stage.template, page=page, study=page.definition, error=error, **page.context)
+
+
+@bp.post("/<study_id>/signals")
+def signals(study_id: str) -> Any:
+    """The browser's data-quality signals (``signals.js``): a form with ``signals`` (a
+    JSON list) and, on a page with a game, its ``episode_id``. 204 when stored; 400 with
+    the reason when not (nothing of that request is stored)."""
+    participant_id = session.get(_key(study_id))
+    if participant_id is None:
+        return {"error": "open the study from its Prolific link"}, 403
+    try:
+        items = json.loads(request.form.get("signals", ""))
+        episode = request.form.get("episode_id") or None
+        count = _flow().record_signals(study_id, participant_id, items,
+                                       int(episode) if episode is not None else None)
+    except (ValueError, TypeError) as error:  # SignalError and bad JSON are ValueErrors
+        return {"error": f"signals not stored: {str(error)[:200]}"}, 400
+    return {"stored": count}, 200
+
+
+@bp.post("/<study_id>/leave")
+def leave(study_id: str) -> Any:
+    """A participant who cannot take part on this device ends their visit here, with the
+    study's code for that ending."""
+    participant_id = session.get(_key(study_id))
+    if participant_id is None:
+        abort(403, "open the study from its Prolific link")
+    if request.form.get("reason") != "wrong-device":
+        abort(400, "the only reason to leave here is wrong-device")
+    _flow().leave(study_id, participant_id, "wrong-device")
+    return redirect(url_for("consent.stage", study_id=study_id))
 
 
 def _end(page: Any) -> Any:

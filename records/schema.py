@@ -182,11 +182,13 @@ PARTICIPANT = Table("participant", "One person who opened the study's link.", (
                                      "back through Prolific brings a new one).", private=True),
     Field("stage", TEXT, "Last stage of the flow reached (consent ... complete).",
           default="consent"),
-    Field("status", TEXT, "active, complete, screened-out, declined, timed-out, full, "
-                          "excluded.", default="active"),
+    Field("status", TEXT, "active, complete, screened-out, declined, failed-quiz, timed-out, "
+                          "full, wrong-device, excluded.", default="active"),
     Field("exclusion_reason", TEXT, "Why the participant is excluded."),
     Field("consent_version", TEXT, "Version of the consent form agreed to."),
-    Field("data", JSON, "One record per finished stage of the flow (jsPsych-style)."),
+    Field("data", JSON, "records: one record per finished stage of the flow (jsPsych-style), "
+                        "each with its started_at and finished_at; quality: the visit's "
+                        "data-quality flags (consent.quality.summarise) once it ended."),
     Field("code", TEXT, "The Prolific code the participant was given when the visit ended "
                         "(completion or screen-out); empty while active."),
     Field("created_at", TIME, "When the participant arrived.", default=NOW),
@@ -341,8 +343,31 @@ AUDIT = Table("audit", "What a researcher changed by hand on the dashboard, and 
     Field("after", JSON, "The changed fields after."),
 ))
 
+SIGNAL = Table("signal", "What a participant's browser reported about how they took part "
+                         "(consent/quality.py): the device, the tab hidden and shown, the "
+                         "window's focus lost and regained, idle periods, key-mashing.", (
+    _id("Row id, in the order the signals arrived."),
+    Field("participant_id", INT, "Participant (participants.jsonl id).", required=True,
+          index=True, foreign_key="participant.id"),
+    Field("study_id", TEXT, "Study slug.", required=True),
+    Field("episode_id", INT, f"Episode: {_EPISODE}, when a game was on the page; empty on the "
+                             "flow's other pages.", index=True),
+    Field("stage", TEXT, "The flow's stage the page showed (consent, screening, task ...)."),
+    Field("kind", TEXT, "device (once per page), hidden and shown (the tab), blur and focus (the "
+                        "window), idle and active (no key, click or mouse movement for a "
+                        "while, then some), mashing (many keys in one second).", required=True),
+    Field("client_time", FLOAT, "Unix seconds on the participant's clock."),
+    Field("server_time", FLOAT, "Unix seconds when the server received it.", required=True),
+    Field("seconds", FLOAT, "shown, focus, active: how long the tab was hidden, the window "
+                            "unfocused or the participant idle; idle: seconds without input "
+                            "so far."),
+    Field("value", JSON, "device: user_agent, screen and window [width, height], pixel_ratio, "
+                         "touch (a touch screen without a mouse); mashing: keys, the keys "
+                         "pressed within one second."),
+))
+
 TABLES = (STUDY, PARTICIPANT, AGENT_RUN, EPISODE, EVENT, FRAME, RAW_INPUT, ADMIN, API_TOKEN,
-          SETTING, AUDIT)
+          SETTING, AUDIT, SIGNAL)
 
 
 # -- the episode as a reader sees it --------------------------------------------------------

@@ -30,9 +30,10 @@ from flask import (
 )
 from sqlmodel import Session, func, select
 
+from consent import quality
 from consent.definition import from_stored
 from records import schema
-from records.models import Audit, EpisodeRow, Event, Frame, Participant, Study
+from records.models import Audit, EpisodeRow, Event, Frame, Participant, Signal, Study
 from study_server import assignment, auth, monitor, tokens
 from study_server.payments import approvals_csv, bonuses_csv, payment_rows
 
@@ -40,6 +41,14 @@ bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 ROW_ID_MAX = schema.INT_LIMIT - 1
 """Ids in URLs beyond what a row can have are unknown pages (404), not errors."""
 bp.before_request(auth.check_csrf)
+
+
+@bp.app_template_global()
+def utc_time(seconds: float | None) -> str:
+    """Unix seconds as the dashboard shows times (``HH:MM:SS``, UTC)."""
+    from datetime import UTC, datetime
+
+    return "" if seconds is None else datetime.fromtimestamp(seconds, UTC).strftime("%H:%M:%S")
 
 
 LOGIN_LIMITS = ("10 per minute", "10 per minute")
@@ -165,8 +174,15 @@ def participant(participant_id: int) -> str:
         row = db.get(Participant, participant_id) or abort(404, f"no participant {participant_id}")
         episodes = db.exec(select(EpisodeRow).where(EpisodeRow.participant_id == participant_id)
                            .order_by(EpisodeRow.id)).all()
+        signals = db.exec(select(Signal).where(Signal.participant_id == participant_id)
+                          .order_by(Signal.id)).all()
+    per_attempt = {e.id: quality.summarise(s for s in signals if s.episode_id == e.id)
+                   for e in episodes}
     return render_template("dashboard/participant.html", participant=row, episodes=episodes,
-                           records=timed_records((row.data or {}).get("records", [])))
+                           records=timed_records((row.data or {}).get("records", [])),
+                           flags=quality.summarise(signals), per_attempt=per_attempt,
+                           signals=signals[-200:], signal_count=len(signals),
+                           idle_after=quality.IDLE_AFTER)
 
 
 def timed_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -6,7 +6,8 @@
 * ``episodes.csv``: one row per attempt, with who made it (``agent_kind``) and whether
   it counts (``included``, the exclusion reasons);
 * ``frames.jsonl``: each frame the events refer to, once, keyed by hash;
-* ``raw_inputs.jsonl``, ``agent_runs.jsonl``, ``participants.jsonl``;
+* ``raw_inputs.jsonl``, ``agent_runs.jsonl``, ``participants.jsonl``, ``signals.jsonl``
+  (the data-quality signals of participants' browsers);
 * ``data_dictionary.json`` and ``data_dictionary.md``: every column of every file.
 
 ``participants.jsonl`` holds each participant's Prolific ids (``external_id`` is the
@@ -36,7 +37,7 @@ from sqlalchemy.engine import Connection
 
 from records import schema
 from records.database import open_existing
-from records.models import AgentRun, EpisodeRow, Event, Frame, Participant, RawInput
+from records.models import AgentRun, EpisodeRow, Event, Frame, Participant, RawInput, Signal
 from study_server.export_dictionary import COLUMNS, write_dictionary
 
 CHUNK = 10_000
@@ -81,6 +82,7 @@ def export(url: str, out: str | Path, *, study: str | None = None,
                                          participant_rows(connection, scope, hide)),
             )
             write_jsonl(out / "agent_runs.jsonl", run_rows(connection, scope))
+            write_jsonl(out / "signals.jsonl", signal_rows(connection, scope))
     finally:
         engine.dispose()
     write_dictionary(out)
@@ -113,6 +115,9 @@ class _Scope:
             return true()
         ids = select(Participant.id).where(self.participants())
         return RawInput.episode_id.in_(self.episode_ids()) | RawInput.participant_id.in_(ids)
+
+    def signals(self) -> Any:
+        return true() if self.study is None else Signal.study_id == self.study
 
     def agent_runs(self) -> Any:
         if self.study is None:
@@ -172,6 +177,11 @@ def frame_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, Any]
 
 def raw_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, Any]]:
     query = select(*_columns(RawInput)).where(scope.raw_inputs()).order_by(RawInput.id)
+    return _stream(connection, query)
+
+
+def signal_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, Any]]:
+    query = select(*_columns(Signal)).where(scope.signals()).order_by(Signal.id)
     return _stream(connection, query)
 
 

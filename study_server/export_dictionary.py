@@ -30,6 +30,11 @@ FILES_HOLD: dict[str, tuple[str, tuple[schema.Field, ...]]] = {
     "raw_inputs.jsonl": ("Inputs that arrived but were not applied.",
                          schema.RAW_INPUT.without("id")),
     "agent_runs.jsonl": ("One object per agent run.", schema.AGENT_RUN.fields),
+    "signals.jsonl": ("The data-quality signals participants' browsers reported (tab hidden, "
+                      "focus lost, idle, key-mashing, the device), in the order they "
+                      "arrived. Each attempt's flags made of them are in episodes.csv "
+                      "info.quality, each participant's in participants.jsonl data.quality.",
+                      schema.SIGNAL.without("id")),
     "participants.jsonl": ("One object per participant, with its Prolific ids (external_id "
                            "is the PROLIFIC_PID), the code given and the visit's start and "
                            "end. An export made with --pseudonymize holds keyed hashes "

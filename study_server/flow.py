@@ -18,7 +18,7 @@ from typing import Any
 from flask import Flask
 from sqlmodel import Session, select
 
-from consent import exclusion
+from consent import exclusion, quality
 from consent.definition import StudyDefinition
 from consent.screening import study_palette
 from consent.stages import (
@@ -33,14 +33,15 @@ from consent.stages import (
     Stage,
     build_steps,
 )
-from records.models import EpisodeRow, Event, Participant, utcnow
+from records.models import EpisodeRow, Event, Participant, Signal, utcnow
 from records.rebuild import rebuild
 from records.recorder import EpisodeRecorder
 from study_server import assignment
 from study_server.session import GameSession
 from tasks import registry
 
-ENDED = ("complete", "declined", "screened-out", "failed-quiz", "timed-out", "full")
+ENDED = ("complete", "declined", "screened-out", "failed-quiz", "timed-out", "full",
+         "wrong-device")
 
 
 class StudyNotOpen(LookupError):
@@ -152,6 +153,41 @@ class Flow:
             self._after(db, participant, page, outcome.status)
         return None
 
+    def leave(self, study_id: str, participant_id: int, status: str) -> None:
+        """End an active participant's visit with ``status`` at their request (a device
+        the study cannot be played on)."""
+        with self.store.session() as db:
+            participant, _ = self._load(db, study_id, participant_id)
+            if participant.status == "active":
+                self._end(db, participant, status)
+
+    def record_signals(self, study_id: str, participant_id: int, items: list[Any],
+                       episode_id: int | None = None) -> int:
+        """Store the browser's data-quality signals (:func:`consent.quality.parse` checks
+        each; one bad signal refuses the lot); how many were stored. ``episode_id`` must
+        be one of the participant's attempts."""
+        if not isinstance(items, list) or len(items) > quality.MAX_SIGNALS:
+            raise quality.SignalError(f"expected a list of at most {quality.MAX_SIGNALS} signals")
+        rows = [quality.parse(item, i) for i, item in enumerate(items)]
+        now = utcnow()
+        with self.store.session() as db:
+            participant, _ = self._load(db, study_id, participant_id)
+            if episode_id is not None:
+                row = db.get(EpisodeRow, episode_id)
+                if row is None or row.participant_id != participant_id:
+                    raise quality.SignalError(f"episode {episode_id} is not this participant's")
+            for row in rows:
+                db.add(Signal(participant_id=participant_id, study_id=study_id,
+                              episode_id=episode_id, stage=participant.stage,
+                              server_time=now.timestamp(), **row))
+        return len(rows)
+
+    def _signals(self, db: Session, **where: int) -> list[Any]:
+        query = select(Signal).order_by(Signal.id)
+        for name, value in where.items():
+            query = query.where(getattr(Signal, name) == value)
+        return db.exec(query).all()
+
     def _after(self, db: Session, participant: Participant, page: Page, status: str) -> None:
         if status != CONTINUE:
             self._end(db, participant, status)
@@ -185,6 +221,8 @@ class Flow:
         participant.ended_at = utcnow()
         study, definition = assignment.load_study(db, participant.study_id)
         participant.code = definition.code_for(status)
+        flags = quality.summarise(self._signals(db, participant_id=participant.id))
+        participant.data = {**(participant.data or {}), "quality": flags}
         if status != "complete":
             held = [r.id for r in assignment.participant_episodes(db, participant.id)
                     if r.status in assignment.HOLDING]
@@ -216,9 +254,13 @@ class Flow:
         if not events:
             return
         inputs = [e.server_time for e in events if e.source == "input"]
-        reason = exclusion.episode_reason(page.definition.exclusion, inputs,
-                                          events[0].server_time, events[-1].server_time,
-                                          solved=(row.score or 0.0) >= 1.0)
+        flags = quality.summarise(self._signals(db, episode_id=row.id))
+        row.info = {**(row.info or {}), "quality": flags}
+        rules = page.definition.exclusion
+        reason = exclusion.episode_reason(rules, inputs, events[0].server_time,
+                                          events[-1].server_time,
+                                          solved=(row.score or 0.0) >= 1.0) \
+            or exclusion.quality_reason(rules, flags)
         if reason:
             row.included, row.exclusion_reason = False, reason
 

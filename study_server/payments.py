@@ -36,7 +36,7 @@ from study_server import assignment
 
 DECISIONS = {"complete": "approve", "excluded": "reject", "screened-out": "screened-out",
              "failed-quiz": "screened-out", "declined": "screened-out", "timed-out": "return",
-             "full": "return", "active": "pending"}
+             "full": "return", "wrong-device": "return", "active": "pending"}
 COLUMNS = ("participant_id", "prolific_pid", "prolific_study_id", "prolific_sessions", "status",
            "decision", "reason", "code", "started_at", "ended_at", "solved", "bonus")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import update
 
-from records.models import AgentRun, EpisodeRow, Participant, Study
+from records.models import AgentRun, EpisodeRow, Participant, Signal, Study
 from records.rows import step_row
 from records.store import Store
 from tasks.core import frame_hash
@@ -78,6 +78,14 @@ def fill(store: Store) -> Sample:
     store.write_raw_input({"episode_id": human, "participant_id": 1, "received_at": 1000.1,
                            "client_time": 1000.05, "text": "left", "status": "dropped",
                            "reason": "second input in one tick"})
+    with store.session() as session:
+        session.add_all([
+            Signal(participant_id=1, study_id="pilot", stage="task", episode_id=human,
+                   kind="device", server_time=1000.0,
+                   value={"user_agent": "Chromium", "window": [1280, 720]}),
+            Signal(participant_id=1, study_id="pilot", stage="task", episode_id=human,
+                   kind="shown", server_time=1010.0, client_time=1009.9, seconds=4.5),
+        ])
     excluded_participant = _human(store, 2, ["down", "go-to-test", "quit"], frames)
     llm = _llm(store, frames)
     abandoned = store.start_episode(problem=FAR, study_id="other", agent_run_id=2)

@@ -113,3 +113,27 @@ def test_the_dashboard_lists_agent_api_tokens_but_never_the_token(app):
     page = client.get("/dashboard/").text
     assert 'data-token="gpt-eval"' in page and 'data-token="old-script"' in page
     assert "revoked" in page and secret not in page and tokens.digest(secret) not in page
+
+
+def test_the_participant_page_shows_data_quality_per_visit_and_per_attempt(app):
+    from records.models import Signal
+
+    participant_id, episode_id, _ = play_one_episode(app)
+    with app.extensions["gridstudy.store"].session() as db:
+        db.add_all([
+            Signal(participant_id=participant_id, study_id="pilot", episode_id=episode_id,
+                   stage="task", kind=kind, server_time=1.7e9 + i, seconds=seconds, value=value)
+            for i, (kind, seconds, value) in enumerate([
+                ("device", None, {"user_agent": "Firefox <script>", "window": [800, 600]}),
+                ("hidden", None, {}), ("shown", 42.0, {}), ("mashing", None, {"keys": 13})])])
+        db.add(Signal(participant_id=participant_id, study_id="pilot", stage="consent",
+                      kind="blur", server_time=1.7e9))
+    client = app.test_client()
+    log_in(client)
+    page = client.get(f"/dashboard/participant/{participant_id}").text
+    quality = page.split('id="quality"')[1].split("</table>")[0]
+    assert "1 times, 42.0 s in all" in quality  # hidden
+    assert "<code>Firefox &lt;script&gt;</code>" in quality and "<td>yes</td>" in quality
+    attempt = page.split(f'/dashboard/episode/{episode_id}"')[1]
+    assert "<td>42.0</td><td>0</td><td>1</td>" in attempt.split("</tr>")[0]
+    assert "5 signals" in page and "keys=13" in page
