@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 5000
 
-.PHONY: demo test setup lint bench clean
+.PHONY: demo test setup lint bench clean screenshots
 
 demo: setup
 	$(BIN)/gridstudy demo --host $(HOST) --port $(PORT)
@@ -35,6 +35,12 @@ node_modules/.installed: package.json
 $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
+
+# The README's pictures, taken by the browser tests (never by hand).
+screenshots: setup $(CHROMIUM)
+	GRIDSTUDY_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest -q -p no:cacheprovider \
+	  tests/e2e/test_walkthrough.py tests/e2e/test_participant_signals.py \
+	  tests/e2e/test_dashboard_browser.py
 
 lint: setup
 	$(BIN)/ruff check .

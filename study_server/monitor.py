@@ -3,7 +3,9 @@
 Every second, :func:`snapshot` reads the scheduler's sessions and the agent API's live
 episodes: for each participant playing, their stage and time in it, the problem, phase
 and tick, seconds since their last input (idle past :data:`IDLE_AFTER`), how late the
-last ticks were, and whether they are connected; model attempts in progress beside them;
+last ticks were, and whether they are connected; the participants on the flow's other
+pages (consent, colour check, quiz ...) with their stage and when they were last seen;
+model attempts in progress beside them;
 sessions that reached their end but are not yet closed, and previews, apart. The
 dashboard page renders it once (``dashboard/_monitor.html``) and then replaces that
 section with each new rendering pushed on the Socket.IO namespace ``/monitor``, which
@@ -22,7 +24,7 @@ from flask_socketio import SocketIO, join_room
 from sqlmodel import select
 
 from records.models import Participant
-from study_server import auth
+from study_server import assignment, auth
 
 NAMESPACE = "/monitor"
 PUSH_EVERY = 1.0
@@ -31,6 +33,10 @@ IDLE_AFTER = 30.0
 """Seconds without an input after which a playing participant is flagged idle."""
 LATE_AFTER = 0.05
 """A 95th-percentile tick lateness beyond this many seconds is flagged."""
+SEEN_WITHIN = 30 * 60
+"""Seconds since their last page within which a participant not in a game is listed."""
+MAX_ON_PAGES = 200
+"""The most participants listed on the flow's pages."""
 
 
 def snapshot(app: Flask, now: float | None = None) -> dict[str, Any]:
@@ -48,9 +54,43 @@ def snapshot(app: Flask, now: float | None = None) -> dict[str, Any]:
     models = [_model_row(live, now) for live in
               list(app.extensions.get("gridstudy.agent_episodes", {}).values())
               if not live.turns.ended]
+    in_game = {row["participant_id"] for row in playing}
     return {"at": now, "at_text": datetime.fromtimestamp(now, UTC).strftime("%H:%M:%S UTC"),
             "playing": sorted(playing, key=lambda r: r["episode_id"] or 0),
+            "on_pages": _on_pages(app, in_game, now),
             "finished": finished, "previews": previews, "models": models}
+
+
+def _on_pages(app: Flask, in_game: set[int], now: float) -> list[dict[str, Any]]:
+    """Active participants seen within :data:`SEEN_WITHIN` on a page of the flow without a
+    game (consent, colour check, instructions, quiz, attention check, debrief), or on a
+    game page whose game is not running: their stage and how long they have been there."""
+    since = datetime.fromtimestamp(now - SEEN_WITHIN, UTC)
+    with app.extensions["gridstudy.store"].session() as db:
+        people = db.exec(select(Participant).where(
+            Participant.status == "active", Participant.updated_at >= since)
+            .order_by(Participant.id).limit(MAX_ON_PAGES)).all()
+        rows = []
+        for person in people:
+            if person.id in in_game:
+                continue
+            seen = assignment._aware(person.updated_at).timestamp()
+            rows.append({"participant_id": person.id, "study_id": person.study_id,
+                         "stage": person.stage, "stage_seconds": _stage_seconds(person, now),
+                         "seen_seconds": max(0, round(now - seen))})
+    return rows
+
+
+def _stage_seconds(person: Participant | None, now: float) -> int | None:
+    """Seconds since the participant reached their current stage."""
+    if person is None:
+        return None
+    stage_started = (person.data or {}).get("stage_started_at")
+    if stage_started:
+        return max(0, round(now - datetime.fromisoformat(stage_started).timestamp()))
+    if person.created_at:
+        return max(0, round(now - assignment._aware(person.created_at).timestamp()))
+    return None
 
 
 def _participants(app: Flask, ids: set[int]) -> dict[int, Participant]:
@@ -64,14 +104,11 @@ def _session_row(session: Any, person: Participant | None, now: float) -> dict[s
     late = sorted(session.lateness)
     p95 = late[int(0.95 * (len(late) - 1))] if late else 0.0
     since_input = now - session.last_input_at if session.last_input_at else None
-    stage_started = (person.data or {}).get("stage_started_at") if person else None
-    started = datetime.fromisoformat(stage_started).timestamp() if stage_started else \
-        (person.created_at.timestamp() if person and person.created_at else None)
     return {
         "episode_id": session.episode_id, "study_id": session.study_id,
         "participant_id": session.participant_id,
         "stage": person.stage if person else None,
-        "stage_seconds": None if started is None else max(0, round(now - started)),
+        "stage_seconds": _stage_seconds(person, now),
         "problem_id": session.problem_id, "phase": session.episode.phase,
         "tick": len(session.episode.history), "connected": session.sid is not None,
         "idle_seconds": None if since_input is None else round(since_input),
@@ -91,7 +128,7 @@ def _model_row(live: Any, now: float) -> dict[str, Any]:
 def render(app: Flask, data: dict[str, Any] | None = None) -> str:
     """The monitor section's HTML (the dashboard page includes the same rendering)."""
     return render_template("dashboard/_monitor.html", monitor=data or snapshot(app),
-                           idle_after=IDLE_AFTER)
+                           idle_after=IDLE_AFTER, seen_within=SEEN_WITHIN)
 
 
 def init_monitor(app: Flask, socketio: SocketIO) -> None:

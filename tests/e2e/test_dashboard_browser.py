@@ -4,26 +4,13 @@ screenshot of each page at 1280x720 (written to $GRIDSTUDY_SCREENSHOTS when set)
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 from sqlmodel import select
 
 from records.models import Audit, EpisodeRow, Study
 from study_server import assignment, auth
 from tests.consent.helpers import make_definition, register_walker_problems
 from tests.consent.test_flow import PROBLEMS, answer, current
-
-
-def shoot(page, tmp_path: Path, name: str) -> Path:
-    path = tmp_path / f"dashboard-{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    folder = os.environ.get("GRIDSTUDY_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, Path(folder) / path.name)
-    return path
+from tests.e2e.screenshots import shoot
 
 
 def study_at_task(make_live_server, definition, query):
@@ -62,7 +49,7 @@ def test_a_researcher_pays_and_unsticks_a_study_in_the_browser(make_live_server,
     row = page.locator("table.participants tr[data-participant]")
     assert "5f1e2d3c4b5a" in row.inner_text() and "se-1" in row.inner_text()
     assert "pending" in row.inner_text()
-    shoot(page, tmp_path, "studies")
+    shoot(page, tmp_path, "dashboard-studies")
 
     live_row = page.locator(f'tr[data-live-episode="{stuck.id}"]')
     live_row.locator("input[name=reason]").fill("participant gone for 9 minutes")
@@ -74,13 +61,13 @@ def test_a_researcher_pays_and_unsticks_a_study_in_the_browser(make_live_server,
         assert db.get(EpisodeRow, stuck.id).status == "abandoned"
         assert sum(assignment.fill_counts(db, "pilot", list(definition.problems)).values()) == taken - 1
         assert [a.action for a in db.exec(select(Audit)).all()] == ["end-session"]
-    shoot(page, tmp_path, "after-ending")
+    shoot(page, tmp_path, "dashboard-after-ending")
 
     page.click("table.participants a")
     page.wait_for_selector("table.identity")
     assert "st-9" in page.inner_text("table.identity")
     assert page.locator("#records tr[data-record]").count() >= 4
-    shoot(page, tmp_path, "participant")
+    shoot(page, tmp_path, "dashboard-participant")
     bonuses = page.request.get(f"{live.url}/dashboard/study/pilot/approvals.csv")
     assert bonuses.ok and "5f1e2d3c4b5a" in bonuses.text()
 
@@ -121,10 +108,18 @@ def test_the_monitor_updates_without_a_reload_while_a_participant_plays(make_liv
                 .cells[7].textContent) > {tick_before}""", timeout=10_000)
     finally:
         player.close()
+    # A second participant arrives and reads the consent page: listed apart, with the stage.
+    newcomer = live.app.test_client()
+    newcomer.get("/study/pilot?PROLIFIC_PID=PID-N&STUDY_ID=st&SESSION_ID=sn")
+    newcomer.get("/study/pilot/flow")
+    waiting = page.locator("#on-pages tr[data-on-page]")
+    waiting.wait_for(timeout=10_000)
+    assert waiting.locator("td").nth(2).inner_text() == "consent"
+    assert page.locator("#on-pages").inner_text().count("consent") == 1  # the player is not there
     assert page.evaluate("window.loadedOnce") is True  # pushed, not reloaded
     assert row.locator("input[name=reason]").input_value() == "half-typed"
     assert row.locator("input.csrf").input_value() != ""
-    shoot(page, tmp_path, "monitor")
+    shoot(page, tmp_path, "dashboard-monitor")
 
 
 def test_replay_plays_marks_clicks_and_jumps_to_an_event(make_live_server, page, tmp_path):
@@ -164,4 +159,4 @@ def test_replay_plays_marks_clicks_and_jumps_to_an_event(make_live_server, page,
         f"() => document.querySelector('#events tr.current').dataset.index == '{count - 1}'",
         timeout=15_000)
     assert page.inner_text("#play") == "Play"  # stopped at the end
-    shoot(page, tmp_path, "replay")
+    shoot(page, tmp_path, "dashboard-replay")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlmodel import select
 
 from records.models import Participant, Signal
+from tests.e2e.screenshots import shoot
 from tests.e2e.test_study_flow import enter, start, walk_to_first_task
 
 
@@ -59,7 +60,7 @@ def test_focus_visibility_and_mashing_are_recorded_from_real_browser_actions(
 
 
 def test_a_phone_sized_window_is_refused_politely_and_can_end_with_its_code(
-        make_live_server, page):
+        make_live_server, page, tmp_path):
     live = start(make_live_server)
     page.set_viewport_size({"width": 390, "height": 844})
     enter(page, live, "phone-1")
@@ -68,6 +69,7 @@ def test_a_phone_sized_window_is_refused_politely_and_can_end_with_its_code(
     assert "Please use a computer with a keyboard" in notice.inner_text()
     assert "390 by 844" in notice.inner_text()
     assert page.locator("[data-flow]").is_hidden()
+    shoot(page, tmp_path, "participant-9-phone")
     [device] = wait_for_signal(page, live, "device")
     assert device.value["window"] == [390, 844]
     # A larger window brings the page back, where it was.

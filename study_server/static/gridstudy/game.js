@@ -282,7 +282,10 @@
       button.dataset.gsAction = pair[0];
       button.textContent = pair[1];
       button.addEventListener("click", function () {
-        if (pair[0] === "quit" && !window.confirm("Give up this game? It ends now and scores 0.")) { return; }
+        if (pair[0] === "quit") {
+          if (!window.confirm("Give up this game? It ends now and scores 0.")) { return; }
+          self.gaveUp = true;
+        }
         self.send(pair[0]);
       });
       box.appendChild(button);
@@ -376,7 +379,8 @@
 
   Game.prototype.finish = function (state) {
     this.release();
-    this.el.ending.textContent = ENDINGS[state.test && state.test.ending] || "Finished.";
+    var ending = (state.test && state.test.ending) || (this.gaveUp ? "gave-up" : null);
+    this.el.ending.textContent = ENDINGS[ending] || "Finished.";
     this.el.score.textContent = state.score;
     this.say("Finished.");
     if (this.options.onDone) { this.options.onDone(state); }

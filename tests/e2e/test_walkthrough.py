@@ -1,0 +1,99 @@
+"""A participant's whole visit to the demo study (examples/demo-study.yaml, real library
+worlds), in Chromium at 1280x720 on the real server: what each stage says, the
+instructions and counter beside every game, and a screenshot of each stage (the README's
+participant walkthrough is made from them: ``make screenshots``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlmodel import select
+
+from consent.definition import load_definition
+from records.models import Participant, Study
+from tasks import registry
+from tasks.worldtest.challenge import EXPLORE_FREELY, get
+from tests.e2e.screenshots import shoot
+
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo-study.yaml"
+GAME = "section.gs-game"
+
+
+def simulate(page, live, button, behaviour="pass"):
+    """Answer the current stage as its simulate mode says, clicking what a person would."""
+    with live.store.session() as db:
+        participant_id = db.exec(select(Participant.id)).one()
+    flow = live.app.extensions["gridstudy.flow"].page("demo", participant_id)
+    for name, value in flow.stage.simulate(flow.state, behaviour).items():
+        page.locator(f'input[name="{name}"][value="{value}"]').check(force=True)
+    page.get_by_role("button", name=button).click()
+
+
+def play_and_give_up(page, folder, name=None):
+    """Explore a little, go to the test (checking what each phase says), give up."""
+    page.wait_for_selector(f"{GAME}[data-phase=interaction]")
+    assert page.inner_text("[data-gs=guide]") == EXPLORE_FREELY
+    assert page.inner_text("[data-gs=message]") == "Arrow keys move; click a cell to act on it."
+    page.locator("[data-gs=grid]").focus()
+    page.keyboard.press("ArrowRight")
+    if name:
+        shoot(page, folder, f"participant-{name}-explore", full_page=False)
+    page.get_by_role("button", name="Go to test").click()
+    page.wait_for_selector(f"{GAME}[data-phase=test]")
+    challenge = page.evaluate(f"document.querySelector('{GAME}').gridstudy.state.challenge")
+    assert page.inner_text("[data-gs=guide]") == get(challenge).guide["test"]
+    page.wait_for_selector("[data-gs=goal-panel]:not([hidden])")
+    left = page.inner_text("[data-gs=plan-left]")
+    assert left != "0:00" and ":" in left
+    if name:
+        shoot(page, folder, f"participant-{name}-test", full_page=False)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Give up").click()
+    page.wait_for_selector(f"{GAME}[data-phase=done]")
+    assert page.inner_text("[data-gs=ending]") == "You gave up."
+    page.locator("[data-continue]:enabled").click()
+
+
+def test_a_participant_walks_the_demo_study(make_live_server, page, tmp_path):
+    definition = load_definition(DEMO, {p.id for p in registry.list_problems()})
+    live = make_live_server()
+    with live.store.session() as db:
+        db.add(Study(id="demo", title=definition.title, definition=definition.to_dict()))
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.route("https://app.prolific.com/**", lambda route: route.fulfill(body="Prolific"))
+    page.goto(f"{live.url}/study/demo?PROLIFIC_PID=walk-1&STUDY_ID=s&SESSION_ID=x")
+
+    assert "GBP 4.50" in page.inner_text("body")
+    shoot(page, tmp_path, "participant-1-consent")
+    page.get_by_role("button", name="I agree to take part").click()
+
+    assert page.locator(".odd-grid").count() == definition.screening_items
+    shoot(page, tmp_path, "participant-2-colour-check")
+    simulate(page, live, "Continue")
+
+    assert "Each game has two parts" in page.inner_text("body")
+    shoot(page, tmp_path, "participant-3-instructions")
+    page.get_by_role("button", name="Start the practice").click()
+    play_and_give_up(page, tmp_path, "4-practice")
+
+    shoot(page, tmp_path, "participant-5-quiz")
+    simulate(page, live, "Check my answers")
+
+    assert page.inner_text("h1") == "Game 1 of 2"
+    play_and_give_up(page, tmp_path)
+    assert "choose the word" in page.inner_text("body")
+    shoot(page, tmp_path, "participant-6-attention-check")
+    simulate(page, live, "Continue")
+    play_and_give_up(page, tmp_path)
+
+    shoot(page, tmp_path, "participant-7-debrief")
+    page.fill("#feedback", "The cloud one was hard.")
+    page.get_by_role("button", name="Finish and return to Prolific").click()
+    assert page.inner_text("[data-code]") == definition.completion_code
+    shoot(page, tmp_path, "participant-8-end")
+    with live.store.session() as db:
+        participant = db.exec(select(Participant)).one()
+    assert (participant.status, participant.code) == ("complete", definition.completion_code)
+    assert [r["stage"] for r in participant.data["records"]] == [
+        "consent", "screening", "instructions", "tutorial", "quiz", "task", "attention",
+        "task", "debrief"]
