@@ -32,7 +32,7 @@ MAX_SIGNALS = 50
 LONGEST = 86400.0
 """The longest duration a signal may report, in seconds."""
 _VALUE_KEYS = {"device": ("user_agent", "screen", "window", "pixel_ratio", "touch"),
-               "mashing": ("keys",)}
+               "mashing": ("keys",), "hidden": ("leaving",)}
 
 
 class SignalError(ValueError):
@@ -95,7 +95,8 @@ def too_small(window: Any, touch: Any = False) -> bool:
 def summarise(signals: Iterable[Any]) -> dict[str, Any]:
     """Flags from signal rows (anything with ``kind``, ``seconds``, ``value``):
 
-    * ``hidden_seconds``, ``hidden_count``: time and times the tab was hidden;
+    * ``hidden_seconds``, ``hidden_count``: time and times the tab was hidden (not
+      counting the page being left: a form sent, a link followed);
     * ``focus_losses``, ``unfocused_seconds``: times and time the window lost focus;
     * ``idle_periods``, ``idle_seconds``: idle periods of :data:`IDLE_AFTER` s or more;
     * ``mashing``: bursts of :data:`MASHING_KEYS` or more keys in a second;
@@ -108,7 +109,7 @@ def summarise(signals: Iterable[Any]) -> dict[str, Any]:
     for signal in signals:
         kind, seconds, value = signal.kind, signal.seconds or 0.0, signal.value or {}
         if kind == "hidden":
-            flags["hidden_count"] += 1
+            flags["hidden_count"] += not value.get("leaving")
         elif kind == "shown":
             flags["hidden_seconds"] += seconds
         elif kind == "blur":

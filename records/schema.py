@@ -363,7 +363,8 @@ SIGNAL = Table("signal", "What a participant's browser reported about how they t
                             "so far."),
     Field("value", JSON, "device: user_agent, screen and window [width, height], pixel_ratio, "
                          "touch (a touch screen without a mouse); mashing: keys, the keys "
-                         "pressed within one second."),
+                         "pressed within one second; hidden: leaving, true when the page "
+                         "was being left (a form sent, a link followed, the tab closed)."),
 ))
 
 TABLES = (STUDY, PARTICIPANT, AGENT_RUN, EPISODE, EVENT, FRAME, RAW_INPUT, ADMIN, API_TOKEN,

@@ -87,7 +87,8 @@ CHALLENGE = register(Challenge(
     goal="reach a goal",
     how="Explore the map and reach the goal before the step budget runs out.",
     buttons={"quit": GIVE_UP},
-    guide={"test": ("You are the blue square; the map shows itself as you walk (grey: floor "
+    guide={"test": ("You are the blue square; the map shows itself as you walk (white: where "
+                    "you have been, grey: floor "
                     "you can reach, brown: wall). Coloured squares are tasks: step on one to "
                     "do it once the tasks it needs are done (orange: not yet possible, yellow: "
                     "possible, green: done). Reach the goal (red, then pink when possible, "

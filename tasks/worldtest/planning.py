@@ -246,7 +246,7 @@ CHALLENGE = register(Challenge(
     name="planning",
     title="planning",
     phase=Planning,
-    goal="make marked cells show target colours",
+    goal="make the framed cells look like the goal picture",
     how="In the test, make the framed cells look like the goal picture.",
     buttons={"quit": GIVE_UP},
     guide={"interaction": EXPLORE_FREELY,
@@ -269,8 +269,9 @@ CHALLENGE = register(Challenge(
     questions=(
         Question(
             "planning-goal",
-            "In the test some cells are marked with target colours. What do you do?",
-            ("Wait until time runs out", "Act so that the marked cells show their target colours", "Press Reset"),
+            "In the test a goal picture frames some cells. What do you do?",
+            ("Wait until time runs out", "Act so that the framed cells look like the goal picture",
+             "Press Reset"),
             1,
         ),
     ),

@@ -40,6 +40,7 @@ def test_flags_add_up_what_the_signals_say():
     flags = quality.summarise([
         signal("device", user_agent="Chrome", window=[1280, 720]),
         signal("hidden"), signal("shown", 40.0), signal("hidden"), signal("shown", 5.25),
+        signal("hidden", leaving=True),
         signal("blur"), signal("focus", 3.0), signal("idle", 30.0), signal("active", 75.0),
         signal("mashing", keys=14), signal("device", user_agent="Chrome", window=[390, 844]),
     ])

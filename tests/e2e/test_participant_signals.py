@@ -1,7 +1,9 @@
 """Data-quality signals and the device check, from real browser actions in Chromium: the
 device reported on arrival, the window's focus lost to another tab and regained, the
-tab hidden as the page is left, key-mashing, and a phone-sized window refused politely
-with its own ending code."""
+tab hidden as the page is left (headless Chromium hides no tab that stays open, so a
+tab switch's hidden and shown are checked through the page being left and the flags'
+unit tests), key-mashing, and a phone-sized window refused politely with its own ending
+code."""
 
 from __future__ import annotations
 
@@ -54,9 +56,11 @@ def test_focus_visibility_and_mashing_are_recorded_from_real_browser_actions(
         page.keyboard.press("ArrowLeft")
     [mashing] = wait_for_signal(page, live, "mashing", episode_id=episode_id)
     assert mashing.value["keys"] >= 10
-    # Leaving the page hides it; the signal still arrives (a beacon).
+    # Leaving the page hides it: the signal still arrives (a beacon), marked as leaving,
+    # which the flags do not count as the tab hidden.
     page.goto("about:blank")
-    wait_for_signal(page, live, "hidden", episode_id=episode_id)
+    [hidden] = wait_for_signal(page, live, "hidden", episode_id=episode_id)
+    assert hidden.value == {"leaving": True}
 
 
 def test_a_phone_sized_window_is_refused_politely_and_can_end_with_its_code(

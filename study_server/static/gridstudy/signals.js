@@ -65,11 +65,15 @@
 
   /* -- the tab and the window -------------------------------------------------------- */
 
-  var hiddenAt = document.visibilityState === "hidden" ? now() : null;
+  /* Leaving the page (a form sent, a link followed, the tab closed) hides it too, after
+   * pagehide: that hide is reported as leaving, and the flags do not count it. */
+  var hiddenAt = document.visibilityState === "hidden" ? now() : null, leaving = false;
+  window.addEventListener("pagehide", function () { leaving = true; });
+  window.addEventListener("pageshow", function () { leaving = false; });
   document.addEventListener("visibilitychange", function () {
     if (document.visibilityState === "hidden") {
       hiddenAt = now();
-      send("hidden");
+      send("hidden", undefined, leaving ? { leaving: true } : undefined);
     } else if (hiddenAt !== null) {
       send("shown", now() - hiddenAt);
       hiddenAt = null;
