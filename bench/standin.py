@@ -135,9 +135,22 @@ class FakeOpenAI:
         return Handler
 
 
+IMAGE_TOKENS = 85
+"""Tokens the stand-in counts for a picture in a message (its low-detail price)."""
+
+
+def _tokens(content: Any) -> int:
+    """Whitespace-separated words of a message's content (text, or a list of parts)."""
+    if isinstance(content, str):
+        return len(content.split())
+    return sum(len(part.get("text", "").split()) if part.get("type") == "text" else IMAGE_TOKENS
+               for part in content)
+
+
 def completion(body: dict[str, Any], reply: str) -> dict[str, Any]:
-    """A chat-completion response; tokens counted as whitespace-separated words."""
-    prompt_tokens = sum(len(m["content"].split()) for m in body["messages"])
+    """A chat-completion response; tokens counted as whitespace-separated words (and
+    :data:`IMAGE_TOKENS` per picture)."""
+    prompt_tokens = sum(_tokens(m["content"]) for m in body["messages"])
     completion_tokens = len(reply.split())
     return {
         "id": "chatcmpl-fake", "object": "chat.completion", "model": body["model"],

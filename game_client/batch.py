@@ -66,6 +66,9 @@ class RunSpec:
     budget: Budget = field(default_factory=Budget)
     """What one attempt may spend."""
     agent_run_id: int | None = None
+    clock: str = "turns"
+    """``turns`` (the model is never hurried) or ``realtime`` (the participants' clock:
+    :mod:`game_client.realtime`)."""
 
 
 @dataclass(frozen=True)
@@ -152,9 +155,12 @@ class LocalRecords:
         if job.episode_id is not None:
             return LocalAttempt.resume(self.store, job.episode_id)
         problem = registry.get_problem(job.problem_id)
-        return LocalAttempt(problem, store=self.store, agent_run_id=job.run.agent_run_id,
-                            max_invalid=job.run.max_invalid, max_turns=job.run.max_turns(problem),
-                            run_index=job.run_index)
+        kind = LocalAttempt
+        if job.run.clock == "realtime":
+            from game_client.realtime import RealtimeAttempt as kind
+        return kind(problem, store=self.store, agent_run_id=job.run.agent_run_id,
+                    max_invalid=job.run.max_invalid, max_turns=job.run.max_turns(problem),
+                    run_index=job.run_index)
 
 
 @dataclass

@@ -127,6 +127,11 @@ def _param(ctx, option, values):
 @click.option("--k", default=0, help="Turns kept with --history last.")
 @click.option("--prompt-variant", default="base", show_default=True, help="Task-DAG prompt variant.")
 @click.option("--summary", is_flag=True, help="Task-DAG memory summary (000 App. D).")
+@click.option("--observation", type=click.Choice(["text", "image", "both"]), default="text",
+              show_default=True,
+              help="What a model is shown of each frame: the text grid (as in 002), a PNG "
+                   "picture for vision models (game_client/bridge/images.py says how it is "
+                   "drawn), or both.")
 @click.option("--temperature", type=float, default=None, help="Same as --param temperature=T.")
 @click.option("--max-tokens", type=int, default=None, help="Same as --param max_tokens=N.")
 @click.option("--param", "params", multiple=True, callback=_param,
@@ -150,6 +155,11 @@ def _param(ctx, option, values):
               help="Turns after which an attempt is abandoned [1000; the random agent: its "
                    "problem's horizon and a margin].")
 @click.option("--max-invalid", default=None, type=int, help="Invalid replies in a row that end an attempt [5].")
+@click.option("--clock", type=click.Choice(["turns", "realtime"]), default="turns",
+              show_default=True,
+              help="turns: the model is never hurried (002's protocol). realtime: it plays on "
+                   "the participants' clock, at the environment's frame rate with automatic "
+                   "no-ops while it thinks (in this process only).")
 @click.option("--interaction-steps", default=0, show_default=True, help="Random agent: actions before go-to-test.")
 @click.option("--seed", default=0, show_default=True, help="Random agent seed (plus the run index).")
 @click.option("--server", default=None,
@@ -158,9 +168,9 @@ def _param(ctx, option, values):
               help="The agent-API token for --server (default: $GRIDSTUDY_TOKEN).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, k, prompt_variant,
-              summary, temperature, max_tokens, params, context_window, requests_per_minute,
+              summary, observation, temperature, max_tokens, params, context_window, requests_per_minute,
               timeout, retries, prices_file, max_cost, token_budget, max_cost_per_attempt,
-              token_budget_per_attempt, max_turns, max_invalid, interaction_steps, seed, server,
+              token_budget_per_attempt, max_turns, max_invalid, clock, interaction_steps, seed, server,
               token, quiet):
     """Play problems with agents and record every turn.
 
@@ -184,6 +194,7 @@ def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, 
     from game_client.runner import Budget, Guard
 
     defaults = {"history": history, "k": k, "prompt_variant": prompt_variant, "summary": summary,
+                "observation": observation,
                 "timeout": timeout, "retries": retries, "context_window": context_window,
                 "requests_per_minute": requests_per_minute,
                 "params": {**({"temperature": temperature} if temperature is not None else {}),
@@ -213,7 +224,14 @@ def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, 
     limits = evaluate.Limits(pick(max_turns, "max_turns", None),
                              pick(max_invalid, "max_invalid", 5),
                              Budget(pick(max_cost_per_attempt, "max_cost_per_attempt", None),
-                                    pick(token_budget_per_attempt, "token_budget_per_attempt", None)))
+                                    pick(token_budget_per_attempt, "token_budget_per_attempt", None)),
+                             pick(None if clock == "turns" else clock, "clock", "turns"))
+    if limits.clock not in ("turns", "realtime"):
+        raise click.BadParameter(f"clock must be turns or realtime, not {limits.clock!r}",
+                                 param_hint="--clock")
+    if limits.clock == "realtime" and server:
+        raise click.UsageError("--clock realtime plays in this process; it does not go with "
+                               "--server")
     guard = Guard(Budget(pick(max_cost, "max_cost", None), pick(token_budget, "token_budget", None)))
     try:
         runs_list = _runs(kind, specs, limits, guard, prices_file, seed, interaction_steps)

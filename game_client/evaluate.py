@@ -38,6 +38,7 @@ from typing import Any
 
 from game_client.agents import PlannerAgent, RandomAgent
 from game_client.batch import Outcome, RunSpec
+from game_client.bridge.images import OBSERVATIONS
 from game_client.runner import Budget, EpisodeResult
 from tasks.worldtest.turn import MAX_INVALID, MAX_TURNS
 
@@ -52,11 +53,12 @@ MODEL_KEYS = {
     "requests_per_minute": "most requests a minute to its endpoint",
     "history": "full, last or none", "k": "turns kept with history last",
     "prompt_variant": "task-DAG prompt variant", "summary": "task-DAG memory summary",
+    "observation": "text, image or both: each frame as the text grid, a PNG picture, or both",
     "timeout": "seconds per request", "retries": "retries on 429, 5xx and timeouts",
 }
 BATCH_KEYS = ("problems", "runs", "concurrency", "max_cost", "token_budget",
               "max_cost_per_attempt", "token_budget_per_attempt", "max_turns", "max_invalid",
-              "models")
+              "clock", "models")
 
 
 class RunFileError(ValueError):
@@ -79,6 +81,7 @@ class ModelSpec:
     k: int = 0
     prompt_variant: str = "base"
     summary: bool = False
+    observation: str = "text"
     timeout: float = 120.0
     retries: int = 5
 
@@ -141,6 +144,8 @@ def _model_spec(entry: Any, where: str, defaults: dict[str, Any]) -> ModelSpec:
                            "million tokens")
     if not isinstance(values["params"], dict):
         raise RunFileError(f"{where}: params must be a mapping")
+    if values.get("observation", "text") not in OBSERVATIONS:
+        raise RunFileError(f"{where}: observation must be one of {', '.join(OBSERVATIONS)}")
     return ModelSpec(**values)
 
 
@@ -155,11 +160,13 @@ class Limits:
     """None: 1000, or for the random agent its problem's horizon and a margin."""
     max_invalid: int = MAX_INVALID
     budget: Budget = field(default_factory=Budget)
+    clock: str = "turns"
+    """``turns``, or ``realtime``: on the participants' clock (game_client/realtime.py)."""
 
     def config(self) -> dict[str, Any]:
         return {"max_turns": self.max_turns, "max_invalid": self.max_invalid,
                 "max_cost_per_attempt": self.budget.cost,
-                "token_budget_per_attempt": self.budget.tokens}
+                "token_budget_per_attempt": self.budget.tokens, "clock": self.clock}
 
 
 def llm_run(spec: ModelSpec, limits: Limits, *, sleep: Callable[[float], Any],
@@ -181,7 +188,7 @@ def llm_run(spec: ModelSpec, limits: Limits, *, sleep: Callable[[float], Any],
                                 limiter=limiter, sleep=sleep)
         return LLMAgent(provider, history=spec.history, k=spec.k,
                         prompt_variant=spec.prompt_variant, summary=spec.summary,
-                        context=context)
+                        context=context, observation=spec.observation)
 
     agent = make(0)
     config = {**agent.config(), "context_window": spec.context_window, **limits.config()}
@@ -190,7 +197,7 @@ def llm_run(spec: ModelSpec, limits: Limits, *, sleep: Callable[[float], Any],
         config["prices"] = {"input": price.input, "output": price.output}
     return RunSpec(spec.name, "llm", spec.model, config, make,
                    max_turns=lambda problem: limits.max_turns or MAX_TURNS,
-                   max_invalid=limits.max_invalid, budget=limits.budget)
+                   max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock)
 
 
 def random_run(seed: int, interaction_steps: int, limits: Limits) -> RunSpec:
@@ -201,14 +208,14 @@ def random_run(seed: int, interaction_steps: int, limits: Limits) -> RunSpec:
                    lambda index: RandomAgent(seed=seed + index, interaction_steps=interaction_steps),
                    max_turns=lambda problem: limits.max_turns or
                    RandomAgent.turn_limit(problem, interaction_steps),
-                   max_invalid=limits.max_invalid, budget=limits.budget)
+                   max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock)
 
 
 def planner_run(limits: Limits) -> RunSpec:
     config = {**PlannerAgent().config(), **limits.config()}
     return RunSpec("planner", "planner", None, config, lambda index: PlannerAgent(),
                    max_turns=lambda problem: limits.max_turns or MAX_TURNS,
-                   max_invalid=limits.max_invalid, budget=limits.budget)
+                   max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock)
 
 
 # -- the summary ---------------------------------------------------------------------------

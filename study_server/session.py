@@ -99,10 +99,11 @@ class GameSession:
         return self.episode.problem.id
 
     def enqueue_action(self, text: Any, client_time: float | None = None,
-                       now: float | None = None) -> str:
+                       now: float | None = None, **sender: Any) -> str:
         """Queue one input for the next tick (its time on the participant's clock,
-        corrected by the estimated offset); ``queued`` or why it was refused."""
-        status = self.engine.admit(text, self.clock.to_server(client_time), now)
+        corrected by the estimated offset); ``queued`` or why it was refused. ``sender``:
+        the engine's ``source`` and ``fields`` (a model on the clock)."""
+        status = self.engine.admit(text, self.clock.to_server(client_time), now, **sender)
         if status == QUEUED:
             self.last_input_at = time.time() if now is None else now
         return status

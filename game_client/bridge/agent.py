@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from game_client.agents import Decision, Turn
-from game_client.bridge import prompts
+from game_client.bridge import images, prompts
 from game_client.bridge.memory import History, Scratchpad
 from game_client.bridge.parse import JSON, TAG, ReplyError, extract_action
 from game_client.bridge.provider import ChatProvider, Completion, ContextTooLong
@@ -31,6 +31,8 @@ from tasks.worldtest.problem import Problem
 
 CHARS_PER_TOKEN = 4.0
 """Characters per token assumed until the provider's usage says otherwise."""
+IMAGE_TOKENS = 800
+"""Tokens an attached picture is assumed to cost (providers count them their own way)."""
 MARGIN = 0.9
 """Share of the context window a request may fill (the estimate is rough)."""
 
@@ -45,17 +47,17 @@ class ContextWindow:
     chars_per_token: float = CHARS_PER_TOKEN
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def estimate(self, messages: list[dict[str, str]]) -> int:
-        return int(sum(len(m["content"]) for m in messages) / self.chars_per_token)
+    def estimate(self, messages: list[dict[str, Any]]) -> int:
+        return int(_chars(messages) / self.chars_per_token) + IMAGE_TOKENS * _pictures(messages)
 
     def fits(self, messages: list[dict[str, str]]) -> bool:
         return self.tokens is None or self.estimate(messages) <= self.tokens * MARGIN
 
-    def learn_usage(self, messages: list[dict[str, str]], prompt_tokens: int | None) -> None:
-        if prompt_tokens:
+    def learn_usage(self, messages: list[dict[str, Any]], prompt_tokens: int | None) -> None:
+        text_tokens = (prompt_tokens or 0) - IMAGE_TOKENS * _pictures(messages)
+        if text_tokens > 0:
             with self.lock:
-                self.chars_per_token = max(1.0, sum(len(m["content"]) for m in messages)
-                                           / prompt_tokens)
+                self.chars_per_token = max(1.0, _chars(messages) / text_tokens)
 
     def learn_refusal(self, messages: list[dict[str, str]]) -> None:
         """A request of this size was refused: the window is smaller than it."""
@@ -65,7 +67,21 @@ class ContextWindow:
                 self.tokens = refused - 1
 
 
-def _message(role: str, content: str) -> dict[str, str]:
+def _parts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every content part of ``messages`` (a text content is one text part)."""
+    return [part for m in messages for part in (
+        m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}])]
+
+
+def _chars(messages: list[dict[str, Any]]) -> int:
+    return sum(len(p.get("text", "")) for p in _parts(messages))
+
+
+def _pictures(messages: list[dict[str, Any]]) -> int:
+    return sum(1 for p in _parts(messages) if p.get("type") == "image_url")
+
+
+def _message(role: str, content: str | list[dict[str, Any]]) -> dict[str, Any]:
     return {"role": role, "content": content}
 
 
@@ -76,7 +92,11 @@ class LLMAgent:
 
     def __init__(self, provider: ChatProvider, *, history: str = "full", k: int = 0,
                  prompt_variant: str = "base", summary: bool = False,
-                 context: ContextWindow | None = None) -> None:
+                 context: ContextWindow | None = None, observation: str = "text") -> None:
+        if observation not in images.OBSERVATIONS:
+            raise ValueError(f"observation must be one of {', '.join(images.OBSERVATIONS)}, "
+                             f"not {observation!r}")
+        self.observation = observation
         self.provider = provider
         self.history_mode, self.k = history, k
         self.prompt_variant = prompt_variant
@@ -94,7 +114,7 @@ class LLMAgent:
     def config(self) -> dict[str, Any]:
         return {**self.provider.config(), "history": self.history_mode, "k": self.k,
                 "prompt_variant": self.prompt_variant, "summary": self.summary,
-                "context_window": self.context.tokens}
+                "context_window": self.context.tokens, "observation": self.observation}
 
     def start(self, problem: Problem) -> None:
         self.problem = problem
@@ -111,19 +131,35 @@ class LLMAgent:
             self.system = prompts.SYSTEM_PROMPT
 
     def render(self, turn: Turn) -> str:
-        """The user message for ``turn``."""
-        if self.dag:
-            return self.dag_prompter.turn(turn)
+        """The text of the user message for ``turn`` (with a picture, it says so in place
+        of the text grid, or beside it with ``observation`` both)."""
+        pictured = self.observation != "text"
+        if self.dag:  # the observation is a sentence, never a grid: the picture is extra
+            text = self.dag_prompter.turn(turn)
+            return f"{text}\n\n{images.note(turn.state['frame'])}" if pictured else text
+        state = turn.state
+        if pictured:
+            note = images.note(state["frame"])
+            shown = f"{state['text']}\n{note}" if self.observation == "both" else note
+            state = {**state, "text": shown}
         remind = bool(self.history.turns) and not self.history.shows_first_turn
         return prompts.render_turn(
-            turn.state, previous_phase=self.previous_phase, last_action=turn.last_action,
+            state, previous_phase=self.previous_phase, last_action=turn.last_action,
             error=turn.error, scratchpad=self.scratchpad.render(), remind_task=remind,
         )
 
-    def messages(self, prompt: str) -> list[dict[str, str]]:
-        """The request for a turn whose user message is ``prompt``."""
+    def content(self, turn: Turn, prompt: str) -> str | list[dict[str, Any]]:
+        """The user message's content: ``prompt``, and the frame's picture when the model
+        is shown pictures (OpenAI's image_url part with a PNG data URL)."""
+        if self.observation == "text":
+            return prompt
+        return [{"type": "text", "text": prompt},
+                {"type": "image_url", "image_url": {"url": images.data_url(turn.state["frame"])}}]
+
+    def messages(self, content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The request for a turn whose user message holds ``content``."""
         return [_message("system", self.system), *self.history.messages(),
-                _message("user", prompt)]
+                _message("user", content)]
 
     def decide(self, turn: Turn) -> Decision:
         prompt, messages = self._fitted(turn)
@@ -154,17 +190,17 @@ class LLMAgent:
     def _fitted(self, turn: Turn) -> tuple[str, list[dict[str, str]]]:
         """This turn's message and request, older turns left out until it fits."""
         prompt = self.render(turn)
-        messages = self.messages(prompt)
+        messages = self.messages(self.content(turn, prompt))
         while not self.context.fits(messages) and self.history.window():
             self.history.trim(1)
             prompt = self.render(turn)
-            messages = self.messages(prompt)
+            messages = self.messages(self.content(turn, prompt))
         return prompt, messages
 
     def _answer(self, turn: Turn, prompt: str, completion: Completion) -> Decision:
         """Remember the exchange and read the action off the reply."""
         first = not self.history.turns
-        self.history.add(prompt, completion.text)
+        self.history.add(self.content(turn, prompt), completion.text)
         if not self.dag:
             self.scratchpad.apply(completion.text)
         self.previous_phase = turn.state["phase"]

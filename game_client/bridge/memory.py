@@ -10,6 +10,7 @@ observation only, the other end of the memory index).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from game_client.bridge.parse import scratchpad_edits
 
@@ -38,11 +39,13 @@ class Scratchpad:
 
 @dataclass
 class History:
-    """Earlier turns as ``(prompt, reply)`` pairs, and which of them the model sees."""
+    """Earlier turns as ``(content, reply)`` pairs, and which of them the model sees. A
+    turn's content is its user message: text, or a list of parts when the model was also
+    shown the frame's picture (kept, so that later requests show it again)."""
 
     mode: str = "full"
     k: int = 0
-    turns: list[tuple[str, str]] = field(default_factory=list)
+    turns: list[tuple[Any, str]] = field(default_factory=list)
     dropped: int = 0
     """Oldest turns left out of every request from now on, to fit the context window."""
 
@@ -52,15 +55,15 @@ class History:
         if self.mode == "last" and self.k < 1:
             raise ValueError("history mode 'last' needs k >= 1 turns")
 
-    def add(self, prompt: str, reply: str) -> None:
-        self.turns.append((prompt, reply))
+    def add(self, content: Any, reply: str) -> None:
+        self.turns.append((content, reply))
 
     def trim(self, count: int) -> None:
         """Leave ``count`` more of the oldest shown turns out from now on."""
         shown = len(self.window())
         self.dropped = len(self.turns) - shown + min(count, shown)
 
-    def window(self) -> list[tuple[str, str]]:
+    def window(self) -> list[tuple[Any, str]]:
         """The earlier turns shown to the model now, oldest first."""
         if self.mode == "none":
             return []
@@ -73,10 +76,10 @@ class History:
         window = self.window()
         return bool(window) and window[0] is self.turns[0]
 
-    def messages(self) -> list[dict[str, str]]:
+    def messages(self) -> list[dict[str, Any]]:
         out = []
-        for prompt, reply in self.window():
-            out += [{"role": "user", "content": prompt}, {"role": "assistant", "content": reply}]
+        for content, reply in self.window():
+            out += [{"role": "user", "content": content}, {"role": "assistant", "content": reply}]
         return out
 
     def describe(self) -> str:

@@ -33,7 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tasks.core import parse_action
@@ -79,11 +79,15 @@ class Sink(Protocol):
 
 @dataclass
 class Input:
-    """One queued input: canonical action text and when it was made and received."""
+    """One queued input: canonical action text and when it was made and received; who
+    sent it (``source``) and other event fields it carries onto its event (a model's
+    reply, tokens and latency, when a model plays on the clock)."""
 
     action: str
     client_time: float | None
     received_at: float
+    source: str = INPUT
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -134,8 +138,10 @@ class TickEngine:
     # -- input ----------------------------------------------------------------------------
 
     def admit(self, text: Any, client_time: float | None = None,
-              now: float | None = None) -> str:
-        """Queue one input for a coming tick; ``queued`` or why it was refused."""
+              now: float | None = None, *, source: str = INPUT,
+              fields: dict[str, Any] | None = None) -> str:
+        """Queue one input for a coming tick; ``queued`` or why it was refused. ``source``
+        and ``fields`` go onto its event when it is applied."""
         now = self.clock() if now is None else now
         with self.lock:
             self._store_limited(now)
@@ -143,7 +149,7 @@ class TickEngine:
             if self.closed is not None:
                 status, reason = REJECTED, self.closed
             if status == QUEUED:
-                self.queue.append(Input(action, client_time, now))
+                self.queue.append(Input(action, client_time, now, source, dict(fields or {})))
             elif status == RATE_LIMITED:
                 self.limited.append((str(text), now, client_time))
             else:
@@ -197,8 +203,9 @@ class TickEngine:
             self._store_limited(now)
             self.tick_refusals = []
             item = self._next_input(now)
-            action, source = (item.action, INPUT) if item else ("noop", AUTO)
+            action, source = (item.action, item.source) if item else ("noop", AUTO)
             client_time = item.client_time if item else None
+            fields = {**fields, **item.fields} if item else fields
             try:
                 step = self.episode.apply(action)
             except Exception as error:  # an environment's runtime error must not end play
@@ -236,10 +243,15 @@ class TickEngine:
     def abandon(self, reason: str, now: float | None = None) -> None:
         """Nobody will play on: queued inputs are refused as ``dropped`` and an unfinished
         episode ends ``abandoned`` (it scores 0)."""
+        self.end("abandoned", {"reason": reason}, now)
+
+    def end(self, status: str, info: dict[str, Any], now: float | None = None) -> None:
+        """Play stops here: queued inputs are refused as ``dropped`` and an unfinished
+        episode ends with ``status`` (``abandoned``, ``interrupted`` ...) and ``info``."""
         with self.lock:
-            self.drain(reason, now)
+            self.drain(info.get("reason", status), now)
             if not self.episode.done:
-                self._finish("abandoned", {"reason": reason})
+                self._finish(status, info)
 
     def drain(self, reason: str, now: float | None = None) -> None:
         """Store every input not yet applied (queued ones as ``dropped`` with ``reason``,

@@ -41,9 +41,13 @@ AGENT = "agent"
 
 
 def resumable(status: str, info: dict[str, Any] | None) -> bool:
-    """Whether a rerun continues a stored attempt: one interrupted, or ended by a
-    failure outside the model that said so (its provider's, not the environment's)."""
-    return status == INTERRUPTED or (status == ERROR and bool((info or {}).get("resumable")))
+    """Whether a rerun continues a stored attempt: one interrupted (unless it says it
+    cannot be continued: a model on the real-time clock), or ended by a failure outside
+    the model that said so (its provider's, not the environment's)."""
+    info = info or {}
+    if status == INTERRUPTED:
+        return info.get("resumable") is not False
+    return status == ERROR and bool(info.get("resumable"))
 
 
 @dataclass
