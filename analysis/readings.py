@@ -24,14 +24,30 @@ Row = dict[str, Any]
 
 def agent_of(episode: EpisodeRecord) -> str:
     """``human`` for any participant; ``kind:model`` (or ``kind``) for an agent run, with
-    its history setting appended when the model did not see the full history
-    (``llm:m [history none]``), so that a memory ablation is never averaged with the
-    runs it is compared against."""
+    the settings that change what the model faced appended (:func:`settings`:
+    ``llm:m [history none]``, ``llm:m [realtime clock, image]``), so that an ablation is
+    never averaged with the runs it is compared against, and the same model at both
+    clocks is two rows side by side."""
     if episode.is_human:
         return HUMAN
     base = base_agent(episode)
-    setting = history_setting(episode)
-    return base if setting == FULL_HISTORY else f"{base} [history {setting}]"
+    tags = settings(episode)
+    return f"{base} [{', '.join(tags)}]" if tags else base
+
+
+def settings(episode: EpisodeRecord) -> list[str]:
+    """The agent run's settings that differ from the default: the history window, the
+    real-time clock, pictures in place of (or beside) the text grid."""
+    config = episode.agent_config
+    tags = []
+    if history_setting(episode) != FULL_HISTORY:
+        tags.append(f"history {history_setting(episode)}")
+    if config.get("clock") == "realtime":
+        tags.append("realtime clock")
+    observation = config.get("observation") or "text"
+    if observation != "text":
+        tags.append("image" if observation == "image" else "text+image")
+    return tags
 
 
 def base_agent(episode: EpisodeRecord) -> str:

@@ -194,3 +194,19 @@ def test_a_dag_episode_that_does_not_replay_is_refused(dataset):
                                                     *episode.events[1:]])
     with pytest.raises(ValueError, match=r"does not replay to its stored frames at seq 0"):
         tables.dag_errors(tampered)
+
+
+def test_the_same_model_at_both_clocks_and_with_pictures_is_kept_apart(dataset):
+    import dataclasses
+
+    from analysis.readings import agent_of
+
+    model = next(e for e in dataset.episodes if e.agent_kind == "llm" and e.model == "m-1")
+    at = {name: agent_of(dataclasses.replace(model, agent_config=config)) for name, config in {
+        "default": {}, "turns": {"clock": "turns", "observation": "text"},
+        "realtime": {"clock": "realtime"}, "image": {"observation": "image"},
+        "both": {"clock": "realtime", "observation": "both", "history": "none"},
+    }.items()}
+    assert at == {"default": "llm:m-1", "turns": "llm:m-1", "realtime": "llm:m-1 [realtime clock]",
+                  "image": "llm:m-1 [image]",
+                  "both": "llm:m-1 [history none, realtime clock, text+image]"}
