@@ -1,10 +1,12 @@
-"""A model on the human clock: the same session and scheduler a participant plays under.
+"""A model on the human clock: the rules and records a participant plays under.
 
 ``gridstudy agent run --clock realtime`` plays each attempt as a participant's is played
-on the server: a :class:`study_server.session.GameSession` ticked by a
-:class:`study_server.scheduler.Scheduler` at the environment's frame rate, one input per
-tick and an automatic ``noop`` on every tick without one. The world does not wait for
-the model: while it thinks, the clock applies no-ops, as it does while a person thinks.
+on the server: a :class:`tasks.worldtest.tick.TickEngine` (the one real-time rule the
+server's sessions and the pygame loop keep: one input per tick, an automatic ``noop`` on
+every tick without one, the queue, the refusals) ticked at the environment's frame rate
+on the fixed schedule the server's scheduler keeps (:func:`~tasks.worldtest.tick.next_deadline`),
+each event carrying how late its tick was. The world does not wait for the model: while
+it thinks, the clock applies no-ops, as it does while a person thinks.
 Each reply's action is queued like a key press (``source`` ``agent``, carrying the
 reply, tokens, cost and the model's latency onto the event of the tick that applies it),
 and the next turn is shown the state after that tick.
@@ -27,13 +29,11 @@ from typing import Any
 
 from game_client.agents import Decision
 from records.recorder import EpisodeRecorder
-from study_server.scheduler import Scheduler
-from study_server.session import GameSession
 from tasks import registry
 from tasks.core import parse_action
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.problem import Problem
-from tasks.worldtest.tick import QUEUED, Tick
+from tasks.worldtest.tick import QUEUED, Tick, TickEngine, next_deadline
 from tasks.worldtest.turn import (
     ABANDONED,
     ACTIVE,
@@ -48,31 +48,6 @@ CLOCK = "realtime"
 """The clock recorded in a realtime attempt's info and its run's config."""
 WAIT_FOR_TICK = 10.0
 """Seconds a queued action may wait for its tick before the clock is taken as stopped."""
-
-_shared: Scheduler | None = None
-_shared_lock = threading.Lock()
-
-
-def scheduler() -> Scheduler:
-    """The process's scheduler for models on the clock (one loop for every attempt)."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = Scheduler(_deliver, start_task=_thread, sleep=time.sleep,
-                                idle_timeout=float("inf"))
-        return _shared
-
-
-def _thread(target: Any, *args: Any) -> threading.Thread:
-    thread = threading.Thread(target=target, args=args, daemon=True, name="realtime-clock")
-    thread.start()
-    return thread
-
-
-def _deliver(session: GameSession, tick: Tick) -> None:
-    attempt = session.attempt  # type: ignore[attr-defined]
-    attempt.ticked(tick)
-
 
 def model_fields(decision: Decision) -> dict[str, Any]:
     """The event fields of a model's turn (:data:`records.schema.MODEL_TURN`)."""
@@ -100,31 +75,41 @@ class RealtimeAttempt:
         self.recorder = (EpisodeRecorder(store, problem, agent_run_id=agent_run_id, info=info)
                          if store else None)
         self.episode_id = self.recorder.episode_id if self.recorder else None
-        self.session = GameSession(Episode(problem, make_env), self.recorder)
-        self.session.attempt = self  # type: ignore[attr-defined]
-        self.session.sid, self.session.idle_since = f"model-{id(self)}", None
+        self.engine = TickEngine(Episode(problem, make_env), self.recorder)
         self.turns = self.invalid = self.invalid_in_row = self.ticks = 0
         self.status, self.reason = ACTIVE, None
         self.changed = threading.Condition()
-        self.clock = scheduler()
-        self.clock.add(self.session)
-        self.clock.start(self.session.token)
+        self.clock = threading.Thread(target=self._run_clock, daemon=True,
+                                      name=f"clock-{problem.id}")
+        self.clock.start()
 
     # -- the clock's side ---------------------------------------------------------------
 
-    def ticked(self, tick: Tick) -> None:
+    def _run_clock(self) -> None:
+        """Tick at the frame rate until the attempt ends (the server scheduler's schedule:
+        late ticks are skipped, never run in a burst)."""
+        period = 1.0 / self.engine.episode.frame_rate
+        deadline = time.monotonic() + period
+        while self.status == ACTIVE:
+            time.sleep(max(0.0, deadline - time.monotonic()))
+            with self.changed:  # never a tick after the attempt was ended
+                if self.status != ACTIVE:
+                    return
+                self._ticked(self.engine.tick(latency=time.monotonic() - deadline))
+            deadline = next_deadline(deadline, period, time.monotonic())
+
+    def _ticked(self, tick: Tick) -> None:
         with self.changed:
             self.ticks += 1
             if tick.done and self.status == ACTIVE:
                 self.status = DONE
-                self.clock.remove(self.session.token)
             self.changed.notify_all()
 
     # -- the model's side ---------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
         """What the model is shown now (as :meth:`tasks.worldtest.turn.AgentTurns.state`)."""
-        engine = self.session.engine
+        engine = self.engine
         with engine.lock:
             episode = engine.episode
             ended = self.status != ACTIVE
@@ -144,11 +129,11 @@ class RealtimeAttempt:
         if error is None:
             with self.changed:
                 before = self.ticks
-                status = self.session.enqueue_action(decision.action, client_time=time.time(),
-                                                     source=AGENT, fields=fields)
+                status = self.engine.admit(decision.action, time.time(), source=AGENT,
+                                           fields=fields)
                 if status == QUEUED:
                     self.changed.wait_for(lambda: self.status != ACTIVE or (
-                        self.ticks > before and not self.session.engine.queue), WAIT_FOR_TICK)
+                        self.ticks > before and not self.engine.queue), WAIT_FOR_TICK)
                 else:
                     error = f"the action was {status}"
         if error is not None:
@@ -166,15 +151,15 @@ class RealtimeAttempt:
             parsed = parse_action(action)
         except ValueError as error:
             return str(error)
-        with self.session.engine.lock:
-            return self.session.episode.refusal(parsed)
+        with self.engine.lock:
+            return self.engine.episode.refusal(parsed)
 
     def _invalid(self, decision: Decision, error: str, fields: dict[str, Any]) -> None:
         self.invalid += 1
         self.invalid_in_row += 1
         if self.recorder is not None:
             fields = {k: v for k, v in fields.items() if k != "raw_reply"}
-            self.recorder.invalid(phase=self.session.episode.phase,
+            self.recorder.invalid(phase=self.engine.episode.phase,
                                   raw_reply=decision.raw_reply or "", error=error, **fields)
         if self.invalid_in_row >= self.max_invalid and self.status == ACTIVE:
             self.end(ABANDONED, f"{self.invalid_in_row} invalid replies in a row")
@@ -185,12 +170,11 @@ class RealtimeAttempt:
             if self.status != ACTIVE:
                 return
             self.status, self.reason = status, reason
-            self.clock.remove(self.session.token)
             self.changed.notify_all()
-        self.session.engine.end(status, {"reason": reason, "turns": self.turns,
+        self.engine.end(status, {"reason": reason, "turns": self.turns,
                                          "invalid": self.invalid, "resumable": False})
 
     def summary(self) -> dict[str, Any]:
         return {"status": self.status, "reason": self.reason, "resumable": False,
                 "turns": self.turns, "invalid": self.invalid,
-                "score": self.session.episode.final_score}
+                "score": self.engine.episode.final_score}

@@ -13,35 +13,18 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from study_server.session import GameSession
-from tasks.worldtest.tick import Tick
+from tasks.worldtest.tick import Tick, next_deadline
 
 log = logging.getLogger(__name__)
 
 
 Deliver = Callable[[GameSession, Tick], None]
-
-
-def next_deadline(deadline: float, period: float, now: float) -> float:
-    """The tick after the one due at ``deadline``, on the session's fixed schedule.
-
-    After a stall longer than a period the missed ticks are skipped (never run in a
-    burst) but the phase is kept: restarting every late session at ``now`` lined them all
-    up on the same instant, and the next ticks then queued behind one another.
-
-    >>> next_deadline(10.0, 0.125, now=10.01), next_deadline(10.0, 0.125, now=10.6)
-    (10.125, 10.5)
-    """
-    following = deadline + period
-    if following > now - period:
-        return following
-    return following + period * math.floor((now - following) / period)
 
 
 class Scheduler:

@@ -29,6 +29,7 @@ reported as a failed step and not applied; the episode goes on.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -49,6 +50,23 @@ QUEUED, DROPPED, REJECTED, MALFORMED, RATE_LIMITED = (
     "queued", "dropped", "rejected", "malformed", "rate-limited")
 INPUT, AUTO = "input", "auto"
 """Where an applied action came from: a person, or the clock's automatic noop."""
+
+
+def next_deadline(deadline: float, period: float, now: float) -> float:
+    """The tick after the one due at ``deadline``, on the session's fixed schedule.
+
+    After a stall longer than a period the missed ticks are skipped (never run in a
+    burst) but the phase is kept: restarting every late session at ``now`` lined them all
+    up on the same instant, and the next ticks then queued behind one another. Every
+    real-time clock keeps this schedule: the server's scheduler and a model's.
+
+    >>> next_deadline(10.0, 0.125, now=10.01), next_deadline(10.0, 0.125, now=10.6)
+    (10.125, 10.5)
+    """
+    following = deadline + period
+    if following > now - period:
+        return following
+    return following + period * math.floor((now - following) / period)
 
 
 class Sink(Protocol):

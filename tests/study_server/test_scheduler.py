@@ -9,10 +9,11 @@ import pytest
 
 from records.models import EpisodeRow
 from records.store import Store
-from study_server.scheduler import Scheduler, next_deadline
+from study_server.scheduler import Scheduler
 from study_server.session import GameSession
 from tasks import registry
 from tasks.worldtest.problem import Problem
+from tasks.worldtest.tick import next_deadline
 from tests.envs import Walker
 
 
