@@ -36,10 +36,13 @@ def agent_of(episode: EpisodeRecord) -> str:
 
 
 def settings(episode: EpisodeRecord) -> list[str]:
-    """The agent run's settings that differ from the default: the history window, the
-    real-time clock, pictures in place of (or beside) the text grid."""
+    """The agent run's settings that differ from the default: the protocol profile, the
+    history window, the real-time clock, pictures in place of (or beside) the text
+    grid."""
     config = episode.agent_config
     tags = []
+    if config.get("protocol") not in (None, "gridstudy"):
+        tags.append(f"{config['protocol']} protocol")
     if history_setting(episode) != FULL_HISTORY:
         tags.append(f"history {history_setting(episode)}")
     if config.get("clock") == "realtime":

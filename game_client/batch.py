@@ -42,6 +42,7 @@ from game_client.runner import (
 )
 from records.models import AgentRun, EpisodeRow
 from tasks import registry
+from tasks.worldtest import protocol as protocols
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.turn import ERROR, FINISHED, INTERRUPTED, MAX_INVALID, MAX_TURNS, resumable
 
@@ -69,6 +70,8 @@ class RunSpec:
     clock: str = "turns"
     """``turns`` (the model is never hurried) or ``realtime`` (the participants' clock:
     :mod:`game_client.realtime`)."""
+    protocol: str = "gridstudy"
+    """The protocol profile its attempts are played by (:mod:`tasks.worldtest.protocol`)."""
 
 
 @dataclass(frozen=True)
@@ -155,12 +158,14 @@ class LocalRecords:
         if job.episode_id is not None:
             return LocalAttempt.resume(self.store, job.episode_id)
         problem = registry.get_problem(job.problem_id)
-        kind = LocalAttempt
+        options = {"store": self.store, "agent_run_id": job.run.agent_run_id,
+                   "max_invalid": job.run.max_invalid, "max_turns": job.run.max_turns(problem),
+                   "run_index": job.run_index}
         if job.run.clock == "realtime":
-            from game_client.realtime import RealtimeAttempt as kind
-        return kind(problem, store=self.store, agent_run_id=job.run.agent_run_id,
-                    max_invalid=job.run.max_invalid, max_turns=job.run.max_turns(problem),
-                    run_index=job.run_index)
+            from game_client.realtime import RealtimeAttempt
+
+            return RealtimeAttempt(problem, **options)
+        return LocalAttempt(problem, protocol=protocols.get(job.run.protocol), **options)
 
 
 @dataclass

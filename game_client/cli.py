@@ -160,6 +160,11 @@ def _param(ctx, option, values):
               help="turns: the model is never hurried (002's protocol). realtime: it plays on "
                    "the participants' clock, at the environment's frame rate with automatic "
                    "no-ops while it thinks (in this process only).")
+@click.option("--protocol", type=click.Choice(["gridstudy", "autumnbench"]), default="gridstudy",
+              show_default=True,
+              help="gridstudy: this platform's protocol. autumnbench: the published "
+                   "AutumnBench harness's settings (tasks/worldtest/protocol.py; README: "
+                   "Comparing with published results).")
 @click.option("--interaction-steps", default=0, show_default=True, help="Random agent: actions before go-to-test.")
 @click.option("--seed", default=0, show_default=True, help="Random agent seed (plus the run index).")
 @click.option("--server", default=None,
@@ -170,7 +175,8 @@ def _param(ctx, option, values):
 def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, k, prompt_variant,
               summary, observation, temperature, max_tokens, params, context_window, requests_per_minute,
               timeout, retries, prices_file, max_cost, token_budget, max_cost_per_attempt,
-              token_budget_per_attempt, max_turns, max_invalid, clock, interaction_steps, seed, server,
+              token_budget_per_attempt, max_turns, max_invalid, clock, protocol, interaction_steps,
+              seed, server,
               token, quiet):
     """Play problems with agents and record every turn.
 
@@ -225,10 +231,18 @@ def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, 
                              pick(max_invalid, "max_invalid", 5),
                              Budget(pick(max_cost_per_attempt, "max_cost_per_attempt", None),
                                     pick(token_budget_per_attempt, "token_budget_per_attempt", None)),
-                             pick(None if clock == "turns" else clock, "clock", "turns"))
+                             pick(None if clock == "turns" else clock, "clock", "turns"),
+                             pick(None if protocol == "gridstudy" else protocol, "protocol",
+                                  "gridstudy"))
     if limits.clock not in ("turns", "realtime"):
         raise click.BadParameter(f"clock must be turns or realtime, not {limits.clock!r}",
                                  param_hint="--clock")
+    if limits.protocol not in ("gridstudy", "autumnbench"):
+        raise click.BadParameter(f"protocol must be gridstudy or autumnbench, not "
+                                 f"{limits.protocol!r}", param_hint="--protocol")
+    if limits.protocol != "gridstudy" and (server or limits.clock == "realtime"):
+        raise click.UsageError("--protocol autumnbench plays turn by turn in this process; it "
+                               "goes with neither --server nor --clock realtime")
     if limits.clock == "realtime" and server:
         raise click.UsageError("--clock realtime plays in this process; it does not go with "
                                "--server")

@@ -58,7 +58,7 @@ MODEL_KEYS = {
 }
 BATCH_KEYS = ("problems", "runs", "concurrency", "max_cost", "token_budget",
               "max_cost_per_attempt", "token_budget_per_attempt", "max_turns", "max_invalid",
-              "clock", "models")
+              "clock", "protocol", "models")
 
 
 class RunFileError(ValueError):
@@ -162,11 +162,14 @@ class Limits:
     budget: Budget = field(default_factory=Budget)
     clock: str = "turns"
     """``turns``, or ``realtime``: on the participants' clock (game_client/realtime.py)."""
+    protocol: str = "gridstudy"
+    """The protocol profile (tasks/worldtest/protocol.py)."""
 
     def config(self) -> dict[str, Any]:
         return {"max_turns": self.max_turns, "max_invalid": self.max_invalid,
                 "max_cost_per_attempt": self.budget.cost,
-                "token_budget_per_attempt": self.budget.tokens, "clock": self.clock}
+                "token_budget_per_attempt": self.budget.tokens, "clock": self.clock,
+                "protocol": self.protocol}
 
 
 def llm_run(spec: ModelSpec, limits: Limits, *, sleep: Callable[[float], Any],
@@ -197,7 +200,8 @@ def llm_run(spec: ModelSpec, limits: Limits, *, sleep: Callable[[float], Any],
         config["prices"] = {"input": price.input, "output": price.output}
     return RunSpec(spec.name, "llm", spec.model, config, make,
                    max_turns=lambda problem: limits.max_turns or MAX_TURNS,
-                   max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock)
+                   max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock,
+                   protocol=limits.protocol)
 
 
 def random_run(seed: int, interaction_steps: int, limits: Limits) -> RunSpec:
@@ -208,14 +212,16 @@ def random_run(seed: int, interaction_steps: int, limits: Limits) -> RunSpec:
                    lambda index: RandomAgent(seed=seed + index, interaction_steps=interaction_steps),
                    max_turns=lambda problem: limits.max_turns or
                    RandomAgent.turn_limit(problem, interaction_steps),
-                   max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock)
+                   max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock,
+                   protocol=limits.protocol)
 
 
 def planner_run(limits: Limits) -> RunSpec:
     config = {**PlannerAgent().config(), **limits.config()}
     return RunSpec("planner", "planner", None, config, lambda index: PlannerAgent(),
                    max_turns=lambda problem: limits.max_turns or MAX_TURNS,
-                   max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock)
+                   max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock,
+                   protocol=limits.protocol)
 
 
 # -- the summary ---------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from records.rebuild import stored_attempt
 from records.recorder import EpisodeRecorder
 from records.schema import RECORDED_TURN
 from tasks import registry
+from tasks.worldtest import protocol as protocols
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.turn import (
@@ -269,7 +270,8 @@ class LocalAttempt:
                  max_invalid: int = MAX_INVALID, max_turns: int = MAX_TURNS,
                  run_index: int = 0, make_env=registry.make,
                  turns: AgentTurns | None = None, episode_id: int | None = None,
-                 recorded: Sequence[Any] = ()) -> None:
+                 recorded: Sequence[Any] = (),
+                 protocol: protocols.Protocol = protocols.GRIDSTUDY) -> None:
         self.problem = problem
         self.recorded = list(recorded)
         self.lock = threading.Lock()
@@ -277,11 +279,13 @@ class LocalAttempt:
             self.episode_id, self.turns = episode_id, turns
             return
         info = {"max_invalid": max_invalid, "max_turns": max_turns, "run_index": run_index}
+        if protocol is not protocols.GRIDSTUDY:
+            info["protocol"] = protocol.name
         recorder = (EpisodeRecorder(store, problem, agent_run_id=agent_run_id, info=info)
                     if store else None)
         self.episode_id = recorder.episode_id if recorder else None
         self.turns = AgentTurns(Episode(problem, make_env), recorder, max_invalid=max_invalid,
-                                max_turns=max_turns)
+                                max_turns=max_turns, protocol=protocol)
 
     @classmethod
     def resume(cls, store: Any, episode_id: int, make_env=registry.make) -> LocalAttempt:

@@ -91,6 +91,7 @@ def stored_attempt(store: Any, episode_id: int,
 
     from records.models import EpisodeRow, Event
     from records.recorder import EpisodeRecorder
+    from tasks.worldtest import protocol as protocols
     from tasks.worldtest.turn import MAX_INVALID, MAX_TURNS, AgentTurns
 
     store.wait()
@@ -109,5 +110,8 @@ def stored_attempt(store: Any, episode_id: int,
               (("max_invalid", MAX_INVALID), ("max_turns", MAX_TURNS))}
     turns = AgentTurns(rebuilt.episode, recorder, **limits, turns=rebuilt.turns,
                        invalid=rebuilt.invalid, streak=rebuilt.streak, status=row.status,
-                       reason=info.get("reason"), resumable=bool(info.get("resumable")))
+                       reason=info.get("reason"), resumable=bool(info.get("resumable")),
+                       protocol=protocols.get(info.get("protocol", "gridstudy")),
+                       interaction_turns=sum(e.source == "agent" and e.phase == "interaction"
+                                             for e in events))
     return StoredAttempt(row, events, turns)

@@ -229,6 +229,7 @@ def _planning(folder: Path, env: ImportedEnv, colours: dict[int, str], make_env)
     stochastic = bool(plan) and is_stochastic(
         env_, final_frames(env_, plan, [IMPORT_SEED, *sample_seeds(4, 0, IMPORT_SEED)]))
     params = {"goal_cells": [list(c) for c in cells], "goal_colours": list(target),
+              "goal_grid": [[_colour(v, colours, path) for v in row] for row in goal],
               "horizon": default_horizon(max(count, len(plan))), "optimal_length": None,
               "declared_optimal_length": count, "plan": plan, "stochastic": stochastic}
     if not plan:

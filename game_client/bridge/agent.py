@@ -81,6 +81,11 @@ def _pictures(messages: list[dict[str, Any]]) -> int:
     return sum(1 for p in _parts(messages) if p.get("type") == "image_url")
 
 
+def _pattern(action: str) -> bool:
+    """An offered action written as a pattern (``click [0-9] [0-9]``)."""
+    return "[" in action
+
+
 def _message(role: str, content: str | list[dict[str, Any]]) -> dict[str, Any]:
     return {"role": role, "content": content}
 
@@ -140,8 +145,13 @@ class LLMAgent:
         state = turn.state
         if pictured:
             note = images.note(state["frame"])
-            shown = f"{state['text']}\n{note}" if self.observation == "both" else note
-            state = {**state, "text": shown}
+            if self.observation == "both":  # the note after the (last) text grid
+                stacked = [dict(f) for f in state.get("stacked") or ()]
+                if stacked:
+                    stacked[-1]["text"] += f"\n{note}"
+                state = {**state, "text": f"{state['text']}\n{note}", "stacked": stacked}
+            else:  # the picture in place of every text grid
+                state = {**state, "text": note, "stacked": None}
         remind = bool(self.history.turns) and not self.history.shows_first_turn
         return prompts.render_turn(
             state, previous_phase=self.previous_phase, last_action=turn.last_action,
@@ -206,7 +216,8 @@ class LLMAgent:
         self.previous_phase = turn.state["phase"]
         action, error = None, None
         try:
-            action = extract_action(completion.text, JSON if self.dag else TAG)
+            literal = [a for a in turn.state.get("actions", ()) if not _pattern(a)]
+            action = extract_action(completion.text, JSON if self.dag else TAG, literal)
         except ReplyError as problem:
             error = str(problem)
             if completion.finish_reason == "length":

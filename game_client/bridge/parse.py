@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 
 from tasks.core import parse_action
 
@@ -28,8 +29,10 @@ class ReplyError(ValueError):
     """A reply that names no valid action (the message says why and what was expected)."""
 
 
-def extract_action(reply: str, style: str = TAG) -> str:
+def extract_action(reply: str, style: str = TAG, names: Iterable[str] = ()) -> str:
     """The canonical text of the action ``reply`` chooses, or :class:`ReplyError`.
+    ``names`` are action names offered as they are (a protocol's ``I found the
+    change!``), taken literally, whatever their case.
 
     >>> extract_action("I will go up. <ACTION> `Up` </ACTION>")
     'up'
@@ -42,6 +45,9 @@ def extract_action(reply: str, style: str = TAG) -> str:
         raise ReplyError("the reply was empty: it must name one action, for example "
                          + ("<action>up</action>" if style == TAG else '{"action": "up"}'))
     text = _tagged_action(reply) if style == TAG else _json_action(reply)
+    literal = {name.lower(): name for name in names}
+    if text.lower() in literal:
+        return literal[text.lower()]
     try:
         return str(parse_action(text))
     except ValueError as error:

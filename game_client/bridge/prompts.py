@@ -84,6 +84,18 @@ def test_details(state: dict[str, Any]) -> str:
     return "\n" + text if text else ""
 
 
+def observed(state: dict[str, Any]) -> str:
+    """The frame's text; with stacked frames (the autumnbench protocol), every frame the
+    last action produced, in the published harness's layout (its ``Observation:`` prefix
+    doubled between frames included)."""
+    stacked = state.get("stacked")
+    if not stacked:
+        return state["text"]
+    return "\n\nObservation: ".join(
+        f"Frame time: {frame['tick']}\nAction took: {frame['action']}\nObservation: {frame['text']}"
+        for frame in stacked)
+
+
 def actions_block(actions: list[str]) -> str:
     return "The following actions are available at this step: " + ",\n".join(actions)
 
@@ -104,6 +116,6 @@ def render_turn(state: dict[str, Any], *, previous_phase: str | None, last_actio
         parts.append(f"You took the action: {last_action}")
     if remind_task and previous_phase is not None:
         parts.append(task_description(state["challenge"]))
-    parts.append(f"{opening(state, previous_phase)}\n{state['text']}{test_details(state)}")
+    parts.append(f"{opening(state, previous_phase)}\n{observed(state)}{test_details(state)}")
     parts += [actions_block(state["actions"]), scratchpad, INSTRUCTIONS]
     return "\n\n".join(parts)

@@ -67,7 +67,19 @@ class Planning(TestPhase):
         self.steps = 0
         self.goal_reached = False
         self.observation = self.env.reset(self.problem.seed)
+        self.goal_grid = self._goal_grid(self.observation.frame)
         return self.observation
+
+    def _goal_grid(self, first: list[list[str]]) -> list[list[str]]:
+        """The goal as a whole grid: the recorded one when the problem has it (imported
+        from AutumnBench), else the test's first frame with the goal colours on the goal
+        cells."""
+        if self.params.get("goal_grid"):
+            return [list(row) for row in self.params["goal_grid"]]
+        grid = [list(row) for row in first]
+        for (x, y), colour in zip(self.goal_cells, self.goal_colours):
+            grid[y][x] = colour
+        return grid
 
     def allowed_verbs(self, phase: str) -> tuple[str, ...]:
         return (*env_verbs(self.env), "quit")
@@ -94,6 +106,7 @@ class Planning(TestPhase):
             "goal_colours": list(self.goal_colours),
             "steps": self.steps,
             "horizon": self.horizon,
+            "goal_grid": self.goal_grid,
         }
 
     def outcome(self) -> dict[str, Any]:
@@ -229,8 +242,9 @@ def _oracle(problem: Problem, limits: Mapping[str, Any]) -> list[str]:
 
 
 def goal_text(state: dict[str, Any]) -> str:
-    """The ``goal`` grid (target colours, 'ignore' elsewhere) and its 0/1
-    ``highlight_mask``, as JSON."""
+    """The ``goal`` grid (target colours, 'ignore' elsewhere; a whole grid when the
+    state asks for it, ``goal_format`` ``full``, as the published harness shows it) and
+    its 0/1 ``highlight_mask``, as JSON."""
     test = state.get("test") or {}
     if "goal_cells" not in test:
         return ""
@@ -239,6 +253,8 @@ def goal_text(state: dict[str, Any]) -> str:
     mask = [[0] * width for _ in range(height)]
     for (x, y), colour in zip(test["goal_cells"], test["goal_colours"]):
         goal[y][x], mask[y][x] = colour, 1
+    if state.get("goal_format") == "full" and test.get("goal_grid"):
+        goal = test["goal_grid"]
     return json.dumps({"goal": goal, "highlight_mask": mask})
 
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tasks.worldtest.episode import Episode, Step
-from tasks.worldtest.tick import Sink
+from tasks.worldtest.protocol import GRIDSTUDY, Protocol
+from tasks.worldtest.tick import AUTO, Sink
 
 MAX_INVALID = 5
 """Invalid turns in a row that end an attempt."""
@@ -38,6 +39,11 @@ FINISHED = (DONE, ABANDONED)
 """Statuses of an attempt that is over for good: it counts, and a rerun leaves it."""
 AGENT = "agent"
 """The ``source`` of every event an agent turn writes."""
+
+
+def _frame_shown(step: Step) -> dict[str, Any]:
+    """One of a turn's stacked frames: its tick, the action that led to it, its text."""
+    return {"tick": step.index, "action": step.action, "text": step.observation.text}
 
 
 def resumable(status: str, info: dict[str, Any] | None) -> bool:
@@ -78,12 +84,20 @@ class AgentTurns:
         status: str = ACTIVE,
         reason: str | None = None,
         resumable: bool = False,
+        protocol: Protocol = GRIDSTUDY,
+        interaction_turns: int = 0,
     ) -> None:
         if max_invalid < 1 or max_turns < 1:
             raise ValueError("max_invalid and max_turns must be positive")
         self.episode = episode
         self.sink = sink
-        self.max_invalid, self.max_turns = max_invalid, max_turns
+        self.protocol = protocol
+        self.interaction_turns = interaction_turns
+        """Turns taken in the interaction phase (the profile's cap counts them)."""
+        self.stacked: list[dict[str, Any]] = []
+        """The frames the last turn produced, when the profile stacks them."""
+        self.max_invalid = protocol.max_invalid or max_invalid
+        self.max_turns = max_turns
         self.turns, self.invalid, self.streak = turns, invalid, streak
         self.status, self.reason = status, reason
         self.resumable = resumable
@@ -100,9 +114,22 @@ class AgentTurns:
         if self.ended:
             raise ValueError(f"the attempt is over ({self.status}); start another")
         self.turns += 1
+        phase = self.episode.phase
+        self.interaction_turns += phase == "interaction"
+        self.stacked = []
+        action = self.protocol.canonical(action)
         why = self.why_invalid(action, error)
-        result = self._invalid(action, raw_reply, why, fields) if why else \
-            self._apply(action, raw_reply, fields)
+        stand_in = self.protocol.unparsed(self.episode) if action is None else None
+        if stand_in is not None:  # the profile plays a reply without an action as noop
+            self.invalid += 1
+            result = self._apply(stand_in, raw_reply, {**fields, "parse_valid": False})
+        elif why is None and self.protocol.does_nothing(action, self.episode):
+            result = self._invalid(action, raw_reply, f"{action} does nothing in this test",
+                                   fields)
+        else:
+            result = self._invalid(action, raw_reply, why, fields) if why else \
+                self._apply(action, raw_reply, fields)
+        self._follow_up(result, phase)
         if not self.ended and self.turns >= self.max_turns:
             self.end(ABANDONED, f"no end after {self.max_turns} turns")
         return result
@@ -112,9 +139,34 @@ class AgentTurns:
         if action is None:
             return str(reported or "the reply names no action")
         if not isinstance(action, str) or not self.episode.is_allowed(action):
-            allowed = ", ".join(self.episode.allowed_actions())
+            allowed = ", ".join(self.protocol.offered(self.episode))
             return f"{action} is not available now; available: {allowed}"
-        return None
+        return self.protocol.refusal(action, self.episode)
+
+    def _follow_up(self, result: TurnResult, phase_before: str) -> None:
+        """What the profile applies after the model's action (stacked no-ops, the submit
+        after an option, the test at the interaction cap), as automatic steps."""
+        if self.ended:
+            return
+        applied = result.action or ""
+        if not result.applied and self.protocol.cap_reached(self.episode, self.interaction_turns):
+            follow = ["go-to-test"]
+        elif result.applied:
+            follow = self.protocol.follow_up(self.episode, applied, phase_before,
+                                             self.interaction_turns)
+        else:
+            follow = []
+        if result.step is not None and self.protocol.stack_frames and follow[:1] == ["noop"]:
+            self.stacked.append(_frame_shown(result.step))
+        for text in follow:
+            step = self.episode.apply(text)
+            if self.sink is not None:
+                self.sink.applied(step, source=AUTO)
+            if text == "noop" and self.protocol.stack_frames:
+                self.stacked.append(_frame_shown(step))
+            if step.done:
+                self.end(DONE)
+                return
 
     def _apply(self, action: str, raw_reply: str | None, fields: dict[str, Any]) -> TurnResult:
         phase = self.episode.phase
@@ -127,10 +179,11 @@ class AgentTurns:
                                  raw_reply=raw_reply, parse_valid=True, **fields)
             self.end(ERROR, f"the environment failed on {action}: {message}")
             return TurnResult(False, error=message)
-        self.streak = 0
+        if fields.get("parse_valid", True):
+            self.streak = 0
         if self.sink is not None:
-            self.sink.applied(step, source=AGENT, raw_reply=raw_reply, parse_valid=True,
-                              **fields)
+            self.sink.applied(step, source=AGENT, raw_reply=raw_reply,
+                              **{"parse_valid": True, **fields})
         if step.done:
             self.end(DONE)
         return TurnResult(True, step.action, step=step)
@@ -157,6 +210,9 @@ class AgentTurns:
                                     "resumable": resumable}
             if reason:
                 info["reason"] = reason
+            if self.protocol is not GRIDSTUDY:
+                info["protocol"] = self.protocol.name
+                info["protocol_score"] = self.protocol.score(self.episode)
             self.sink.finished(self.episode, status=status, info=info)
 
     def reopen(self) -> None:
@@ -172,10 +228,14 @@ class AgentTurns:
         ``info``, the ``actions`` allowed now (as patterns; none once ended), ``ended``,
         and the ``attempt``'s :meth:`summary`. The agent API sends exactly this."""
         episode = self.episode
-        return {**episode.view(), "text": episode.observation.text,
-                "actions": [] if self.ended else episode.allowed_actions(),
-                "info": episode.observation.info, "ended": self.ended,
-                "attempt": self.summary()}
+        state = {**episode.view(), "text": episode.observation.text,
+                 "actions": [] if self.ended else self.protocol.offered(episode),
+                 "info": episode.observation.info, "ended": self.ended,
+                 "attempt": self.summary(), "protocol": self.protocol.name,
+                 "goal_format": "full" if self.protocol.planning_full_goal else "masked"}
+        if self.stacked:
+            state["stacked"] = self.stacked
+        return state
 
     def summary(self) -> dict[str, Any]:
         """How the attempt stands: status, reason, whether a rerun may continue it,

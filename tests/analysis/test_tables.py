@@ -206,7 +206,9 @@ def test_the_same_model_at_both_clocks_and_with_pictures_is_kept_apart(dataset):
         "default": {}, "turns": {"clock": "turns", "observation": "text"},
         "realtime": {"clock": "realtime"}, "image": {"observation": "image"},
         "both": {"clock": "realtime", "observation": "both", "history": "none"},
+        "published": {"protocol": "autumnbench"},
     }.items()}
     assert at == {"default": "llm:m-1", "turns": "llm:m-1", "realtime": "llm:m-1 [realtime clock]",
                   "image": "llm:m-1 [image]",
-                  "both": "llm:m-1 [history none, realtime clock, text+image]"}
+                  "both": "llm:m-1 [history none, realtime clock, text+image]",
+                  "published": "llm:m-1 [autumnbench protocol]"}

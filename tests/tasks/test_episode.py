@@ -208,8 +208,12 @@ def test_planning_starts_from_the_initial_state_without_reset(make_env: Callable
     assert episode.observation.frame == INITIAL
     assert episode.allowed_actions() == [
         "noop", "up", "down", "left", "right", "click [0-4] [0-4]", "quit"]
-    assert episode.view()["test"] == {"kind": "planning", "goal_cells": [[2, 2], [4, 4]],
-                                      "goal_colours": ["gold", "blue"], "steps": 0, "horizon": 8}
+    view = episode.view()["test"]
+    assert view.pop("goal_grid") == [  # the first test frame with the goal colours on it
+        [("gold" if (x, y) == (2, 2) else "blue" if (x, y) == (4, 4) else cell)
+         for x, cell in enumerate(row)] for y, row in enumerate(INITIAL)]
+    assert view == {"kind": "planning", "goal_cells": [[2, 2], [4, 4]],
+                    "goal_colours": ["gold", "blue"], "steps": 0, "horizon": 8}
     allowed = "noop, up, down, left, right, click [0-4] [0-4], quit"
     assert_refused(episode, "reset", f"reset is not allowed in the test phase; allowed: {allowed}")
     assert_refused(episode, "click 0 5", f"click 0 5 is outside the 5x5 grid; allowed: {allowed}")

@@ -33,13 +33,18 @@ PLAYS = {
 }
 
 
-@pytest.fixture
-def forget_imported():
-    yield
+def unregister_imported() -> None:
+    """Leave the registry as it was before the fixture folder was imported."""
     for env_id in ENV_IDS:
         registry.unregister(env_id=env_id)
     for problem_id in PROBLEM_IDS:
         registry.unregister(problem_id=problem_id)
+
+
+@pytest.fixture
+def forget_imported():
+    yield
+    unregister_imported()
 
 
 @pytest.fixture
@@ -81,6 +86,7 @@ def test_imported_problems_hold_the_folder_s_data():
         "goal_cells": [[0, 0], [5, 5]], "goal_colours": ["gold", "gold"], "horizon": 1000,
         "optimal_length": None, "declared_optimal_length": 2,
         "plan": ["click 0 0", "click 5 5"], "stochastic": False,
+        "goal_grid": [["gold", *["black"] * 5], *[["black"] * 6] * 4, [*["black"] * 5, "gold"]],
     }
     assert cd.params == {
         "changed_env_id": "autumnbench/dabs-changed", "horizon": 1000,

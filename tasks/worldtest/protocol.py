@@ -1,0 +1,190 @@
+"""Protocol profiles: how a model's turns are played, named and scored.
+
+``gridstudy`` is the default: a reply that names no available action is an invalid turn
+(nothing moves; :data:`tasks.worldtest.turn.MAX_INVALID` in a row abandon the attempt),
+one action is one step, the actions are gridstudy's own and scores are in [0, 1].
+
+``autumnbench`` reproduces the settings of the published AutumnBench harness
+(MARAProtocol, as published; read, not copied), so that a model's numbers can be set
+beside the paper's:
+
+1. a reply with no action is played as ``noop`` where ``noop`` is allowed (the world
+   moves on); no number of invalid replies ends the attempt;
+2. in the interaction phase each action is followed by frame-rate minus one ``noop``
+   steps, and the next turn shows all those frames (``stack_frames``);
+3. the interaction phase ends after :attr:`Protocol.interaction_cap` actions (every
+   action counts, invalid ones too): the test then starts without a word;
+4. the harness's action names: ``I found the change!``, ``Submit choice``, every
+   ``choose_frame_i`` and ``choose_option_i`` listed one by one, and ``reset`` offered in
+   the change-detection test (where, as published, it does nothing);
+5. in masked frame prediction only ``step`` is offered until the last frame, then
+   ``rewind`` and the options; choosing an option ends the test;
+6. the planning goal is shown as a full grid beside a 0/1 mask;
+7. scores as the harness gives them: a wrong option in masked frame prediction, and a
+   change-detection answer before the change (or a change never triggered), score -1
+   (:meth:`Protocol.score`; the stored ``score`` stays gridstudy's, in [0, 1], and the
+   harness's is kept as ``info.protocol_score``);
+8. pictures for vision models are ``--observation``'s (``game_client/bridge/images.py``).
+
+:class:`tasks.worldtest.turn.AgentTurns` plays by a profile; the text bridge reads the
+state it gives (``actions`` in the profile's names, ``stacked`` frames, the ``protocol``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tasks.worldtest.episode import INTERACTION, Episode
+
+SELECT = "select"
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    unparsed_noop: bool = False
+    """A reply naming no action is played as ``noop`` where it is allowed."""
+    max_invalid: int | None = None
+    """Invalid turns in a row that end the attempt (None: the caller's default)."""
+    stack_frames: bool = False
+    interaction_cap: int | None = None
+    names: dict[str, str] = field(default_factory=dict)
+    """gridstudy action text -> the profile's name for it."""
+    list_each_choice: bool = False
+    mfp_step_first: bool = False
+    cd_reset_offered: bool = False
+    cd_found_after: int = 0
+    """Test steps before ``found-change`` is offered."""
+    planning_full_goal: bool = False
+    negative_scores: bool = False
+
+    # -- what is offered, and in which names ---------------------------------------------
+
+    def offered(self, episode: Episode) -> list[str]:
+        """The actions the model is offered now, in this profile's names."""
+        if self.name == GRIDSTUDY.name:
+            return episode.allowed_actions()
+        out = []
+        for text in self._ours(episode):
+            out.append(self.names.get(text, text))
+        return out
+
+    def _ours(self, episode: Episode) -> list[str]:
+        """The gridstudy actions offered now (indexed ones written out)."""
+        texts = []
+        for pattern in episode.allowed_actions():
+            match = re.fullmatch(r"(choose_\w+)_\[0-(\d+)\]", pattern)
+            if match and self.list_each_choice:
+                texts += [f"{match.group(1)}_{i}" for i in range(int(match.group(2)) + 1)]
+            else:
+                texts.append(pattern)
+        test = episode.test.view(episode.phase) if episode.phase != INTERACTION else None
+        kind = (test or {}).get("kind")
+        if kind == "mfp" and self.mfp_step_first:
+            if test["position"] < test["length"]:
+                return ["step"]
+            texts = [t for t in texts if t not in ("noop", "quit", "submit")]
+        if kind == "cd" and episode.phase != SELECT:
+            if test["steps"] < self.cd_found_after:
+                texts = [t for t in texts if t != "found-change"]
+            if self.cd_reset_offered:
+                texts.insert(len(texts) - 1, "reset")
+        if kind == "cd" and episode.phase == SELECT and self.list_each_choice:
+            frames = [t for t in texts if t.startswith("choose_frame_")]
+            texts = [*frames, "submit", "quit"]  # the harness lists its submit from the start
+        return texts
+
+    def canonical(self, text: Any) -> Any:
+        """The gridstudy action a reply's action text names (names mapped back)."""
+        if not isinstance(text, str):
+            return text
+        for ours, theirs in self.names.items():
+            if text.strip() == theirs:
+                return ours
+        return text
+
+    def refusal(self, text: str, episode: Episode) -> str | None:
+        """Why the profile does not offer ``text`` now (None: it is offered, or the
+        profile offers what gridstudy does)."""
+        if self.name == GRIDSTUDY.name:
+            return None
+        theirs = self.names.get(text, text)
+        if theirs in self.offered(episode) or text in self._ours(episode):
+            return None
+        if any(p.startswith("click [") for p in self.offered(episode)) and text.startswith("click "):
+            return None
+        return f"{theirs} is not available now; available: {', '.join(self.offered(episode))}"
+
+    # -- what happens beside the model's action ------------------------------------------
+
+    def unparsed(self, episode: Episode) -> str | None:
+        """The action a reply naming none is played as (None: an invalid turn)."""
+        if self.unparsed_noop and "noop" in episode.allowed_verbs() and not (
+                self.mfp_step_first and episode.phase != INTERACTION
+                and episode.problem.challenge == "mfp"):
+            return "noop"
+        return None
+
+    def does_nothing(self, text: str, episode: Episode) -> bool:
+        """An offered action the published harness answers with nothing (``reset`` in the
+        change-detection test)."""
+        return (self.cd_reset_offered and text == "reset" and episode.phase != INTERACTION
+                and episode.problem.challenge == "cd")
+
+    def follow_up(self, episode: Episode, applied: str, phase_before: str,
+                  interaction_turns: int) -> list[str]:
+        """Actions applied by the protocol after the model's: the stacked ``noop`` steps,
+        ``submit`` after an option is chosen, ``go-to-test`` at the interaction cap."""
+        if episode.done:
+            return []
+        if phase_before == INTERACTION and episode.phase == INTERACTION:
+            if self.interaction_cap and interaction_turns >= self.interaction_cap:
+                return ["go-to-test"]
+            if self.stack_frames:
+                return ["noop"] * (episode.frame_rate - 1)
+        if self.mfp_step_first and applied.startswith("choose_option_"):
+            return ["submit"]
+        return []
+
+    def cap_reached(self, episode: Episode, interaction_turns: int) -> bool:
+        return bool(self.interaction_cap and episode.phase == INTERACTION
+                    and interaction_turns >= self.interaction_cap)
+
+    # -- scores ---------------------------------------------------------------------------
+
+    def score(self, episode: Episode) -> float:
+        """The attempt's score as the profile gives it (gridstudy's when the profile
+        keeps scores in [0, 1])."""
+        score = episode.final_score
+        if not self.negative_scores or not episode.done:
+            return score
+        outcome = episode.outcome()  # the test phase's outcome, its keys prefixed test_
+        chosen = outcome.get("test_chosen")
+        if episode.problem.challenge == "mfp" and chosen is not None and score < 1.0:
+            return -1.0
+        if episode.problem.challenge == "cd" and chosen is not None:
+            t_star = outcome.get("test_t_star")
+            if t_star is None or chosen < t_star - 1:
+                return -1.0
+        return score
+
+
+GRIDSTUDY = Protocol("gridstudy")
+AUTUMNBENCH = Protocol(
+    "autumnbench", unparsed_noop=True, max_invalid=10**9, stack_frames=True,
+    interaction_cap=300,
+    names={"found-change": "I found the change!", "submit": "Submit choice"},
+    list_each_choice=True, mfp_step_first=True, cd_reset_offered=True, cd_found_after=2,
+    planning_full_goal=True, negative_scores=True,
+)
+PROTOCOLS = {p.name: p for p in (GRIDSTUDY, AUTUMNBENCH)}
+
+
+def get(name: str) -> Protocol:
+    try:
+        return PROTOCOLS[name]
+    except KeyError:
+        raise ValueError(f"unknown protocol {name!r}: expected one of "
+                         f"{', '.join(PROTOCOLS)}") from None
