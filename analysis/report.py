@@ -141,9 +141,10 @@ def write_report(dataset: Dataset, out: Path, *, t_max: int = T_MAX, k: int = 1,
     for result in results:
         if result.rows:
             write_csv(out / f"{result.section.name}.csv", result.rows)
-    outcomes = tables.attempt_outcomes(dataset)
-    if outcomes:
-        write_csv(out / "attempt_outcomes.csv", outcomes)
+    for name, rows in (("attempt_outcomes", tables.attempt_outcomes(dataset)),
+                       ("published_scores", tables.published_scores(dataset))):
+        if rows:
+            write_csv(out / f"{name}.csv", rows)
     page = out / "report.html"
     page.write_text(render_page(dataset, results), encoding="utf-8")
     return page
@@ -184,8 +185,21 @@ def data_used(dataset: Dataset) -> str:
             + "<h3>How attempts ended</h3><p>A model's attempt it did not finish (invalid "
               "replies, turn limit, budget) is abandoned and scores 0; an incomplete one "
               "(error, interrupted, active) is left out of the scores until it is resumed.</p>"
-            + html_table(tables.attempt_outcomes(dataset)) + "<h3>Exclusions</h3>"
+            + html_table(tables.attempt_outcomes(dataset)) + published(dataset)
+            + "<h3>Exclusions</h3>"
             + (html_table(exclusion_rows(dataset)) or "<p>None.</p>"))
+
+
+def published(dataset: Dataset) -> str:
+    """The scores of runs played by the autumnbench profile as the published harness
+    gives them, beside gridstudy's (nothing when there are none)."""
+    rows = tables.published_scores(dataset)
+    if not rows:
+        return ""
+    return ("<h3>Scores as the published harness gives them</h3><p>Runs played with "
+            "<code>--protocol autumnbench</code>: a wrong option, an early change answer "
+            "or a change never triggered scores -1 there and 0 in gridstudy; set the "
+            "harness column beside published numbers.</p>" + html_table(rows))
 
 
 def warning_lines(dataset: Dataset) -> list[str]:

@@ -245,6 +245,21 @@ def attempt_outcomes(dataset: Dataset) -> list[Row]:
     return rows
 
 
+def published_scores(dataset: Dataset) -> list[Row]:
+    """Per agent played under a protocol profile that scores as the published harness
+    does (``info.protocol_score``) and per challenge: the mean of gridstudy's scores and
+    of the harness's over the same finished attempts, side by side, so that neither is
+    read as the other."""
+    rows = []
+    finished = [e for e in counted(dataset) if "protocol_score" in (e.info or {})]
+    for (agent, challenge), episodes in group(finished, agent_of, challenge_of).items():
+        rows.append({"agent": agent, "challenge": challenge, "attempts": len(episodes),
+                     "gridstudy score": float(np.mean([score_of(e) for e in episodes])),
+                     "harness score": float(np.mean([e.info["protocol_score"]
+                                                     for e in episodes]))})
+    return rows
+
+
 # -- the random baseline (002 Table E.3) --------------------------------------------------
 
 

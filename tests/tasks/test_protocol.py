@@ -256,3 +256,23 @@ def test_the_same_policy_under_both_profiles_is_recorded_apart(imported, tmp_pat
     print(f"\nside by side: gridstudy {steps[first.id]} steps, score {first.score}; "
           f"autumnbench {steps[second.id]} steps, score {second.score}, "
           f"protocol_score {second.info['protocol_score']}")
+
+
+def test_the_report_sets_the_harness_s_scores_beside_gridstudy_s(imported, tmp_path):
+    from analysis.load import load
+    from analysis.report import write_report
+
+    early = ["<action>go-to-test</action>", "<action>click 1 1</action>",
+             "<action>click 2 1</action>", "<action>I found the change!</action>",
+             "<action>choose_frame_0</action>", "<action>Submit choice</action>"]
+    result, _ = run_cd(tmp_path / "r.db", early, "--protocol", "autumnbench")
+    assert result.exit_code == 0, result.stderr
+    dataset = load(str(tmp_path / "r.db"))
+    from analysis.tables import published_scores
+
+    assert published_scores(dataset) == [{
+        "agent": "llm:m [autumnbench protocol]", "challenge": "cd", "attempts": 1,
+        "gridstudy score": 0.0, "harness score": -1.0}]
+    page = write_report(dataset, tmp_path / "report").read_text()
+    assert "Scores as the published harness gives them" in page
+    assert (tmp_path / "report" / "published_scores.csv").exists()
