@@ -1,14 +1,23 @@
-"""The report's figures, each drawn from a table's rows (or curves) into PNG bytes.
+"""The report's figures, each drawn from a table's rows (or curves), fit for a paper.
 
 Figures are built on :class:`matplotlib.figure.Figure` and rendered by the Agg canvas,
 never through ``pyplot``: no global figure state, no display needed, and nothing
-configured at import. Each function returns ``None`` when there is nothing to draw.
+configured at import. Each function returns the figure, or ``None`` when there is
+nothing to draw; :func:`png` renders one for the page, :func:`save` writes it as PNG,
+SVG and PDF for a paper.
+
+One style for all: the Okabe-Ito colour-blind-safe palette (:data:`PALETTE`), people
+first and then the models in name order (:func:`ordered`), long agent names wrapped,
+confidence intervals drawn with caps, and every legend outside the axes, on the right,
+so that it never covers data.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,45 +25,91 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from analysis.metrics.records import KINDS
-from analysis.readings import Row
+from analysis.readings import HUMAN, Row
 
-SIZE = (6.4, 3.6)
-DPI = 100
+SIZE = (7.2, 3.6)
+DPI = 150
+FORMATS = ("png", "svg", "pdf")
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+           "#000000")
+"""Okabe and Ito's colours, which people with any common colour-vision deficiency tell
+apart; the first goes to people."""
+NAME_WIDTH = 28
+"""Characters after which an agent's name is wrapped in a legend or on an axis."""
 
 
 def png(figure: Figure) -> bytes:
     """The figure rendered as PNG bytes by the Agg canvas."""
+    return _render(figure, "png")
+
+
+def _render(figure: Figure, kind: str) -> bytes:
     FigureCanvasAgg(figure)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    figure.savefig(buffer, format=kind, dpi=DPI, bbox_inches="tight")
     return buffer.getvalue()
+
+
+def save(figure: Figure, folder: Path, name: str) -> list[Path]:
+    """``name.png``, ``name.svg`` and ``name.pdf`` in ``folder``; their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for kind in FORMATS:
+        path = folder / f"{name}.{kind}"
+        path.write_bytes(_render(figure, kind))
+        paths.append(path)
+    return paths
+
+
+def ordered(names: Iterable[str]) -> list[str]:
+    """People first, then the rest in name order."""
+    return sorted(set(names), key=lambda n: (n != HUMAN, n))
+
+
+def wrapped(name: str) -> str:
+    return "\n".join(textwrap.wrap(str(name), NAME_WIDTH)) or str(name)
+
+
+def colour(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
 
 
 def new_axes(title: str) -> tuple[Figure, Any]:
     figure = Figure(figsize=SIZE)
     axes = figure.add_subplot()
     axes.set_title(title)
+    axes.spines[["top", "right"]].set_visible(False)
     return figure, axes
 
 
+def legend_outside(axes: Any, title: str | None = None) -> None:
+    """The legend to the right of the axes, never over the data."""
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(fontsize="small", title=title, loc="upper left",
+                    bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+
+
 def grouped_bars(rows: Sequence[Row], group: str, series: str, value: str, title: str,
-                 errors: tuple[str, str] | None = None) -> bytes | None:
+                 errors: tuple[str, str] | None = None) -> Figure | None:
     """Bars of ``value`` for each ``group`` (x axis), one bar per ``series`` in it."""
     if not rows:
         return None
     groups = sorted({r[group] for r in rows})
-    names = sorted({r[series] for r in rows})
+    names = ordered(r[series] for r in rows)
     figure, axes = new_axes(title)
     width = 0.8 / len(names)
     for i, name in enumerate(names):
         found = {r[group]: r for r in rows if r[series] == name}
         heights = [found[g][value] if g in found else 0.0 for g in groups]
         x = np.arange(len(groups)) + i * width
-        axes.bar(x, heights, width, label=name, yerr=_error_bars(found, groups, value, errors))
-    axes.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, groups, rotation=20, ha="right")
+        axes.bar(x, heights, width, label=wrapped(name), color=colour(i),
+                 yerr=_error_bars(found, groups, value, errors), capsize=3,
+                 error_kw={"elinewidth": 1.2, "ecolor": "#333333"})
+    axes.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, [wrapped(g) for g in groups],
+                    rotation=20, ha="right")
     axes.set_ylabel(value)
-    axes.legend(fontsize="small")
-    return png(figure)
+    legend_outside(axes)
+    return figure
 
 
 def _error_bars(found: dict, groups: list, value: str, errors: tuple[str, str] | None):
@@ -68,45 +123,54 @@ def _error_bars(found: dict, groups: list, value: str, errors: tuple[str, str] |
     return np.maximum(np.array(bars).T, 0.0)
 
 
-def task_type_figure(rows: Sequence[Row]) -> bytes | None:
+def task_type_figure(rows: Sequence[Row]) -> Figure | None:
     """Aggregate score per task type and agent (002 Fig. 4)."""
     return grouped_bars(rows, "challenge", "agent", "score", "Score by task type")
 
 
-def human_interval_figure(rows: Sequence[Row]) -> bytes | None:
+def human_interval_figure(rows: Sequence[Row]) -> Figure | None:
     """Per problem score with the humans' bootstrap 95% interval."""
     return grouped_bars(rows, "problem", "agent", "score", "Score by problem (human: p80, 95% CI)",
                         errors=("ci_low", "ci_high"))
 
 
-def action_type_figure(rows: Sequence[Row]) -> bytes | None:
+def action_type_figure(rows: Sequence[Row]) -> Figure | None:
     """Stacked shares of unique actions by type, per agent (002 Fig. 5)."""
     if not rows:
         return None
     figure, axes = new_axes("Unique actions by type")
-    agents = [r["agent"] for r in rows]
-    bottom = np.zeros(len(rows))
-    for kind in KINDS:
-        shares = np.array([r[kind] for r in rows], dtype=float)
-        axes.bar(agents, shares, bottom=bottom, label=kind)
+    by_agent = {r["agent"]: r for r in rows}
+    agents = ordered(by_agent)
+    bottom = np.zeros(len(agents))
+    for i, kind in enumerate(KINDS):
+        shares = np.array([by_agent[a][kind] for a in agents], dtype=float)
+        axes.bar([wrapped(a) for a in agents], shares, bottom=bottom, label=kind,
+                 color=colour(i))
         bottom += shares
+    axes.tick_params(axis="x", labelrotation=20)
     axes.set_ylabel("share of unique actions")
-    axes.legend(fontsize="small")
-    return png(figure)
+    legend_outside(axes, "action type")
+    return figure
 
 
-def perplexity_figure(curves: dict[str, list[list[tuple[float, float]]]]) -> bytes | None:
+def perplexity_figure(curves: dict[str, list[list[tuple[float, float]]]]) -> Figure | None:
     """Mean normalized-perplexity curve per agent over normalized time (002 Fig. 6)."""
     if not curves:
         return None
     figure, axes = new_axes("Normalized perplexity of exploration")
     grid = np.linspace(0.0, 1.0, 51)
-    for agent, agent_curves in sorted(curves.items()):
-        axes.plot(grid, np.mean([_on_grid(c, grid) for c in agent_curves], axis=0), label=agent)
+    for i, agent in enumerate(ordered(curves)):
+        values = np.array([_on_grid(c, grid) for c in curves[agent]])
+        mean = values.mean(axis=0)
+        axes.plot(grid, mean, label=wrapped(agent), color=colour(i))
+        if len(values) > 1:  # the spread of the mean: one standard error either side
+            half = values.std(axis=0, ddof=1) / np.sqrt(len(values))
+            axes.fill_between(grid, mean - half, mean + half, color=colour(i), alpha=0.2,
+                              linewidth=0)
     axes.set_xlabel("normalized time")
     axes.set_ylabel("normalized perplexity")
-    axes.legend(fontsize="small")
-    return png(figure)
+    legend_outside(axes)
+    return figure
 
 
 def _on_grid(curve: list[tuple[float, float]], grid: np.ndarray) -> np.ndarray:
@@ -114,7 +178,7 @@ def _on_grid(curve: list[tuple[float, float]], grid: np.ndarray) -> np.ndarray:
     return np.interp(grid, xs, ys)
 
 
-def score_cost_figure(rows: Sequence[Row]) -> bytes | None:
+def score_cost_figure(rows: Sequence[Row]) -> Figure | None:
     """Mean score against cost per attempt, one point per priced model (002 Fig. 3)."""
     if not rows:
         return None
@@ -122,47 +186,51 @@ def score_cost_figure(rows: Sequence[Row]) -> bytes | None:
     if not priced:
         return None
     figure, axes = new_axes("Score versus cost")
-    for row in priced:
-        axes.scatter(row["cost_per_attempt"], row["score"], label=row["agent"])
+    by_agent = {r["agent"]: r for r in priced}
+    for i, agent in enumerate(ordered(by_agent)):
+        row = by_agent[agent]
+        axes.scatter(row["cost_per_attempt"], row["score"], label=wrapped(agent),
+                     color=colour(i))
     axes.set_xlabel("cost per attempt (USD, incomplete attempts included)")
     axes.set_ylabel("mean score")
-    axes.legend(fontsize="small")
-    return png(figure)
+    legend_outside(axes)
+    return figure
 
 
-def progress_figure(curves: dict[str, list[list[float]]]) -> bytes | None:
+def progress_figure(curves: dict[str, list[list[float]]]) -> Figure | None:
     """Mean progress rate against test step, per agent (001); a finished episode keeps
     its last value."""
     if not curves:
         return None
     figure, axes = new_axes("Progress rate by step")
-    for agent, agent_curves in sorted(curves.items()):
+    for i, agent in enumerate(ordered(curves)):
+        agent_curves = curves[agent]
         length = max(map(len, agent_curves))
         padded = [c + [c[-1]] * (length - len(c)) for c in agent_curves]
-        axes.plot(range(length), np.mean(padded, axis=0), label=agent)
+        axes.plot(range(length), np.mean(padded, axis=0), label=wrapped(agent), color=colour(i))
     axes.set_xlabel("test step")
     axes.set_ylabel("progress rate")
-    axes.legend(fontsize="small")
-    return png(figure)
+    legend_outside(axes)
+    return figure
 
 
-def explore_exploit_figure(rows: Sequence[Row]) -> bytes | None:
+def explore_exploit_figure(rows: Sequence[Row]) -> Figure | None:
     """Exploration against exploitation error per agent, success as the label (000 Fig. 1)."""
     points = [r for r in rows if r["exploration_error"] is not None
               and r["exploitation_error"] is not None]
     if not points:
         return None
     figure, axes = new_axes("Exploration and exploitation error")
-    for row in points:
-        axes.scatter(row["exploration_error"], row["exploitation_error"],
-                     label=f"{row['agent']} (success {row['success']:.2f})")
+    for i, row in enumerate(sorted(points, key=lambda r: (r["agent"] != HUMAN, r["agent"]))):
+        axes.scatter(row["exploration_error"], row["exploitation_error"], color=colour(i),
+                     label=wrapped(f"{row['agent']} (success {row['success']:.2f})"))
     axes.set_xlabel("exploration error")
     axes.set_ylabel("exploitation error")
-    axes.legend(fontsize="small")
-    return png(figure)
+    legend_outside(axes)
+    return figure
 
 
-def memory_figure(rows: Sequence[Row]) -> bytes | None:
+def memory_figure(rows: Sequence[Row]) -> Figure | None:
     """AUV by history setting, one bar per model and challenge (004's memory ablation)."""
     labelled = [{**r, "run": f"{r['agent']} ({r['challenge']})"} for r in rows]
     return grouped_bars(labelled, "history", "run", "auv", "AUV by history setting")

@@ -2,8 +2,9 @@
 
 :func:`write_report` runs each :class:`Section` (a table function, optionally a figure,
 and the metrics whose parameters it used) over a loaded Dataset, writes
-``<section>.csv`` per table and ``report.html`` with the figures embedded as base64
-PNG, so the page can be mailed or archived on its own. A section with no data, or
+``<section>.csv`` per table, each figure as PNG, SVG and PDF under ``figures/`` (for a
+paper), and ``report.html`` with the figures embedded as base64 PNG, so the page can be
+mailed or archived on its own. A section with no data, or
 one whose metric refuses the data (pass@k with too few attempts), says so on the page
 instead of failing the whole report.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from analysis import curiosity, figures, tables
@@ -58,17 +60,17 @@ class Section:
     name: str
     title: str
     table: Callable[[Dataset], list[Row]]
-    figure: Callable[[Dataset, list[Row]], bytes | None] | None = None
+    figure: Callable[[Dataset, list[Row]], Figure | None] | None = None
     metrics: tuple[tuple[Callable[..., Any], dict[str, Any]], ...] = ()
 
 
 @dataclass
 class Result:
-    """What a section produced: rows, a PNG, or a note saying why there is nothing."""
+    """What a section produced: rows, a figure, or a note saying why there is nothing."""
 
     section: Section
     rows: list[Row]
-    image: bytes | None
+    image: Figure | None
     note: str | None
 
 
@@ -141,6 +143,8 @@ def write_report(dataset: Dataset, out: Path, *, t_max: int = T_MAX, k: int = 1,
     for result in results:
         if result.rows:
             write_csv(out / f"{result.section.name}.csv", result.rows)
+        if result.image is not None:
+            figures.save(result.image, out / "figures", result.section.name)
     for name, rows in (("attempt_outcomes", tables.attempt_outcomes(dataset)),
                        ("published_scores", tables.published_scores(dataset))):
         if rows:
@@ -251,8 +255,8 @@ def render_section(result: Result) -> str:
     parts = [f'<section id="{section.name}"><h2>{html.escape(section.title)}</h2>']
     if result.note:
         parts.append(f'<p class="note">{html.escape(result.note)}</p>')
-    if result.image:
-        data = base64.b64encode(result.image).decode("ascii")
+    if result.image is not None:
+        data = base64.b64encode(figures.png(result.image)).decode("ascii")
         parts.append(f'<img alt="{html.escape(section.title)}" src="data:image/png;base64,{data}">')
     parts.append(html_table(result.rows))
     parts.append("</section>")

@@ -102,6 +102,17 @@ def test_missing_database_is_a_clear_error(tmp_path):
     assert "no database at" in result.output
 
 
+def test_every_figure_is_written_for_a_paper_as_png_svg_and_pdf(written):
+    out, _ = written
+    folder = out / "figures"
+    names = sorted({p.stem for p in folder.iterdir()})
+    assert len(names) == FIGURES
+    for name in names:
+        assert (folder / f"{name}.png").read_bytes().startswith(b"\x89PNG")
+        assert b"<svg" in (folder / f"{name}.svg").read_bytes()[:1000]
+        assert (folder / f"{name}.pdf").read_bytes().startswith(b"%PDF")
+
+
 def test_page_opens_in_chromium_with_its_figures(written, page):
     out, _ = written
     errors = []

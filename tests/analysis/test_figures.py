@@ -1,0 +1,70 @@
+"""The figures' one style: legends outside the axes (never over the data), people first,
+the colour-blind-safe palette, long names wrapped, intervals drawn."""
+
+from __future__ import annotations
+
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
+
+from analysis import figures
+from analysis.metrics.records import KINDS
+
+LONG = "llm:a-model-with-a-very-long-name-2026-11-01 [history none]"
+SCORES = [{"challenge": c, "agent": a, "score": s, "ci_low": s - 0.1, "ci_high": s + 0.1}
+          for c in ("cd", "mfp", "planning")
+          for a, s in ((LONG, 0.3), ("human", 0.8), ("llm:m", 0.5))]
+
+
+def drawn(figure):
+    FigureCanvasAgg(figure).draw()
+    return figure, figure.axes[0]
+
+
+CASES = {
+    "task types": lambda: figures.task_type_figure(SCORES),
+    "intervals": lambda: figures.grouped_bars(SCORES, "challenge", "agent", "score", "t",
+                                              errors=("ci_low", "ci_high")),
+    "action types": lambda: figures.action_type_figure(
+        [{"agent": a, **{k: 1 / len(KINDS) for k in KINDS}} for a in ("llm:m", "human")]),
+    "perplexity": lambda: figures.perplexity_figure(
+        {"llm:m": [[(0, 1.0), (1, 0.5)], [(0, 0.9), (1, 0.4)]], "human": [[(0, 1.0), (1, 0.2)]]}),
+    "progress": lambda: figures.progress_figure({"human": [[0, 0.5, 1]], LONG: [[0, 0.2]]}),
+    "score cost": lambda: figures.score_cost_figure(
+        [{"agent": "llm:m", "cost_per_attempt": 0.1, "score": 0.5},
+         {"agent": LONG, "cost_per_attempt": 0.3, "score": 0.2}]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_legend_sits_outside_the_axes(name):
+    figure, axes = drawn(CASES[name]())
+    legend = axes.get_legend()
+    assert legend is not None
+    renderer = figure.canvas.get_renderer()
+    box, plot = legend.get_window_extent(renderer), axes.get_window_extent(renderer)
+    assert box.x0 >= plot.x1  # to the right: no overlap with anything drawn in the axes
+
+
+def test_people_come_first_in_the_palette_s_first_colour():
+    figure, axes = drawn(figures.task_type_figure(SCORES))
+    labels = [t.get_text() for t in axes.get_legend().get_texts()]
+    assert labels[0] == "human" and labels[1].startswith("llm:a-model") and labels[2] == "llm:m"
+    assert max(len(line) for label in labels for line in label.split("\n")) <= figures.NAME_WIDTH
+    first_bar = axes.patches[0]
+    assert to_hex(first_bar.get_facecolor()) == figures.PALETTE[0].lower()
+    assert {to_hex(p.get_facecolor()) for p in axes.patches} <= {c.lower() for c in figures.PALETTE}
+
+
+def test_intervals_are_drawn_with_caps():
+    _, axes = drawn(figures.grouped_bars(SCORES, "challenge", "agent", "score", "t",
+                                         errors=("ci_low", "ci_high")))
+    caps = [line for container in axes.containers if hasattr(container, "errorbar")
+            and container.errorbar is not None for line in container.errorbar.lines[1]]
+    assert caps  # cap markers at both ends of each interval
+
+
+def test_save_writes_png_svg_and_pdf(tmp_path):
+    paths = figures.save(figures.task_type_figure(SCORES), tmp_path, "scores")
+    assert [p.name for p in paths] == ["scores.png", "scores.svg", "scores.pdf"]
+    assert paths[2].read_bytes().startswith(b"%PDF") and paths[0].stat().st_size > 1000
