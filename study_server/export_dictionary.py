@@ -67,4 +67,11 @@ def dictionary_markdown() -> str:
         lines += [f"## {name}", "", about, "", "| column | type | meaning |", "| --- | --- | --- |"]
         lines += [f"| `{f.name}` | {f.type} | {f.doc} |" for f in fields]
         lines.append("")
+    lines += ["## In Python", "",
+              "`analysis.frames.frames(analysis.load.load(PATH))` gives episodes.csv, "
+              "events.jsonl (and the model turns apart) and participants.jsonl as pandas "
+              "DataFrames with the columns above, typed (integer: Int64, float: float64, "
+              "text: string, boolean: boolean, timestamp: UTC datetime64, JSON: objects), "
+              "plus `agent` (the report's name for who played) and `counted` (the attempt "
+              "enters the report's tables). `examples/analysis.ipynb` shows them in use.", ""]
     return "\n".join(lines)
