@@ -124,8 +124,11 @@ def _error_bars(found: dict, groups: list, value: str, errors: tuple[str, str] |
 
 
 def task_type_figure(rows: Sequence[Row]) -> Figure | None:
-    """Aggregate score per task type and agent (002 Fig. 4)."""
-    return grouped_bars(rows, "challenge", "agent", "score", "Score by task type")
+    """Aggregate score per task type and agent (002 Fig. 4), with intervals when the rows
+    have them (``tables.headline``)."""
+    errors = ("ci_low", "ci_high") if rows and "ci_low" in rows[0] else None
+    return grouped_bars(rows, "challenge", "agent", "score", "Score by task type",
+                        errors=errors)
 
 
 def human_interval_figure(rows: Sequence[Row]) -> Figure | None:

@@ -47,6 +47,7 @@ from analysis.metrics import (
 )
 from analysis.metrics.explore_exploit import explore_exploit
 from analysis.metrics.parameters import parameters_of
+from analysis.metrics.scores import task_interval
 from analysis.readings import Row, agent_of
 
 T_MAX = 50
@@ -79,8 +80,10 @@ def sections(t_max: int = T_MAX, k: int = 1) -> list[Section]:
     percentile = ((percentile_score, {}), (percentile_interval, {}))
     perplexity = ((perplexity_auc, {}), (final_perplexity, {}))
     return [
-        Section("task_type_scores", "Score by task type (002 Fig. 4)", tables.task_type_scores,
-                lambda d, rows: figures.task_type_figure(rows), percentile),
+        Section("task_type_scores", "People against each model, per task type, with 95% "
+                "intervals (002 Fig. 4)", tables.headline,
+                lambda d, rows: figures.task_type_figure(rows),
+                ((percentile_score, {}), (task_interval, {}))),
         Section("problem_scores", "Score by problem: humans' 80th percentile with n, mean and "
                 "bootstrap 95% interval", tables.problem_scores,
                 lambda d, rows: figures.human_interval_figure(rows), percentile),
@@ -167,24 +170,27 @@ def write_csv(path: Path, rows: Sequence[Row]) -> None:
 
 
 def render_page(dataset: Dataset, results: Sequence[Result]) -> str:
-    """The HTML page: data used, metric parameters, then every section."""
+    """The HTML page: the first section (people against each model per task type), the
+    warnings, the data used, metric parameters, then the other sections."""
     template = Template(resources.files("analysis").joinpath("templates/report.html").read_text())
+    first, rest = results[:1], results[1:]
     return template.substitute(
         source=html.escape(dataset.source),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        headline="\n".join(render_section(r) for r in first),
+        warnings="".join(f'<p class="warning">{html.escape(w)}</p>'
+                         for w in warning_lines(dataset)),
         header=data_used(dataset),
         parameters=html_table(parameter_rows(results)),
-        sections="\n".join(render_section(r) for r in results),
+        sections="\n".join(render_section(r) for r in rest),
     )
 
 
 def data_used(dataset: Dataset) -> str:
-    """Warnings first (models' incomplete attempts), then the studies, episodes per
-    agent (counted and excluded), how each agent's attempts ended, and the exclusion
-    reasons."""
+    """The studies, episodes per agent (counted and excluded), how each agent's attempts
+    ended, the harness's scores of autumnbench-profile runs, and the exclusion reasons."""
     studies = sorted({e.study_id or "(none)" for e in dataset})
-    warnings = "".join(f'<p class="warning">{html.escape(w)}</p>' for w in warning_lines(dataset))
-    return (warnings + f"<p>Studies: {html.escape(', '.join(studies) or 'none')}.</p>"
+    return (f"<p>Studies: {html.escape(', '.join(studies) or 'none')}.</p>"
             + html_table(episode_counts(dataset))
             + "<h3>How attempts ended</h3><p>A model's attempt it did not finish (invalid "
               "replies, turn limit, budget) is abandoned and scores 0; an incomplete one "
@@ -208,7 +214,8 @@ def published(dataset: Dataset) -> str:
 
 def warning_lines(dataset: Dataset) -> list[str]:
     """What a reader must know before reading any score: per model agent, attempts that
-    are incomplete and so not scored."""
+    are incomplete and so not scored; problems with few counted attempts by people;
+    how many of people's attempts are excluded."""
     incomplete = Counter((agent_of(e), e.status) for e in dataset if e.is_incomplete)
     attempts = Counter(agent_of(e) for e in dataset)
     lines = []
@@ -219,7 +226,28 @@ def warning_lines(dataset: Dataset) -> list[str]:
         lines.append(f"Warning: {agent} has {total} of {attempts[agent]} attempts incomplete "
                      f"({parts}); they are not in its scores. Run the same `gridstudy agent "
                      "run` command again to resume them.")
+    thin = {problem: n for problem, n in _attempts_per_problem(dataset).items()
+            if n < SMALL_N}
+    if thin:
+        shown = ", ".join(f"{p} ({n})" for p, n in sorted(thin.items())[:5])
+        more = f" and {len(thin) - 5} more" if len(thin) > 5 else ""
+        lines.append(f"Warning: small n: {len(thin)} problem(s) have fewer than {SMALL_N} "
+                     f"counted attempts by people ({shown}{more}); their 80th percentile is "
+                     "loosely determined (see each interval).")
+    excluded = [e for e in dataset if e.is_human and not e.is_included]
+    if excluded:
+        total = sum(1 for e in dataset if e.is_human)
+        lines.append(f"Note: {len(excluded)} of {total} attempts by people are excluded and "
+                     "left out of every score (reasons under Exclusions).")
     return lines
+
+
+SMALL_N = 10
+"""Counted attempts by people per problem below which the report warns (002 had 20)."""
+
+
+def _attempts_per_problem(dataset: Dataset) -> Counter:
+    return Counter(e.problem_id for e in dataset.included() if e.is_human)
 
 
 def episode_counts(dataset: Dataset) -> list[Row]:

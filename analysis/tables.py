@@ -31,6 +31,7 @@ from analysis.metrics import (
     progress_curve,
     random_baseline_table,
     reset_frequency,
+    task_interval,
     unique_action_counts,
 )
 from analysis.metrics.explore_exploit import explore_exploit
@@ -96,6 +97,29 @@ def _mean_by(rows: list[Row], *keys: str) -> list[Row]:
 def task_type_scores(dataset: Dataset, q: float = 80) -> list[Row]:
     """Per challenge and agent, the mean over problems of the problem scores (Fig. 4)."""
     return _mean_by(problem_scores(dataset, q), "challenge", "agent")
+
+
+def headline(dataset: Dataset, q: float = 80, resamples: int = 1000, seed: int = 0) -> list[Row]:
+    """The report's first answer: per task type, people's score (the mean over problems
+    of each problem's ``q``-th percentile) and each model's (the mean over problems of
+    its mean), with the problems, the attempts and a stratified bootstrap 95% interval
+    (``task_interval``)."""
+    rows = []
+    by_task: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for episode in counted(dataset):
+        by_task[(challenge_of(episode), agent_of(episode))][problem_of(episode)].append(
+            score_of(episode))
+    for (challenge, agent), problems in sorted(by_task.items(),
+                                               key=lambda item: (item[0][0], item[0][1] != HUMAN,
+                                                                 item[0][1])):
+        human = agent == HUMAN
+        per_problem = [percentile_score(s, q) if human else float(np.mean(s))
+                       for s in problems.values()]
+        low, high = task_interval(problems.values(), q if human else None, resamples, seed)
+        rows.append({"challenge": challenge, "agent": agent, "problems": len(problems),
+                     "attempts": sum(map(len, problems.values())),
+                     "score": float(np.mean(per_problem)), "ci_low": low, "ci_high": high})
+    return rows
 
 
 def environment_scores(dataset: Dataset, q: float = 80) -> list[Row]:

@@ -53,7 +53,7 @@ from analysis.metrics.progress import (
     subgoal_fraction,
 )
 from analysis.metrics.records import interaction_actions
-from analysis.metrics.scores import cd_score, percentile_interval, percentile_score
+from analysis.metrics.scores import cd_score, percentile_interval, percentile_score, task_interval
 from analysis.metrics.tti import auv, auv_by_window, memory_index, success_curve
 
 __all__ = [
@@ -85,5 +85,6 @@ __all__ = [
     "solution_contact",
     "subgoal_fraction",
     "success_curve",
+    "task_interval",
     "unique_action_counts",
 ]

@@ -17,7 +17,7 @@ import numpy as np
 from analysis.metrics.checks import require_whole
 from tasks.worldtest.scoring import cd_score
 
-__all__ = ["cd_score", "percentile_interval", "percentile_score"]
+__all__ = ["cd_score", "percentile_interval", "percentile_score", "task_interval"]
 
 Q = 80
 RESAMPLES = 1000
@@ -76,6 +76,41 @@ def percentile_interval(
     rng = np.random.default_rng(seed)
     draws = values[rng.integers(0, values.size, size=(resamples, values.size))]
     statistics = np.percentile(draws, q, axis=1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(statistics, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def task_interval(
+    problems: Iterable[Iterable[float]],
+    q: float | None = Q,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    level: float = LEVEL,
+) -> tuple[float, float]:
+    """Bootstrap interval of a task-type score: the mean over problems of each problem's
+    score (the ``q``-th percentile of its attempts, or their mean with ``q`` None).
+
+    Each resample draws every problem's attempts with replacement, within that problem
+    (a stratified bootstrap: the problems are fixed, the attempts vary), from
+    ``numpy.random.default_rng(seed)``; the interval is the central ``level`` of the
+    resampled task scores.
+
+    >>> task_interval([[1.0, 1.0], [0.0, 0.0]])
+    (0.5, 0.5)
+    """
+    if q is not None:
+        _check_q(q)
+    require_whole("resamples", resamples)
+    groups = [_scores(scores) for scores in problems]
+    if not groups:
+        raise ValueError("no problems to aggregate")
+    rng = np.random.default_rng(seed)
+    per_problem = []
+    for values in groups:
+        draws = values[rng.integers(0, values.size, size=(resamples, values.size))]
+        per_problem.append(draws.mean(axis=1) if q is None else np.percentile(draws, q, axis=1))
+    statistics = np.mean(per_problem, axis=0)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(statistics, [tail, 100 - tail])
     return float(low), float(high)

@@ -123,3 +123,12 @@ def test_page_opens_in_chromium_with_its_figures(written, page):
     assert len(widths) == FIGURES and all(w > 0 for w in widths)
     page.screenshot(path=str(out / "report.png"), full_page=True)
     assert errors == []
+
+
+def test_the_first_screen_answers_the_question_then_warns(written):
+    out, _ = written
+    page = (out / "report.html").read_text()
+    headline = page.index('id="task_type_scores"')
+    assert headline < page.index("Warning: small n") < page.index("<h2>Data used</h2>")
+    assert "People against each model, per task type" in page[headline:headline + 300]
+    assert page.index("<h2>Data used</h2>") < page.index('id="problem_scores"')

@@ -212,3 +212,24 @@ def test_the_same_model_at_both_clocks_and_with_pictures_is_kept_apart(dataset):
                   "image": "llm:m-1 [image]",
                   "both": "llm:m-1 [history none, realtime clock, text+image]",
                   "published": "llm:m-1 [autumnbench protocol]"}
+
+
+def test_the_headline_sets_people_first_with_intervals_over_problems(dataset):
+    rows = tables.headline(dataset)
+    planning = [r for r in rows if r["challenge"] == "planning"]
+    assert planning[0]["agent"] == "human"
+    by_type = {(r["challenge"], r["agent"]): r["score"] for r in tables.task_type_scores(dataset)}
+    for row in rows:
+        assert row["score"] == pytest.approx(by_type[(row["challenge"], row["agent"])])
+        assert row["ci_low"] <= row["score"] <= row["ci_high"]
+        assert row["attempts"] >= row["problems"] >= 1
+
+
+def test_the_task_interval_resamples_attempts_within_problems():
+    from analysis.metrics import task_interval
+
+    assert task_interval([[1.0, 1.0], [0.0, 0.0]]) == (0.5, 0.5)  # nothing varies
+    low, high = task_interval([[0.0, 1.0] * 10, [1.0] * 20], q=None)
+    assert 0.6 < low < 0.75 < high < 0.9  # only the first problem varies, around 0.5
+    with pytest.raises(ValueError, match="no problems"):
+        task_interval([])
