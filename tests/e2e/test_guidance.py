@@ -31,6 +31,14 @@ def test_each_phase_says_what_to_do(challenge, page, live_server, test_problems)
     page.wait_for_selector(f"{GAME}[data-phase=test]")
     assert guide(page) == get(challenge).guide["test"]
     assert page.locator("button[data-gs-action=quit]").inner_text() == "Give up"
+    if challenge == "mfp":  # the counter of this test: the frame shown, of how many
+        assert page.is_visible("[data-gs=mfp-position]") and page.is_hidden("[data-gs=plan-left]")
+        assert int(page.inner_text("[data-gs=mfp-length]")) > 0
+    else:  # planning and change detection: the time left, running down by itself
+        first = page.inner_text("[data-gs=plan-left]")
+        assert first != "0:00"
+        page.wait_for_function(f"document.querySelector('[data-gs=plan-left]').textContent"
+                               f" != '{first}'", timeout=8000)
     assert "developer" not in page.inner_text("body") and "join:" not in page.inner_text("body")
 
 

@@ -260,7 +260,7 @@
     var phase = state.phase;
     this.el.interaction.hidden = phase !== "interaction";
     this.el.mfp.hidden = !(phase === "test" && kind === "mfp");
-    this.el.planning.hidden = !(phase === "test" && kind === "planning");
+    this.el.planning.hidden = !(phase === "test" && (kind === "planning" || kind === "cd"));
     this.el["goal-panel"].hidden = !(phase === "test" && kind === "planning");
     this.el["cd-select"].hidden = phase !== "select";
     this.el.explore.hidden = kind !== "explore";
@@ -362,7 +362,7 @@
         b.setAttribute("aria-pressed", String(Number(b.dataset.option) === test.chosen));
       });
       this.stepTowardTarget();
-    } else if (test.kind === "planning") {
+    } else if (test.kind === "planning" || (test.kind === "cd" && this.state.phase === "test")) {
       var left = Math.max(0, Math.round((test.horizon - test.steps) / this.state.frame_rate));
       this.el["plan-left"].textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
     } else if (test.kind === "explore") {
