@@ -233,7 +233,24 @@ def explore_exploit_figure(rows: Sequence[Row]) -> Figure | None:
     return figure
 
 
-def memory_figure(rows: Sequence[Row]) -> Figure | None:
-    """AUV by history setting, one bar per model and challenge (004's memory ablation)."""
-    labelled = [{**r, "run": f"{r['agent']} ({r['challenge']})"} for r in rows]
-    return grouped_bars(labelled, "history", "run", "auv", "AUV by history setting")
+def memory_figure(curves: dict[tuple[str, str, str], Row]) -> Figure | None:
+    """Success curves by history setting (004 Fig. 2): the share of episodes solved
+    within each number of steps, one colour per model and challenge, one line style
+    per history setting; the legend gives each curve's AUV."""
+    if not curves:
+        return None
+    figure, axes = new_axes("Success by step, per history setting (AUV in the legend)")
+    runs = ordered(f"{base} ({challenge})" for base, challenge, _ in curves)
+    styles = ("-", "--", ":", "-.")
+    settings: list[str] = []
+    for (base, challenge, setting), run in curves.items():
+        if setting not in settings:
+            settings.append(setting)
+        axes.plot(range(len(run["curve"])), run["curve"],
+                  color=colour(runs.index(f"{base} ({challenge})")),
+                  linestyle=styles[settings.index(setting) % len(styles)],
+                  label=wrapped(f"{base} ({challenge}), history {setting}: AUV {run['auv']:.2f}"))
+    axes.set_xlabel("scored steps")
+    axes.set_ylabel("share solved")
+    legend_outside(axes)
+    return figure

@@ -113,7 +113,7 @@ def sections(t_max: int = T_MAX, k: int = 1) -> list[Section]:
                 metrics=((auv, {"t_max": t_max}), (pooled_loop_ratio, {}))),
         Section("memory_index", "AUV by history setting and the memory index (004 Eq. 5)",
                 partial(tables.memory_rows, t_max=t_max),
-                lambda d, rows: figures.memory_figure(rows),
+                lambda d, rows: figures.memory_figure(tables.memory_curves(d, t_max)),
                 metrics=((auv, {"t_max": t_max}), (memory_index, {}))),
         Section("at_k", f"pass@{k}, discovery@{k}, interaction@{k} (003)",
                 partial(curiosity.at_k_rows, k=k), metrics=((at_k, {"k": k}),)),

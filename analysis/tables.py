@@ -31,6 +31,7 @@ from analysis.metrics import (
     progress_curve,
     random_baseline_table,
     reset_frequency,
+    success_curve,
     task_interval,
     unique_action_counts,
 )
@@ -205,6 +206,20 @@ def memory_rows(dataset: Dataset, t_max: int = 50) -> list[Row]:
                          "episodes": len(es), "t_max": t_max, "auv": values[setting],
                          "memory_index": index})
     return rows
+
+
+def memory_curves(dataset: Dataset, t_max: int = 50) -> dict[tuple[str, str, str], Row]:
+    """The success curves behind :func:`memory_rows` (004 Fig. 2): per model, challenge
+    and history setting, ``curve``, the share of episodes solved within ``t`` scored
+    steps for ``t`` from 0 to ``t_max``, and ``auv``, the area under it."""
+    runs = [e for e in counted(dataset) if "history" in e.agent_config and scored_by_steps(e)]
+    curves = {}
+    for (base, challenge, setting), episodes in group(runs, base_agent, challenge_of,
+                                                      history_setting).items():
+        steps = [solve_step(e) for e in episodes]
+        curves[(base, challenge, setting)] = {"curve": success_curve(steps, t_max).tolist(),
+                                              "auv": auv(steps, t_max)}
+    return dict(sorted(curves.items(), key=lambda item: (item[0][:2], _setting_order(item[0][2]))))
 
 
 def _setting_order(setting: str) -> tuple[int, int]:

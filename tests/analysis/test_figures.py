@@ -30,6 +30,9 @@ CASES = {
     "perplexity": lambda: figures.perplexity_figure(
         {"llm:m": [[(0, 1.0), (1, 0.5)], [(0, 0.9), (1, 0.4)]], "human": [[(0, 1.0), (1, 0.2)]]}),
     "progress": lambda: figures.progress_figure({"human": [[0, 0.5, 1]], LONG: [[0, 0.2]]}),
+    "memory": lambda: figures.memory_figure({
+        ("llm:m", "planning", "full"): {"curve": [0.0, 0.5, 1.0], "auv": 0.5},
+        ("llm:m", "planning", "none"): {"curve": [0.0, 0.0, 0.5], "auv": 0.125}}),
     "score cost": lambda: figures.score_cost_figure(
         [{"agent": "llm:m", "cost_per_attempt": 0.1, "score": 0.5},
          {"agent": LONG, "cost_per_attempt": 0.3, "score": 0.2}]),
@@ -68,3 +71,14 @@ def test_save_writes_png_svg_and_pdf(tmp_path):
     paths = figures.save(figures.task_type_figure(SCORES), tmp_path, "scores")
     assert [p.name for p in paths] == ["scores.png", "scores.svg", "scores.pdf"]
     assert paths[2].read_bytes().startswith(b"%PDF") and paths[0].stat().st_size > 1000
+
+
+def test_the_memory_figure_draws_success_curves_with_their_auv():
+    _, axes = drawn(CASES["memory"]())
+    lines = axes.get_lines()
+    assert [list(line.get_ydata()) for line in lines] == [[0.0, 0.5, 1.0], [0.0, 0.0, 0.5]]
+    assert lines[0].get_color() == lines[1].get_color()  # one model: one colour
+    assert lines[0].get_linestyle() != lines[1].get_linestyle()  # two settings
+    labels = [t.get_text().replace("\n", " ") for t in axes.get_legend().get_texts()]
+    assert labels == ["llm:m (planning), history full: AUV 0.50",
+                      "llm:m (planning), history none: AUV 0.12"]
