@@ -4,7 +4,8 @@ A study the size of the papers' (2,000 episodes of 500 actions: clicks, arrows, 
 resets, then a test phase) must not make the report slow. This builds the events as
 plain records (``episode_id``, ``seq``, ``phase``, ``action``, ``applied``,
 ``parse_valid``), groups them by episode, and times each metric over all episodes.
-Run with ``python -m bench.analysis [--episodes N] [--actions N]``.
+Run with ``python -m bench.analysis [--events N | --episodes N] [--actions N]``; it prints
+each figure and the peak memory.
 """
 
 from __future__ import annotations
@@ -202,8 +203,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--actions", type=int, default=500)
+    parser.add_argument("--events", type=int, default=None,
+                        help="total events (sets --episodes to EVENTS / --actions)")
     parser.add_argument("--no-report", action="store_true", help="time the metrics only")
     options = parser.parse_args(argv)
+    if options.events is not None:
+        options.episodes = max(1, options.events // options.actions)
     rows: list[tuple[str, float]] = []
     events = _timed("build events", lambda: build_events(options.episodes, options.actions), rows)
     grouped = _timed("group by episode", lambda: group_by_episode(events), rows)
@@ -224,6 +229,14 @@ def main(argv: list[str] | None = None) -> None:
         for label, seconds in timed:
             print(f"  {label:<{width}}  {seconds:8.3f} s")
         print(f"full report over {len(events):,} events: {timed[-1][1]:.2f} s")
+    print(f"peak memory: {peak_megabytes():,.0f} MB")
+
+
+def peak_megabytes() -> float:
+    """This process's peak resident memory (Linux reports kilobytes)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 if __name__ == "__main__":
