@@ -295,4 +295,6 @@ class TickEngine:
         """The episode's view, read under the lock, with ``refused``: the inputs the last
         tick refused (empty on most ticks)."""
         with self.lock:
-            return {**self.episode.view(), "refused": list(self.tick_refusals)}
+            view = self.episode.view()  # a new dict on every call: extend it in place
+            view["refused"] = list(self.tick_refusals)
+            return view
