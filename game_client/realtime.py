@@ -147,6 +147,8 @@ class RealtimeAttempt:
         return result
 
     def _refusal(self, action: str | None) -> str | None:
+        if action is None:
+            return "the reply names no action"
         try:
             parsed = parse_action(action)
         except ValueError as error:
