@@ -210,7 +210,7 @@ def test_messages_without_an_answer_are_ignored_and_play_goes_on(server, player,
 
 @pytest.mark.parametrize("frame", ["42[", '42["input",', "4x", "9", '42{"a":1}', "\x00\xff"])
 def test_a_malformed_socket_frame_is_logged_in_one_line(server, player, frame):
-    from simple_websocket import Client
+    from simple_websocket import Client, ConnectionClosed
 
     before = server["log"].read_text()
     raw = Client.connect(server["url"].replace("http", "ws") + "/socket.io/?EIO=4&transport=websocket")
@@ -218,7 +218,10 @@ def test_a_malformed_socket_frame_is_logged_in_one_line(server, player, frame):
     raw.send("40")  # connect to the default namespace
     raw.receive(timeout=5)
     raw.send(frame)
-    raw.close()
+    try:
+        raw.close()
+    except (ConnectionClosed, OSError):
+        pass  # the server closed an undecodable connection first (its defined answer)
     assert player.send("right") == {"ok": True, "status": "queued"}
     player.wait_ticks(2)
     added = server["log"].read_text()[len(before):]
