@@ -49,17 +49,6 @@ CLOCK = "realtime"
 WAIT_FOR_TICK = 10.0
 """Seconds a queued action may wait for its tick before the clock is taken as stopped."""
 
-def model_fields(decision: Decision) -> dict[str, Any]:
-    """The event fields of a model's turn (:data:`records.schema.MODEL_TURN`)."""
-    return {name: value for name, value in {
-        "raw_reply": decision.raw_reply, "prompt_tokens": decision.prompt_tokens,
-        "completion_tokens": decision.completion_tokens, "cost": decision.cost,
-        "latency": decision.latency, "prompt": decision.prompt,
-        "system_prompt": decision.system_prompt, "reasoning": decision.reasoning,
-        "finish_reason": decision.finish_reason, "retries": decision.retries,
-        "trimmed": decision.trimmed}.items() if value is not None}
-
-
 class RealtimeAttempt:
     """An attempt a model plays on the clock (see the module), recorded in ``store`` when
     one is given."""
@@ -124,7 +113,7 @@ class RealtimeAttempt:
         if self.status != ACTIVE:
             return None
         self.turns += 1
-        fields = model_fields(decision)
+        fields = decision.model_fields()
         error = decision.error or self._refusal(decision.action)
         if error is None:
             with self.changed:

@@ -140,7 +140,7 @@ class Protocol:
         if episode.done:
             return []
         if phase_before == INTERACTION and episode.phase == INTERACTION:
-            if self.interaction_cap and interaction_turns >= self.interaction_cap:
+            if self.cap_reached(episode, interaction_turns):
                 return ["go-to-test"]
             if self.stack_frames:
                 return ["noop"] * (episode.frame_rate - 1)
