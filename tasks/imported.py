@@ -58,10 +58,12 @@ def _register_env(env_id: str, folder: Path) -> list[str]:
     tags = ("autumn", "imported")
     description = f"Imported program {env_id} (from the user's library)."
     registry.register_env(env_id, load_program, description=description, tags=tags,
-                          replace=True, path=str(folder / "program.sexp"))
+                          replace=True, program=str(folder / "program.sexp"),
+                          path=str(folder / "program.sexp"))
     if (folder / "changed.sexp").is_file():
         registry.register_env(f"{env_id}-changed", load_program, description=description,
                               tags=(*tags, "changed"), replace=True,
+                              program=str(folder / "changed.sexp"),
                               path=str(folder / "changed.sexp"))
     ids = []
     for path in sorted((folder / "problems").glob("*.json")):

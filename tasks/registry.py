@@ -38,6 +38,9 @@ class EnvSpec:
     kwargs: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     tags: tuple[str, ...] = ()
+    program: str = ""
+    """The program's file, for an environment written as a program (checked statically by
+    ``gridstudy envs check`` and before its problems are trusted); empty otherwise."""
 
     def make(self, **overrides: Any) -> GridEnv:
         factory = load_entry_point(self.entry_point)
@@ -78,13 +81,14 @@ def register_env(
     description: str = "",
     tags: tuple[str, ...] = (),
     replace: bool = False,
+    program: str = "",
     **kwargs: Any,
 ) -> EnvSpec:
     """Register an environment under ``env_id``; a second registration is an error."""
     with _lock:
         if env_id in _envs and not replace:
             raise ValueError(f"environment {env_id!r} is already registered")
-        spec = EnvSpec(env_id, entry_point, kwargs, description, tags)
+        spec = EnvSpec(env_id, entry_point, kwargs, description, tags, program)
         _envs[env_id] = spec
         return spec
 

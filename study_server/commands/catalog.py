@@ -31,6 +31,47 @@ def envs_list() -> None:
         click.echo(f"{spec.id:<{width}}  {tags:<28}  {summary}")
 
 
+@envs.command("check")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--strict", is_flag=True, help="Fail on warnings too.")
+@click.option("--quiet", "-q", is_flag=True, help="Print errors only.")
+def envs_check(paths: tuple[str, ...], strict: bool, quiet: bool) -> None:
+    """Check Autumn programs statically, before anything runs.
+
+    PATHS are program files or folders (every .sexp inside is checked); without PATHS,
+    every registered environment's program. Each message is file:line:col with the
+    source quoted. Exits with 1 when a program has errors (with --strict, warnings).
+    """
+    from tasks.autumn.lint import WARNING, check_file
+
+    files = _program_files(paths)
+    if not files:
+        raise click.ClickException("no Autumn programs (.sexp files) found")
+    counts = {"error": 0, "warning": 0}
+    failing = 0
+    for path in files:
+        findings = check_file(path)
+        for finding in findings:
+            counts[finding.severity] += 1
+            if not (quiet and finding.severity == WARNING):
+                click.echo(str(finding))
+        failing += any(f.severity != WARNING or strict for f in findings)
+    click.echo(f"{len(files)} program{'s' if len(files) != 1 else ''} checked: "
+               f"{counts['error']} error{'s' if counts['error'] != 1 else ''}, "
+               f"{counts['warning']} warning{'s' if counts['warning'] != 1 else ''}", err=True)
+    if failing:
+        sys.exit(1)
+
+
+def _program_files(paths: tuple[str, ...]) -> list[str]:
+    if not paths:
+        return sorted({s.program for s in registry.list_envs() if s.program})
+    found: list[str] = []
+    for path in map(Path, paths):
+        found += sorted(map(str, path.rglob("*.sexp"))) if path.is_dir() else [str(path)]
+    return found
+
+
 @click.group()
 def problems() -> None:
     """Registered WorldTest problems."""

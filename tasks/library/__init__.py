@@ -73,10 +73,16 @@ class LibraryEnv:
 
 @cache
 def library_envs() -> tuple[LibraryEnv, ...]:
-    """Every environment folder of the library, by name."""
+    """Every environment folder of the library, by name (a folder still being written,
+    without its ``env.json``, is not one yet)."""
     found = []
     for folder in sorted(p for p in LIBRARY.iterdir() if (p / "program.sexp").is_file()):
-        meta = json.loads((folder / "env.json").read_text())
+        if not (folder / "env.json").is_file():
+            continue
+        try:
+            meta = json.loads((folder / "env.json").read_text())
+        except ValueError as error:
+            raise ValueError(f"{folder / 'env.json'}: not valid JSON ({error})") from None
         found.append(LibraryEnv(folder.name, folder, meta))
     return tuple(found)
 
@@ -99,9 +105,11 @@ def _register_all() -> None:
                 "stochastic" if env.meta["stochastic"] else "deterministic")
         doc = env.documentation()
         registry.register_env(env.env_id, load_env, description=doc, tags=tags,
-                              replace=True, name=env.name)
+                              replace=True, program=str(env.folder / "program.sexp"),
+                              name=env.name)
         registry.register_env(env.changed_env_id, load_env, description=doc,
-                              tags=(*tags, "changed"), replace=True, name=env.name,
+                              tags=(*tags, "changed"), replace=True,
+                              program=str(env.folder / "changed.sexp"), name=env.name,
                               variant="changed")
         for challenge in env.challenges:
             path = env.problem_path(challenge)

@@ -58,16 +58,26 @@ def _documented(problem: Problem, env: LibraryEnv) -> Problem:
 
 
 def derive_library(names: Iterable[str] | None = None, *, samples: int = 64,
-                   progress: Callable[[str], None] = lambda _: None) -> list[str]:
+                   progress: Callable[[str], None] = lambda _: None,
+                   envs: Iterable[LibraryEnv] | None = None) -> list[str]:
     """Derive and write every problem of the named environments (all by default).
 
-    Returns the failures' messages; problems that derive are written even when others
-    fail.
+    Each environment's programs are checked statically first; one with errors derives
+    nothing. ``envs`` defaults to the library's folders. Returns the failures' messages; problems that derive are written even when
+    others fail.
     """
+    from tasks.autumn.lint import check_file, errors
+
     wanted = set(names) if names else None
     failures = []
-    for env in library_envs():
+    for env in library_envs() if envs is None else envs:
         if wanted is not None and env.name not in wanted:
+            continue
+        broken = [str(f) for variant in ("program", "changed")
+                  for f in errors(check_file(env.folder / f"{variant}.sexp"))]
+        if broken:
+            failures.append(f"{env.name}: the programs have errors, nothing derived:\n"
+                            + "\n".join(broken))
             continue
         (env.folder / "problems").mkdir(exist_ok=True)
         for challenge in env.challenges:

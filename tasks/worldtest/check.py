@@ -47,6 +47,22 @@ WARNING = "warning: "
 """How a reason starts when it is worth saying but the problem stays valid."""
 
 
+def static_errors(problem: Problem) -> list[str]:
+    """The static checker's errors in the program files of the environments ``problem``
+    runs (its own and, for change detection, the changed one), each as one reason."""
+    from tasks.autumn.lint import check_file, errors
+
+    reasons = []
+    for env_id in dict.fromkeys([problem.env_id, problem.params.get("changed_env_id")]):
+        try:
+            program = registry.env_spec(env_id).program if env_id else ""
+        except KeyError:
+            continue  # said by the check that makes the environment
+        if program:
+            reasons += [f"static check: {finding}" for finding in errors(check_file(program))]
+    return reasons
+
+
 class CheckReport(NamedTuple):
     """Whether a problem is valid, and every reason it is not or warning about it
     (unpacks as a pair)."""
@@ -160,7 +176,13 @@ def check_problem(
     rng_seed: int = 1,
     make_env: EnvFactory = registry.make,
 ) -> CheckReport:
-    """Re-validate ``problem`` from scratch; every failed condition becomes a reason."""
+    """Re-validate ``problem`` from scratch; every failed condition becomes a reason.
+
+    The programs it runs are checked statically first (``gridstudy envs check``): a
+    program with errors makes the problem invalid before anything is played."""
+    broken = static_errors(problem)
+    if broken:
+        return CheckReport(False, broken)
     try:
         env = make_env(problem.env_id)
     except KeyError as error:

@@ -1,0 +1,205 @@
+"""The static checker (``gridstudy envs check``): each kind of mistake an author makes,
+found before anything runs, with its message at its line and column; and a program with
+errors never becomes a problem a participant plays."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from study_server.commands.catalog import envs as envs_command
+from tasks import registry
+from tasks.autumn import load_file
+from tasks.autumn.lint import ERROR, WARNING, check_file, check_source, errors
+from tasks.library import LibraryEnv, library_envs
+from tasks.library.build import derive_library
+from tasks.worldtest.check import check_problem
+from tasks.worldtest.problem import Problem
+
+PROGRAMS = Path(__file__).parent / "programs"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+BASE = """(program
+  (= GRID_SIZE 8)
+  (object Dot (: hot Bool) (Cell 0 0 (if hot then "red" else "blue")))
+  (: dots (List Dot))
+  (= dots (initnext (list (Dot true (Position 1 1))) (prev dots)))
+  (= step (--> (d dx) (move d (Position dx 0))))
+  (on left (= dots (updateObj dots (--> d (step d -1)))))
+{extra}
+)"""
+"""A correct program; each case adds lines from line 8 on."""
+
+BROKEN = [
+    # (case, the lines added, severity, line, column, the message)
+    ("unbalanced", "  (on clicked (= dots (list))",
+     ERROR, 1, 1, "unbalanced '(': this list is never closed"),
+    ("unknown-function", "  (on clicked (= dots (filter (--> d (> (lengthz dots) 2)) dots)))",
+     ERROR, 8, 41, "unknown function 'lengthz' (did you mean 'length'?)"),
+    ("unknown-variable", "  (on (> count 3) (= dots (list)))",
+     ERROR, 8, 10, "unknown name 'count'"),
+    ("unknown-type", "  (: blobs (List Blob))\n  (= blobs (initnext (list) (prev blobs)))",
+     ERROR, 8, 18, "unknown type 'Blob'"),
+    ("unknown-field-type", '  (object Box (: size Numbr) (Cell 0 0 "red"))\n  (= box (initnext (Box 1 (Position 0 0)) (prev box)))',
+     ERROR, 8, 23, "unknown type 'Numbr' (did you mean 'Number'?)"),
+    ("unknown-field", "  (on clicked (= dots (filter (--> d (.. d hott)) dots)))",
+     ERROR, 8, 44, "no object type has a field 'hott' (did you mean 'hot'?)"),
+    ("unknown-update-field", '  (on up (= dots (updateObj dots (--> d (updateObj d "hott" true)))))',
+     ERROR, 8, 54, "no object type has a field 'hott' (did you mean 'hot'?)"),
+    ("builtin-too-few", "  (on clicked (= dots (list (at dots))))",
+     ERROR, 8, 29, "at takes 2 arguments, got 1"),
+    ("native-too-many", "  (on (> (length dots dots) 2) (= dots (list)))",
+     ERROR, 8, 10, "length takes 1 argument, got 2"),
+    ("module-too-many", "  (on (> (abs 2 3) 1) (= dots (list)))",
+     WARNING, 8, 10, "abs takes 1 argument, got 2; the extra ones are ignored"),
+    ("own-function-too-few", "  (on right (= dots (updateObj dots (--> d (step d)))))",
+     ERROR, 8, 44, "step takes 2 arguments (d dx), got 1"),
+    ("own-function-too-many", "  (on right (= dots (updateObj dots (--> d (step d 1 2)))))",
+     WARNING, 8, 44, "step takes 2 arguments (d dx), got 3; the extra ones are ignored"),
+    ("constructor-too-few", "  (on clicked (= dots (addObj dots (Dot (Position 2 2)))))",
+     ERROR, 8, 36, "Dot takes 2 arguments (hot origin), got 1"),
+    ("constructor-field-literal", "  (on clicked (= dots (addObj dots (Dot 3 (Position 2 2)))))",
+     ERROR, 8, 41, "Dot's field 'hot' is Bool, but this is a Number"),
+    ("constructor-origin-literal", "  (on clicked (= dots (addObj dots (Dot true 5))))",
+     ERROR, 8, 46, "Dot's last argument is its origin, but this is a Number"),
+    ("declared-number-string", '  (: score Number)\n  (= score (initnext "zero" (+ (prev score) 1)))',
+     ERROR, 9, 22, "'score' is declared Number, but this is a String"),
+    ("declared-list-number", "  (: trail (List Position))\n  (= trail (initnext 0 (prev trail)))",
+     ERROR, 9, 22, "'trail' is declared List, but this is a Number"),
+    ("list-element-type", '  (: marks (List Position))\n  (= marks (initnext (list (Position 1 1) "two") (prev marks)))',
+     ERROR, 9, 43, "'marks' is declared (List Position), but this is a String"),
+    ("assign-declared-bool", "  (: paused Bool)\n  (= paused (initnext false (prev paused)))\n  (on up (= paused 1))",
+     ERROR, 10, 20, "'paused' is declared Bool, but this is a Number"),
+    ("arithmetic-string", '  (on (> (+ 1 "a") 1) (= dots (list)))',
+     ERROR, 8, 15, "'+' needs a Number, but this is a String"),
+    ("not-number", "  (on (! 1) (= dots (list)))",
+     ERROR, 8, 10, "'!' needs a Bool, but this is a Number"),
+    ("position-coordinate", '  (on clicked (= dots (addObj dots (Dot true (Position "a" 1)))))',
+     ERROR, 8, 56, "a Position's coordinates are Numbers, but this is a String"),
+    ("update-field-literal", '  (on down (= dots (updateObj dots (--> d (updateObj d "hot" 3)))))',
+     ERROR, 8, 62, "the field 'hot' is Bool, but this is a Number"),
+    ("prev-not-global", "  (on clicked (= dots (prev dotz)))",
+     ERROR, 8, 29, "prev reads a global, and 'dotz' is none (did you mean 'dots'?)"),
+    ("operand-count", "  (on (> (+ 1 2 3) 1) (= dots (list)))",
+     ERROR, 8, 10, "'+' takes exactly 2 operands, got 3"),
+    ("malformed-if", "  (on clicked (= dots (if (> 1 2) then (list))))",
+     ERROR, 8, 23, "malformed if: expected (if cond then a else b)"),
+    ("cell-arguments", '  (object Box (Cell 0 "red"))',
+     ERROR, 8, 15, "Cell takes 3 arguments (dx dy colour), got 2"),
+    ("unused-definition", "  (= speed 3)",
+     WARNING, 8, 3, "the definition 'speed' is never used"),
+    ("unused-object", '  (object Wall (Cell 0 0 "gray"))',
+     WARNING, 8, 3, "the object type 'Wall' is never used"),
+    ("declared-never-defined", "  (: lives Number)",
+     WARNING, 8, 3, "'lives' is declared but never defined"),
+    ("dynamic-scope-only",
+     "  (= helper (--> p (+ p bonus)))\n  (= user (--> bonus (helper 1)))\n  (on (> ((user 2)) 1) (= dots (list)))",
+     WARNING, 8, 25, "'bonus' is not defined here; only a caller's local of that name "
+     "(dynamic scope) could supply it"),
+]
+
+
+def test_the_base_program_is_clean_and_runs() -> None:
+    source = BASE.format(extra="")
+    assert check_source(source, "env.sexp") == ()
+    from tasks.autumn import load
+    assert load(source).step("left").frame[1][0] == "red"
+
+
+@pytest.mark.parametrize(("lines", "severity", "line", "column", "message"),
+                         [case[1:] for case in BROKEN], ids=[case[0] for case in BROKEN])
+def test_a_broken_program_is_reported_at_its_line_and_column(
+        lines: str, severity: str, line: int, column: int, message: str) -> None:
+    findings = check_source(BASE.format(extra=lines), "env.sexp")
+    assert [(f.severity, f.line, f.column, f.message) for f in findings] == [
+        (severity, line, column, message)]
+    text = str(findings[0]).splitlines()
+    assert text[0] == f"env.sexp:{line}:{column}: {severity}: {message}"
+    source_line = BASE.format(extra=lines).splitlines()[line - 1]
+    assert text[1] == "    " + source_line
+    assert text[2] == "    " + " " * (column - 1) + "^"  # the caret under the column
+
+
+def test_an_empty_file_is_one_clear_error() -> None:
+    (finding,) = check_source("", "env.sexp")
+    assert str(finding).startswith("env.sexp:1:1: error: a program must be exactly one list")
+
+
+def test_a_long_line_is_shown_around_the_column() -> None:
+    padding = " ".join(f"(= pad{i} {i})" for i in range(30))
+    source = f"(program {padding} (= n (lengthz (list 1))) )"
+    finding = errors(check_source(source, "long.sexp"))[0]
+    shown, caret = str(finding).splitlines()[1:]
+    assert len(shown) <= 4 + 88 and "lengthz" in shown
+    assert shown[len(caret) - 1:].startswith("(lengthz")
+
+
+@pytest.mark.parametrize("path", sorted(PROGRAMS.glob("*.sexp"))
+                         + sorted(FIXTURES.rglob("*.sexp"))
+                         + [Path(e.folder) / f"{v}.sexp" for e in library_envs()
+                            for v in ("program", "changed")],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_working_programs_have_no_errors(path: Path) -> None:
+    assert errors(check_file(path)) == []
+    load_file(path)  # and they do load
+
+
+def test_envs_check_prints_every_finding_and_fails_on_errors(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.sexp", tmp_path / "sub" / "bad.sexp"
+    bad.parent.mkdir()
+    good.write_text(BASE.format(extra=""))
+    bad.write_text(BASE.format(extra=BROKEN[1][1] + "\n  (= speed 3)"))
+    result = CliRunner().invoke(envs_command, ["check", str(tmp_path)])
+    assert result.exit_code == 1
+    assert f"{bad}:8:41: error: unknown function 'lengthz'" in result.output
+    assert f"{bad}:9:3: warning: the definition 'speed' is never used" in result.output
+    assert "2 programs checked: 1 error, 1 warning" in result.output
+    quiet = CliRunner().invoke(envs_command, ["check", "-q", str(bad)])
+    assert ": error: " in quiet.output and ": warning: " not in quiet.output
+    assert CliRunner().invoke(envs_command, ["check", str(good)]).exit_code == 0
+    warned = tmp_path / "warned.sexp"
+    warned.write_text(BASE.format(extra="  (= speed 3)"))
+    assert CliRunner().invoke(envs_command, ["check", str(warned)]).exit_code == 0
+    assert CliRunner().invoke(envs_command, ["check", "--strict", str(warned)]).exit_code == 1
+
+
+def test_envs_check_without_paths_checks_every_registered_program() -> None:
+    result = CliRunner().invoke(envs_command, ["check", "-q"])
+    assert result.exit_code == 0, result.output
+    programs = {s.program for s in registry.list_envs() if s.program}
+    assert f"{len(programs)} programs checked: 0 errors" in result.output
+
+
+def _broken_copy(tmp_path: Path, name: str = "lamp_grid") -> LibraryEnv:
+    original = next(e for e in library_envs() if e.name == name)
+    folder = tmp_path / name
+    shutil.copytree(original.folder, folder)
+    program = folder / "changed.sexp"
+    program.write_text(program.read_text().replace("(prev", "(prevv", 1))
+    return LibraryEnv(name, folder, json.loads((folder / "env.json").read_text()))
+
+
+def test_a_problem_whose_program_has_errors_is_invalid_before_anything_runs(tmp_path: Path) -> None:
+    env = _broken_copy(tmp_path)
+    registry.register_env("test/broken-changed", load_file, program=str(env.folder / "changed.sexp"),
+                          path=str(env.folder / "changed.sexp"), replace=True)
+    data = json.loads(env.problem_path("cd").read_text())
+    data["id"], data["params"]["changed_env_id"] = "test/broken-cd", "test/broken-changed"
+    report = check_problem(Problem.from_dict(data))
+    assert not report.valid
+    assert report.reasons[0].startswith(f"static check: {env.folder / 'changed.sexp'}:")
+    assert "unknown function 'prevv' (did you mean 'prev'?)" in report.reasons[0]
+
+
+def test_derive_refuses_an_environment_whose_programs_have_errors(tmp_path: Path) -> None:
+    env = _broken_copy(tmp_path)
+    before = {p.name: p.read_text() for p in (env.folder / "problems").iterdir()}
+    failures = derive_library(envs=[env], samples=2)
+    assert len(failures) == 1
+    assert failures[0].startswith("lamp_grid: the programs have errors, nothing derived:")
+    assert "unknown function 'prevv'" in failures[0]
+    assert {p.name: p.read_text() for p in (env.folder / "problems").iterdir()} == before
