@@ -46,6 +46,18 @@ def check_tutorials(definition: StudyDefinition) -> None:
             raise DefinitionError(f"tutorials.{kind}: {tutorial!r} is not a {kind} problem")
 
 
+def check_programs(definition: StudyDefinition) -> None:
+    """No problem of the study (tutorials included) runs a program with static errors."""
+    from tasks import registry
+    from tasks.worldtest.check import static_errors
+
+    for problem_id in dict.fromkeys([*definition.problems, *definition.tutorials.values()]):
+        broken = static_errors(registry.get_problem(problem_id))
+        if broken:
+            raise DefinitionError(f"{problem_id}: its program has errors "
+                                  "(gridstudy envs check):\n" + "\n".join(broken))
+
+
 def create_study(url: str, path: str, replace: bool = False) -> StudyDefinition:
     """Validate the file at ``path`` and store it; the definition stored."""
     from records.models import Study
@@ -56,6 +68,7 @@ def create_study(url: str, path: str, replace: bool = False) -> StudyDefinition:
     definition = load_definition(path, known_problems=known)
     try:
         check_tutorials(definition)
+        check_programs(definition)
     except DefinitionError as error:
         raise DefinitionError(f"{path}: {error}") from None
     with Store(url) as store, store.session() as db:

@@ -127,3 +127,28 @@ def test_a_program_that_cannot_load_is_a_clear_page_not_a_500(live_server, tmp_p
         registry.unregister(env_id="test/empty-program", problem_id="test/empty-program/cd")
     assert page.status_code == script.status_code == 422
     assert "test/empty-program cannot be played" in page.text
+
+
+def test_a_study_of_a_program_with_static_errors_is_refused(tmp_path):
+    import yaml
+
+    from tests.consent.helpers import definition_data
+
+    library = tmp_path / "lib"
+    broken = library / "autumnbench" / "lamp"
+    (broken / "problems").mkdir(parents=True)
+    source = (LIBRARY / "lamp_grid" / "program.sexp").read_text()
+    (broken / "program.sexp").write_text(source.replace("(adjacentPoss", "(adjacentPos", 1))
+    problem = json.loads((LIBRARY / "lamp_grid" / "problems" / "mfp.json").read_text())
+    problem.update(id="autumnbench/lamp/mfp", env_id="autumnbench/lamp")
+    (broken / "problems" / "mfp.json").write_text(json.dumps(problem))
+    study = definition_data(problems=["autumnbench/lamp/mfp", "lamp_grid/mfp"],
+                            problems_per_participant=1, tutorials={"mfp": "lamp_grid/mfp"})
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
+    env = {"GRIDSTUDY_LIBRARY": str(library)}
+    result = gridstudy("study", "create", "study.yaml", "--db", "s.db", cwd=tmp_path, env=env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "autumnbench/lamp/mfp: its program has errors" in result.stderr
+    assert f"{broken / 'program.sexp'}:" in result.stderr
+    assert "unknown function 'adjacentPos' (did you mean 'adjacentPoss'?)" in result.stderr
+    assert not (tmp_path / "s.db").exists() or "pilot" not in (tmp_path / "s.db").read_bytes().decode("latin-1")
