@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from tasks import registry
+from tasks.library import CATEGORIES
 from tasks.worldtest.challenge import names as challenge_names
 
 
@@ -61,6 +62,27 @@ def envs_check(paths: tuple[str, ...], strict: bool, quiet: bool) -> None:
                f"{counts['warning']} warning{'s' if counts['warning'] != 1 else ''}", err=True)
     if failing:
         sys.exit(1)
+
+
+@envs.command("new")
+@click.argument("name")
+@click.option("--category", required=True, type=click.Choice(sorted(CATEGORIES)),
+              help="The kind of environment (the library covers all six).")
+@click.option("--stochastic", is_flag=True, help="The skeleton includes a source of randomness.")
+@click.option("--library", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The library folder (default: gridstudy's own).")
+def envs_new(name: str, category: str, stochastic: bool, library: Path | None) -> None:
+    """Start a new library environment: a folder with a working skeleton program, its
+    changed variant, documentation and recipes. Adding an environment touches that folder
+    only."""
+    from tasks.library import LIBRARY
+    from tasks.library.scaffold import create, next_steps
+
+    folder = create(name, category, stochastic=stochastic, library=library or LIBRARY)
+    click.echo(f"created {folder} (autumn/{name}, {category}"
+               f"{', stochastic' if stochastic else ''}); next:")
+    for step in next_steps(folder):
+        click.echo(f"  {step}")
 
 
 def _program_files(paths: tuple[str, ...]) -> list[str]:

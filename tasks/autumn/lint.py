@@ -255,6 +255,38 @@ def _literal_type(node: Node, objects: dict[str, ObjectType]) -> str | None:
     return None
 
 
+def _evaluated_names(node: Node) -> list[Node]:
+    """The name nodes ``node`` reads when it is evaluated, not counting lambda bodies (run
+    later), names a ``let`` binds first, or a constructor's or ``Cell``'s lazy parts."""
+    found: list[Node] = []
+
+    def walk(n: Node, bound: frozenset[str]) -> None:
+        if n.kind == SYM:
+            if n.value not in bound and n.value not in SPECIAL:
+                found.append(n)
+            return
+        if n.kind != LIST or not n.value or _is_lambda(n):
+            return
+        head = n.value[0]
+        if head.is_sym("let"):
+            for child in n.value[1:]:
+                walk(child, bound)
+                if _form(child, "=") and child.value[1].kind == SYM:
+                    bound = bound | {child.value[1].value}
+            return
+        if head.is_sym("="):
+            walk(n.value[2], bound)
+            return
+        if head.is_sym(".."):
+            walk(n.value[1], bound)
+            return
+        for child in n.value:
+            walk(child, bound)
+
+    walk(node, frozenset())
+    return found
+
+
 def _article(type_name: str) -> str:
     return type_name if type_name == FUNCTION else f"a {type_name}"
 
@@ -272,6 +304,7 @@ class _Checker:
         self.globals = (self.builtins | set(defs.state) | set(defs.plain) | defs.assigned
                         | set(defs.objects))
         self.all_fields = {f for o in defs.objects.values() for f in o.fields} | VALUE_FIELDS
+        self.start_order = compat.order_of(defs.state)
 
     # -- reporting ----------------------------------------------------------------------------
 
@@ -306,11 +339,36 @@ class _Checker:
             for part in items[2].value[1:]:
                 self.visit(part, frozenset())
                 self.against_declaration(items[1].value, part)
+            self.starts_before(items[1].value, items[2].value[1])
         elif _form(node, "on"):
             for part in items[1:]:
                 self.visit(part, frozenset())
         else:
             self.visit(node, frozenset())
+            if _form(node, "=") and len(items) == 3:
+                self.defined_before(node, items[1].value, items[2])
+
+    def starts_before(self, name: str, init: Node) -> None:
+        """An INIT may read only the state variables that start before it: the reference
+        starts them in its hash order, not in program order."""
+        order = self.start_order
+        for used in _evaluated_names(init):
+            if used.value in self.defs.state and order.index(used.value) >= order.index(name):
+                self.report(ERROR, used, f"'{used.value}' has not started yet when '{name}' "
+                            f"starts (state variables start in this order: {', '.join(order)})")
+            elif used.value == "prev":
+                self.report(ERROR, used, "prev is not allowed in a state variable's first value")
+
+    def defined_before(self, node: Node, name: str, value: Node) -> None:
+        """A plain definition runs once, in program order, before any state variable starts."""
+        later = {n: i for i, n in enumerate(self.defs.plain)}
+        for used in _evaluated_names(value):
+            if used.value in self.defs.state:
+                self.report(ERROR, used, f"'{used.value}' has no value yet when '{name}' is "
+                            "defined: plain definitions run before state variables start")
+            elif later.get(used.value, -1) > later.get(name, -1):
+                self.report(ERROR, used, f"'{used.value}' is defined later in the program than "
+                            f"'{name}', which uses it")
 
     def type_name(self, node: Node) -> None:
         if node.kind == LIST:

@@ -25,6 +25,11 @@ from tasks.worldtest.challenge import challenges
 from tasks.worldtest.problem import Problem
 
 LIBRARY = Path(__file__).parent
+CATEGORIES = frozenset({
+    "physical simulation", "emergent system", "multi-agent dynamics", "abstract logic",
+    "game-inspired", "tool use",
+})
+"""The six kinds of environment the library covers (AutumnBench's)."""
 
 
 @dataclass(frozen=True)

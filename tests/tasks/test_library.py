@@ -7,13 +7,8 @@ import json
 import pytest
 
 from tasks import registry
-from tasks.library import library_envs
+from tasks.library import CATEGORIES, library_envs
 from tasks.library.build import derive_env
-
-CATEGORIES = {
-    "physical simulation", "emergent system", "multi-agent dynamics", "abstract logic",
-    "game-inspired", "tool use",
-}
 
 
 def test_library_covers_every_category_with_enough_stochastic_environments():

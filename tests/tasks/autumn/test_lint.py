@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from study_server.commands.catalog import envs as envs_command
 from tasks import registry
-from tasks.autumn import load_file
+from tasks.autumn import AutumnError, load, load_file
 from tasks.autumn.lint import ERROR, WARNING, check_file, check_source, errors
 from tasks.library import LibraryEnv, library_envs
 from tasks.library.build import derive_library
@@ -90,6 +90,14 @@ BROKEN = [
      ERROR, 8, 23, "malformed if: expected (if cond then a else b)"),
     ("cell-arguments", '  (object Box (Cell 0 "red"))',
      ERROR, 8, 15, "Cell takes 3 arguments (dx dy colour), got 2"),
+    ("init-reads-a-later-state-variable", "  (= wires (initnext (length dots) (prev wires)))",
+     ERROR, 8, 30, "'dots' has not started yet when 'wires' starts (state variables start in "
+     "this order: wires, dots)"),
+    ("plain-reads-a-state-variable", "  (= total (length dots))\n  (on (> total 1) (= dots (list)))",
+     ERROR, 8, 20, "'dots' has no value yet when 'total' is defined: plain definitions run "
+     "before state variables start"),
+    ("plain-defined-later", "  (= twice (* half 2))\n  (= half 3)\n  (on (> twice half) (= dots (list)))",
+     ERROR, 8, 15, "'half' is defined later in the program than 'twice', which uses it"),
     ("unused-definition", "  (= speed 3)",
      WARNING, 8, 3, "the definition 'speed' is never used"),
     ("unused-object", '  (object Wall (Cell 0 0 "gray"))',
@@ -103,10 +111,17 @@ BROKEN = [
 ]
 
 
+LOAD_FAILURES = {"init-reads-a-later-state-variable", "plain-reads-a-state-variable",
+                 "plain-defined-later", "operand-count", "malformed-if", "cell-arguments",
+                 "unbalanced"}
+"""Cases whose program fails as soon as it loads: the interpreter agrees on the place. (The
+others load, and fail on the step that reaches them, or never, like a declared type the
+interpreter does not check at the start.)"""
+
+
 def test_the_base_program_is_clean_and_runs() -> None:
     source = BASE.format(extra="")
     assert check_source(source, "env.sexp") == ()
-    from tasks.autumn import load
     assert load(source).step("left").frame[1][0] == "red"
 
 
@@ -122,6 +137,15 @@ def test_a_broken_program_is_reported_at_its_line_and_column(
     source_line = BASE.format(extra=lines).splitlines()[line - 1]
     assert text[1] == "    " + source_line
     assert text[2] == "    " + " " * (column - 1) + "^"  # the caret under the column
+
+
+@pytest.mark.parametrize("case", [c for c in BROKEN if c[2] == ERROR and c[0] in LOAD_FAILURES],
+                         ids=lambda c: c[0])
+def test_the_errors_about_loading_are_where_loading_fails(case) -> None:
+    _, lines, _, line, column, _ = case
+    with pytest.raises(AutumnError) as failure:
+        load(BASE.format(extra=lines))
+    assert (failure.value.line, failure.value.column) == (line, column)
 
 
 def test_an_empty_file_is_one_clear_error() -> None:
