@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CHROMIUM := /usr/bin/chromium
+XVFB := /usr/bin/Xvfb
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 5000
@@ -19,7 +20,7 @@ test: setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
-setup: $(VENV)/.installed node_modules/.installed $(CHROMIUM)
+setup: $(VENV)/.installed node_modules/.installed $(CHROMIUM) $(XVFB)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +36,11 @@ node_modules/.installed: package.json
 $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
+
+# The debugger window's tests open it on a real X server; install Xvfb when missing.
+$(XVFB):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq xvfb
 
 # The README's pictures, taken by the browser tests (never by hand).
 screenshots: setup $(CHROMIUM)

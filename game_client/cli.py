@@ -47,14 +47,32 @@ def make_driver(target: str, seed: int):
 @click.option("--db", default=None, help="Database URL or SQLite file (default $DATABASE_URL or gridstudy.db).")
 @click.option("--server", default=None, help="Play remotely: the study server's URL.")
 @click.option("--join", "code", default=None, help="Join code of a running session (with --server).")
-def play(target, seed, fps, scale, record, db, server, code):
+@click.option("--debug", is_flag=True,
+              help="The author's debugger: state panel, rewind, reload on save (Autumn programs).")
+@click.option("--actions", "actions_file", type=click.Path(exists=True, dir_okay=False),
+              default=None, help="With --debug: replay this action list first (one per line).")
+def play(target, seed, fps, scale, record, db, server, code, debug, actions_file):
     """Play TARGET (a problem or an environment id) in a window, or join a session.
 
     Keys: arrows move, click a cell, R reset, T go to the test, space pause, period one
     frame while paused, +/- frame rate, Esc closes. Masked frame prediction: right/left
     step/rewind, 1-6 choose, Enter submits. Change detection: F found the change, then
     left/right pick the frame, Enter submits.
+
+    With --debug, TARGET may also be a program file; the window shows the program's
+    variables, the objects at a clicked cell (right click: inspect only) and any error
+    with its place and tick. Backspace goes back a tick, saving the file reloads it and
+    replays the actions to the same tick, W writes the actions for --actions.
     """
+    if actions_file and not debug:
+        raise click.UsageError("--actions replays an action list in the debugger: add --debug")
+    if debug:
+        if server or code or record:
+            raise click.UsageError("--debug plays a program locally: not with --server or --record")
+        if target is None:
+            raise click.UsageError("name the program to debug: a file or an environment id")
+        _debug(target, seed, fps, scale, actions_file)
+        return
     if server or code:
         if not (server and code):
             raise click.UsageError("remote play needs both --server URL and --join CODE")
@@ -65,6 +83,32 @@ def play(target, seed, fps, scale, record, db, server, code):
     if target is None:
         raise click.UsageError("name a problem or an environment to play (or --server/--join)")
     _play_local(target, seed, fps, scale, record, db)
+
+
+def _debug(target, seed, fps, scale, actions_file):
+    from game_client.debug_window import debug
+    from game_client.debugger import read_actions
+    from tasks import registry
+
+    path, problem = target, None
+    if not target.endswith(".sexp"):
+        try:
+            problem = registry.get_problem(target)
+        except KeyError:
+            problem = None
+        env_id = problem.env_id if problem else target
+        try:
+            path = registry.env_spec(env_id).program
+        except KeyError:
+            raise click.BadParameter(f"{target!r} is neither a program file nor a registered "
+                                     "environment or problem", param_hint="TARGET") from None
+        if not path:
+            raise click.BadParameter(f"{env_id} is not written as a program: the debugger "
+                                     "shows Autumn programs", param_hint="TARGET")
+    actions = read_actions(actions_file) if actions_file else []
+    session = debug(path, seed=problem.seed if problem else seed, actions=actions, fps=fps,
+                    scale=scale)
+    click.echo(f"{path}: stopped at tick {session.tick_count}")
 
 
 def _play_local(target, seed, fps, scale, record, db):

@@ -22,7 +22,23 @@ from tasks.worldtest.tick import AUTO, QUEUE_SIZE, RATE_LIMIT, Sink, TickEngine
 MIN_FPS, MAX_FPS = 1, 60
 
 
-class GameLoop:
+class Pausable:
+    """Pause and frame rate, as a developer changes them (``paused`` and ``fps`` are set by
+    the class using it)."""
+
+    paused: bool
+    fps: int
+
+    def toggle_pause(self) -> bool:
+        self.paused = not self.paused
+        return self.paused
+
+    def change_fps(self, delta: int) -> int:
+        self.fps = clamp_fps(self.fps + delta)
+        return self.fps
+
+
+class GameLoop(Pausable):
     """Ticks one episode (or sandbox); knows nothing about windows, keys or sockets."""
 
     def __init__(
@@ -38,7 +54,7 @@ class GameLoop:
         self.driver = driver
         self.engine = TickEngine(driver, recorder, queue_size=queue_size,
                                  rate_limit=rate_limit, clock=clock)
-        self.fps = _clamp_fps(fps or driver.frame_rate)
+        self.fps = clamp_fps(fps or driver.frame_rate)
         self.paused = False
         self.last_action: str | None = None
         self.last_source: str | None = None
@@ -61,14 +77,6 @@ class GameLoop:
     def step_frame(self) -> Step | None:
         """One frame even while paused (the developer's single-step)."""
         return self._advance()
-
-    def toggle_pause(self) -> bool:
-        self.paused = not self.paused
-        return self.paused
-
-    def change_fps(self, delta: int) -> int:
-        self.fps = _clamp_fps(self.fps + delta)
-        return self.fps
 
     @property
     def done(self) -> bool:
@@ -101,5 +109,6 @@ class GameLoop:
         self.engine.abandon("the window was closed")
 
 
-def _clamp_fps(fps: int) -> int:
+def clamp_fps(fps: int) -> int:
+    """``fps`` within the frame rates a window can keep."""
     return max(MIN_FPS, min(MAX_FPS, int(fps)))

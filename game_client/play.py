@@ -54,8 +54,7 @@ class PygameClient:
                     break
                 self.loop.tick()
                 self._relayout()
-                draw_view(self.screen, font, self.loop.driver.view(), self.layout,
-                          self.loop.status_line())
+                self.draw(font)
                 pygame.display.flip()
                 frames += 1
                 if self.realtime:
@@ -92,10 +91,18 @@ class PygameClient:
         else:
             self.loop.enqueue(command)
 
+    def draw(self, font: pygame.font.Font) -> None:
+        """Everything in the window for the current view."""
+        draw_view(self.screen, font, self.loop.driver.view(), self.layout, self.loop.status_line())
+
+    def window_size(self, layout: Layout) -> tuple[int, int]:
+        return layout.window
+
     def _relayout(self) -> None:
         layout = Layout.for_view(self.loop.driver.view(), self.scale)
-        if self.layout is None or layout.window != self.layout.window or self.screen is None:
-            self.screen = pygame.display.set_mode(layout.window)
+        size = self.window_size(layout)
+        if self.screen is None or self.screen.get_size() != size:
+            self.screen = pygame.display.set_mode(size)
         self.layout = layout
 
     # -- helpers for scripted input (tests, demos) ------------------------------------

@@ -94,8 +94,9 @@ def draw_options(surface: pygame.Surface, font: pygame.font.Font, test: dict[str
         surface.blit(label, (rect[0], rect[1] + rect[3] + 2))
 
 
-def draw_text(surface: pygame.Surface, font: pygame.font.Font, text: str, rect: Rect) -> None:
-    surface.blit(font.render(text, True, TEXT), rect[:2])
+def draw_text(surface: pygame.Surface, font: pygame.font.Font, text: str, rect: Rect,
+              colour: tuple[int, int, int] = TEXT) -> None:
+    surface.blit(font.render(text, True, colour), rect[:2])
 
 
 def _phase_hint(view: dict[str, Any]) -> str:

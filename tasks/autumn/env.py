@@ -3,7 +3,8 @@
 It keeps ``tasks.core.GridEnv`` (``reset``, ``step``, ``frame_rate``, ``size``,
 ``available_actions``) and adds what replay, planning and the metrics need:
 ``state_hash`` (a digest of all hidden state), ``snapshot``/``restore`` (cheap copies
-of the full state) and ``random_state`` (the generator's state).
+of the full state) and ``random_state`` (the generator's state); and, for an author
+debugging a program, ``variables`` and ``objects_at`` (what the program holds now).
 """
 
 from __future__ import annotations
@@ -11,15 +12,40 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import NamedTuple
 
+from tasks.autumn import compat
 from tasks.autumn.errors import AutumnRuntimeError, AutumnSyntaxError
 from tasks.autumn.reader import read
 from tasks.autumn.runtime import Runtime, Snapshot
 from tasks.autumn.stdlib import builtins
-from tasks.autumn.values import Builtin, Cell, Instance, Lambda, Position, RenderedElem
+from tasks.autumn.values import (
+    CALLABLES,
+    Builtin,
+    Cell,
+    Instance,
+    Lambda,
+    Position,
+    RenderedElem,
+    show,
+)
 from tasks.core import Action, Observation, parse_action
 
 ACTIONS = ("noop", "up", "down", "left", "right", "click")
+_PROVIDED = frozenset({*compat.NATIVE_NAMES, *compat.MODULE_NAMES, compat.TRIGGER_NAME,
+                       compat.RENDER_CACHE_NAME})
+"""Globals the interpreter defines, not the program."""
+
+
+class ObjectAt(NamedTuple):
+    """One object painting a cell: the global (and index) holding it, its type, origin,
+    fields (shown) and the colour it paints there."""
+
+    holder: str
+    type: str
+    origin: tuple[int, int]
+    fields: tuple[tuple[str, str], ...]
+    colour: str
 
 
 class AutumnEnv:
@@ -108,6 +134,41 @@ class AutumnEnv:
     def value(self, name: str):
         """The current value of global ``name`` (for tests and debugging)."""
         return self._rt.globals[name]
+
+    def variables(self) -> list[tuple[str, str]]:
+        """``(name, value shown)`` for the program's own globals at the current frame: its
+        state variables in program order, then the rest it defined (functions left out)."""
+        rt = self._rt
+        own = [n for n in rt.defined_order if n not in _PROVIDED and n not in rt.state]
+        shown = []
+        for name in [*rt.state_names, *own]:
+            if name in rt.globals and type(rt.globals[name]) not in CALLABLES:
+                shown.append((name, show(rt.globals[name])))
+        return shown
+
+    def objects_at(self, x: int, y: int) -> list[ObjectAt]:
+        """The objects painting cell ``(x, y)``, the one on top (drawn last) first."""
+        from tasks.autumn.render import instance_cells
+
+        rt = self._rt
+        found = []
+
+        def visit(holder: str, value) -> None:
+            if type(value) is Instance:
+                colours = [c for cx, cy, c in instance_cells(rt, value) if (cx, cy) == (x, y)]
+                if colours:
+                    fields = tuple((k, show(v)) for k, v in value.fields.items())
+                    found.append(ObjectAt(holder, value.cls.name, (value.origin.x, value.origin.y),
+                                          fields, colours[-1]))
+            elif type(value) is list:
+                for index, item in enumerate(value):
+                    visit(f"{holder}[{index}]", item)
+
+        names = rt.state_names + [n for n in rt.defined_order if n not in rt.state]
+        for name in names:
+            if name in rt.globals:
+                visit(name, rt.globals[name])
+        return found[::-1]
 
     def evaluate(self, source: str):
         """Evaluate one expression in the current global state (changes persist)."""

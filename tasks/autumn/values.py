@@ -147,7 +147,7 @@ class Instance:
         return copy
 
     def __repr__(self) -> str:
-        fields = " ".join(f"{k}={v!r}" for k, v in self.fields.items())
+        fields = " ".join(f"{k}={show(v)}" for k, v in self.fields.items())
         return f"({self.cls.name} {fields} @{self.origin.x},{self.origin.y})".replace("  ", " ")
 
 
