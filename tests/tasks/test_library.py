@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +52,28 @@ def test_shipped_problems_are_what_the_recipes_derive(name):
         derived["params"].pop("samples", None)
         shipped["params"].pop("samples", None)
         assert derived == shipped
+
+
+FRAMES = Path(__file__).parent / "fixtures" / "library_frames.json"
+"""For each of the first twelve environments and its changed variant: a digest of the
+301 frames of a fixed play (seed 5, 300 actions of ``bench.autumn``'s mix from
+``random.Random(11)``), recorded before the library grew and the static checks came."""
+
+
+@pytest.mark.parametrize("env_id", sorted(json.loads(FRAMES.read_text())))
+def test_the_first_environments_draw_the_frames_they_always_drew(env_id):
+    import hashlib
+    import random
+
+    from bench.autumn import next_action
+    from tasks.core import frame_hash
+
+    env = registry.make(env_id)
+    rng = random.Random(11)
+    frame = env.reset(5).frame
+    hashes = [frame_hash(frame)]
+    for _ in range(300):
+        frame = env.step(next_action(rng, frame, str(env.background).lower())).frame
+        hashes.append(frame_hash(frame))
+    digest = hashlib.blake2b("".join(hashes).encode(), digest_size=8).hexdigest()
+    assert digest == json.loads(FRAMES.read_text())[env_id]
