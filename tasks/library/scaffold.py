@@ -75,7 +75,7 @@ def _meta(name: str, category: str, stochastic: bool) -> dict:
         "changed": "The up arrow moves the walker down.",
         "recipes": {
             "mfp": {"seed": 3, "actions": ["left", "left", "down", "click 2 5", "right", "noop"]},
-            "planning": {"seed": 3, "plan": ["down", "down", "right", "right", "click 6 6"]},
+            "planning": {"seed": 3, "plan": ["down", "right", "click 5 5"]},
             "cd": {"seed": 3, "witness": ["left", "down", "up", "noop"]},
         },
     }
