@@ -51,14 +51,21 @@ def interaction_actions(actions: Iterable[Any]) -> list[str]:
     """
     texts = []
     for item in actions:
-        if isinstance(item, str):
+        kind = type(item)
+        if kind is str:
             texts.append(item)
-        elif (
-            field(item, "phase") == INTERACTION
-            and field(item, "action") is not None
-            and field(item, "applied", True) is not False
-        ):
-            texts.append(field(item, "action"))
+            continue
+        if kind is dict or isinstance(item, Mapping):
+            phase, action, applied = item.get("phase"), item.get("action"), item.get("applied", True)
+        elif isinstance(item, str):
+            texts.append(item)
+            continue
+        else:  # a record object: read its attributes once (this loop runs per event)
+            phase = getattr(item, "phase", None)
+            action = getattr(item, "action", None)
+            applied = getattr(item, "applied", True)
+        if phase == INTERACTION and action is not None and applied is not False:
+            texts.append(action)
     return texts
 
 
