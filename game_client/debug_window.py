@@ -20,7 +20,7 @@ from game_client.play import PygameClient
 from game_client.render import BACKGROUND, draw_grid, draw_text
 
 PANEL_WIDTH = 460
-MIN_HEIGHT = 520
+MIN_HEIGHT = 600
 HINT_WIDTH = 560
 """The key hint along the window's bottom is this wide."""
 LINE = 18

@@ -174,8 +174,9 @@ class DebugSession(Pausable):
         return self.env.frame()
 
     def panel(self, cell: tuple[int, int] | None = None) -> dict[str, list[str]]:
-        """The side panel's sections as text lines: variables, the cell's objects, the fault."""
-        sections = {"Variables": [f"{name} = {value}" for name, value in self.env.variables()]}
+        """The side panel's sections as text lines: the selected cell's objects (what the
+        author is looking at), the variables, the fault."""
+        sections = {}
         if cell is not None:
             found = self.env.objects_at(*cell)
             lines = []
@@ -184,6 +185,7 @@ class DebugSession(Pausable):
                 lines.append(f"{obj.holder}: {obj.type} @{obj.origin[0]},{obj.origin[1]} "
                              f"{fields}".rstrip() + f" ({obj.colour})")
             sections[f"Cell {cell[0]},{cell[1]}"] = lines or ["nothing drawn here"]
+        sections["Variables"] = [f"{name} = {value}" for name, value in self.env.variables()]
         if self.fault is not None:
             sections["Error"] = self.fault.lines()
         return sections

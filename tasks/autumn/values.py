@@ -214,6 +214,6 @@ def show(value: Any) -> str:
     if type(value) is str:
         return f'"{value}"'
     if type(value) is list:
-        inner = " ".join(show(v) for v in value[:8])
-        return f"(list {inner}{' ...' if len(value) > 8 else ''})"
+        inner = "".join(" " + show(v) for v in value[:8])
+        return f"(list{inner}{' ...' if len(value) > 8 else ''})"
     return repr(value)
