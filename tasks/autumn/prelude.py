@@ -11,14 +11,13 @@ from __future__ import annotations
 from tasks.autumn import compat
 from tasks.autumn.calls import apply
 from tasks.autumn.errors import AutumnRuntimeError
-from tasks.autumn.render import cells_of, rendered_elems
+from tasks.autumn.render import cells_of, instance_cells, rendered_elems
 from tasks.autumn.stdlib import need_number, need_object, need_position
 from tasks.autumn.values import Instance, Position, RenderedElem, show
 
 
 def _shifted(rt, obj, dx: int, dy: int) -> Instance:
-    obj = need_object(obj, "move")
-    return obj.replace(rt.new_id(), "origin", Position(obj.origin.x + dx, obj.origin.y + dy))
+    return need_object(obj, "move").moved(rt.new_id(), dx, dy)
 
 
 def move(rt, scope, obj, direction):
@@ -68,10 +67,21 @@ def rotate_no_collision(rt, scope, obj):
 
 def _step_no_collision(dx: int, dy: int):
     def step(rt, scope, obj):
-        moved = _shifted(rt, obj, dx, dy)
-        if _within(rt, moved) and is_free_except(rt, scope, moved, obj):
-            return moved
-        return obj
+        obj = need_object(obj, "move")
+        cells = instance_cells(rt, obj)
+        if obj.painted is None:  # cells that depend on the origin: render the moved copy
+            moved = _shifted(rt, obj, dx, dy)
+            if _within(rt, moved) and is_free_except(rt, scope, moved, obj):
+                return moved
+            return obj
+        # Static cells move as they are: the same test (in bounds, and free unless the
+        # object itself paints that cell in that colour) on the shifted cells.
+        n, free, before = _grid(rt), rt.is_free, set(cells)
+        for x, y, c in cells:
+            x, y = x + dx, y + dy
+            if not (0 <= x < n and 0 <= y < n) or ((x, y, c) not in before and not free(x, y)):
+                return obj
+        return _shifted(rt, obj, dx, dy)
     return step
 
 

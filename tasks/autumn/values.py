@@ -144,6 +144,8 @@ class Instance:
         """A copy shifted by ``(dx, dy)``, keeping the painted cache when it is static."""
         copy = Instance(self.cls, self.fields, Position(self.origin.x + dx, self.origin.y + dy),
                         self.cells, ident)
+        if self.painted is not None:
+            copy.painted = [(x + dx, y + dy, c) for x, y, c in self.painted]
         return copy
 
     def __repr__(self) -> str:
