@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,10 @@ from tasks.library.build import derive_env
 
 def test_library_covers_every_category_with_enough_stochastic_environments():
     envs = library_envs()
-    assert len(envs) >= 12
-    assert {env.meta["category"] for env in envs} == CATEGORIES
-    assert sum(env.meta["stochastic"] for env in envs) >= 4
+    assert len(envs) >= 24
+    categories = Counter(env.meta["category"] for env in envs)
+    assert set(categories) == CATEGORIES and min(categories.values()) >= 3, categories
+    assert sum(env.meta["stochastic"] for env in envs) >= 8
 
 
 @pytest.mark.parametrize("env", library_envs(), ids=lambda env: env.name)
