@@ -7,7 +7,7 @@ it clicked it.
 
 from __future__ import annotations
 
-from analysis.dataset import Dataset, EpisodeRecord
+from analysis.dataset import Dataset, EpisodeRecord, event_values
 from analysis.metrics import at_k, solution_contact
 from analysis.readings import Row, agent_of, counted, group, mean_of, problem_of, solved
 from analysis.replay import known_problem
@@ -35,7 +35,8 @@ def injection_flags(episode: EpisodeRecord) -> tuple[bool | None, bool | None]:
     spec = problem.params.get("injected_solution") if problem is not None else None
     if not spec:
         return None, None
-    shown = {e.frame_hash for e in episode.events if e.applied and e.frame_hash}
+    shown = {key for applied, key in zip(event_values(episode, "applied"),
+                                          event_values(episode, "frame_hash")) if applied and key}
     return solution_contact((episode.frame(h) for h in shown), episode.actions,
                             spec["cells"], spec["colours"])
 

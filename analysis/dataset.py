@@ -15,7 +15,8 @@ out.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,12 +64,138 @@ def event_record(row: dict[str, Any]) -> EventRecord:
     return EventRecord(**values)
 
 
+def event_values(episode: EpisodeRecord, name: str) -> Sequence[Any]:
+    """One field of every event of ``episode``, in order (by column when it has them)."""
+    events = episode.events
+    column = getattr(events, "column", None)
+    return column(name) if column is not None else [getattr(e, name) for e in events]
+
+
+def events_by_episode(names: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict[Any, Events]:
+    """Rows of event fields named ``names`` (a query's or a file's, ordered by episode and
+    seq) as :class:`Events` per episode id; booleans parsed as :func:`event_record` does."""
+    grouped: dict[Any, list[Sequence[Any]]] = {}
+    at = list(names).index("episode_id")
+    for row in rows:
+        grouped.setdefault(row[at], []).append(row)
+    return {episode_id: _columns(names, chunk) for episode_id, chunk in grouped.items()}
+
+
+def _columns(names: Sequence[str], rows: list[Sequence[Any]]) -> Events:
+    columns: dict[str, Sequence[Any]] = {}
+    for name, values in zip(names, zip(*rows, strict=True), strict=True):
+        if name in _BOOLEANS:
+            parse = schema.EVENT.field(name).parse
+            values = [None if v is None else parse(v) for v in values]
+        first = values[0]
+        if all(v == first and type(v) is type(first) for v in values):
+            columns[name] = Same(first, len(values))
+        else:
+            columns[name] = list(values)
+    return Events(columns)
+
+
 def episode_record(row: dict[str, Any], frames: FrameSource) -> EpisodeRecord:
     """An EpisodeRecord from a mapping with every episode field (CSV text or a DB row)."""
     values = {f.name: f.parse(row.get(f.name)) for f in schema.EPISODE_VIEW.fields}
     values["agent_kind"] = values["agent_kind"] or "unknown"
     values["n_events"] = values["n_events"] or 0
     return EpisodeRecord(**values, frames=frames)
+
+
+class Same:
+    """A column holding one value ``length`` times (an episode's id, study, problem, and
+    the fields a person's events leave empty), in the room of one."""
+
+    __slots__ = ("value", "length")
+
+    def __init__(self, value: Any, length: int) -> None:
+        self.value, self.length = value, length
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self) -> Iterator[Any]:
+        return itertools.repeat(self.value, self.length)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self.value] * len(range(*index.indices(self.length)))
+        if not -self.length <= index < self.length:
+            raise IndexError("column index out of range")
+        return self.value
+
+
+class Events(Sequence):
+    """One episode's events, in order, held as columns (event field -> values); an
+    :class:`EventRecord` is made only when one is asked for.
+
+    A study of millions of events is millions of small objects as records, and most of
+    an analysis reads three or four fields of each: the columns are read directly by the
+    metrics that know them (:meth:`column`), and what is derived from an episode's
+    events once (its interaction actions, its symbols) is kept (:meth:`memo`).
+    Iterating, indexing and comparing behave as for a list of records.
+    """
+
+    __slots__ = ("columns", "_memo")
+
+    def __init__(self, columns: dict[str, Sequence[Any]]) -> None:
+        lengths = {len(values) for values in columns.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"event columns of different lengths: {sorted(lengths)}")
+        missing = [f.name for f in EVENT_FIELDS if f.name not in columns]
+        if missing:
+            raise ValueError(f"event columns missing: {', '.join(missing)}")
+        self.columns = {f.name: columns[f.name] for f in EVENT_FIELDS}
+        self._memo: dict[Any, Any] = {}
+
+    @classmethod
+    def of(cls, records: Sequence[EventRecord]) -> Events:
+        """The columns of ``records`` (records in seq order)."""
+        return cls({f.name: [getattr(r, f.name) for r in records] for f in EVENT_FIELDS})
+
+    def __len__(self) -> int:
+        return len(self.columns["seq"])
+
+    def __iter__(self) -> Iterator[EventRecord]:
+        names = list(self.columns)
+        for values in zip(*self.columns.values(), strict=True):
+            yield EventRecord(**dict(zip(names, values, strict=True)))
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return EventRecord(**{name: values[index] for name, values in self.columns.items()})
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # mutable memo, compared by value
+
+    def __repr__(self) -> str:
+        return f"Events({len(self)} events)"
+
+    def column(self, name: str) -> Sequence[Any]:
+        """The values of one field, in event order."""
+        return self.columns[name]
+
+    def memo(self, key: Any, compute: Any) -> Any:
+        """``compute()``, computed once per key for these events."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = compute()
+            return value
+
+    def interaction_texts(self) -> list[str]:
+        """The applied interaction-phase action texts (the metrics' common input)."""
+        def compute() -> list[str]:
+            c = self.columns
+            return [action for phase, action, applied in zip(c["phase"], c["action"], c["applied"])
+                    if phase == "interaction" and action is not None and applied is not False]
+        return self.memo("interaction", compute)
 
 
 class FrameSource:
@@ -89,7 +216,8 @@ class FrameSource:
 class EpisodeRecord(_EpisodeFields):
     """One attempt at one problem, with its events in order."""
 
-    events: list[EventRecord] = field(default_factory=list)
+    events: Sequence[EventRecord] = field(default_factory=list)
+    """A list of records, or :class:`Events` (columns) as the loaders give."""
     frames: FrameSource | None = field(default=None, compare=False, repr=False)
 
     @property

@@ -36,7 +36,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.dataset import EVENT_FIELDS, Dataset
+from analysis.dataset import EVENT_FIELDS, Dataset, event_values
 from analysis.readings import Row, agent_of
 from records import schema
 
@@ -53,14 +53,17 @@ class Frames:
     participants: pd.DataFrame
 
 
-def typed(rows: Iterable[dict[str, Any]], fields: Iterable[schema.Field],
+def typed(rows: Iterable[dict[str, Any]] | dict[str, list[Any]], fields: Iterable[schema.Field],
           extra: dict[str, str] | None = None) -> pd.DataFrame:
-    """A DataFrame of ``rows`` with one column per field, typed from the schema, then
-    the ``extra`` columns (name -> pandas type)."""
+    """A DataFrame of ``rows`` (or of columns: name -> values) with one column per field,
+    typed from the schema, then the ``extra`` columns (name -> pandas type)."""
     fields = list(fields)
     extra = extra or {}
     names = [f.name for f in fields] + list(extra)
-    frame = pd.DataFrame.from_records(list(rows), columns=names)
+    if isinstance(rows, dict):
+        frame = pd.DataFrame({name: rows[name] for name in names}, columns=names)
+    else:
+        frame = pd.DataFrame.from_records(list(rows), columns=names)
     for f in fields:
         if f.type == schema.TIME:
             frame[f.name] = pd.to_datetime(frame[f.name], utc=True, format="mixed")
@@ -75,16 +78,18 @@ def typed(rows: Iterable[dict[str, Any]], fields: Iterable[schema.Field],
 
 def frames(dataset: Dataset) -> Frames:
     """The dataset's episodes, events, model turns and participants as DataFrames."""
-    episode_rows, event_rows = [], []
+    episode_rows = []
+    event_columns: dict[str, list[Any]] = {f.name: [] for f in EVENT_FIELDS} | {"agent": []}
     for episode in dataset:
         agent = agent_of(episode)
         episode_rows.append({**{f.name: getattr(episode, f.name) for f in schema.EPISODE_VIEW.fields},
                              "agent": agent, "counted": episode.is_included})
-        event_rows += [{**{f.name: getattr(e, f.name) for f in EVENT_FIELDS}, "agent": agent}
-                       for e in episode.events]
+        for f in EVENT_FIELDS:
+            event_columns[f.name].extend(event_values(episode, f.name))
+        event_columns["agent"].extend([agent] * len(episode.events))
     episodes = typed(episode_rows, schema.EPISODE_VIEW.fields,
                      {"agent": "string", "counted": "boolean"})
-    events = typed(event_rows, EVENT_FIELDS, {"agent": "string"})
+    events = typed(event_columns, EVENT_FIELDS, {"agent": "string"})
     turns = events[events["source"] == "agent"].reset_index(drop=True)
     return Frames(episodes, events, turns, participants(dataset.source))
 

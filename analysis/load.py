@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,11 +24,11 @@ from analysis.dataset import (
     EVENT_FIELDS,
     Dataset,
     EpisodeRecord,
-    EventRecord,
+    Events,
     Frame,
     FrameSource,
     episode_record,
-    event_record,
+    events_by_episode,
 )
 from records import schema
 from records.database import open_existing
@@ -86,15 +86,10 @@ def _set(value: str | Iterable[str] | None) -> frozenset[str] | None:
     return frozenset([value] if isinstance(value, str) else value)
 
 
-def attach_events(episodes: list[EpisodeRecord], events: Iterable[EventRecord]) -> None:
-    """Give each episode its events, ordered by seq."""
-    by_id = {e.episode_id: e for e in episodes}
-    for event in events:
-        episode = by_id.get(event.episode_id)
-        if episode is not None:
-            episode.events.append(event)
+def attach_events(episodes: list[EpisodeRecord], events: dict[Any, Events]) -> None:
+    """Give each episode its events (columns, in seq order); none when it has none."""
     for episode in episodes:
-        episode.events.sort(key=lambda e: e.seq)
+        episode.events = events.get(episode.episode_id) or Events.of([])
 
 
 # -- an export directory ------------------------------------------------------------------
@@ -113,21 +108,31 @@ def read_export(path: Path, selection: Selection) -> Dataset:
     return Dataset(str(path), episodes, frames)
 
 
-def _export_events(path: Path, ids: set[int]) -> Iterator[EventRecord]:
+def _export_events(path: Path, ids: set[int]) -> dict[Any, Events]:
+    """The selected episodes' events, read in columns from the Parquet file (or rows from
+    the JSONL one), ordered by episode and seq."""
+    names = [f.name for f in EVENT_FIELDS]
     if not ids:
-        return
+        return {}
     if (path / "events.parquet").is_file():
+        import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        table = pq.read_table(path / "events.parquet", filters=[("episode_id", "in", ids)])
-        rows: Iterable[dict] = table.to_pylist()
+        table = pq.read_table(path / "events.parquet", columns=names,
+                              filters=[("episode_id", "in", ids)])
+        table = table.take(pc.sort_indices(table, [("episode_id", "ascending"),
+                                                   ("seq", "ascending")]))
+        columns = [table.column(name).to_pylist() for name in names]
+        rows: Iterable[Sequence[Any]] = zip(*columns, strict=True)
     elif (path / "events.jsonl").is_file():
-        rows = (json.loads(line) for line in (path / "events.jsonl").open())
+        with (path / "events.jsonl").open() as lines:
+            found = [json.loads(line) for line in lines]
+        found = sorted((r for r in found if r["episode_id"] in ids),
+                       key=lambda r: (r["episode_id"], r["seq"]))
+        rows = [[r[name] for name in names] for r in found]
     else:
         raise FileNotFoundError(f"{path} holds neither events.parquet nor events.jsonl")
-    for row in rows:
-        if row["episode_id"] in ids:
-            yield event_record(row)
+    return events_by_episode(names, rows)
 
 
 def _frames_file(path: Path) -> Any:
@@ -211,13 +216,16 @@ def _db_episode(row: dict[str, Any], frames: FrameSource) -> EpisodeRecord:
     return episode_record(row, frames)
 
 
-def _db_events(connection: Any, meta: Any, ids: list[int]) -> Iterator[EventRecord]:
+def _db_events(connection: Any, meta: Any, ids: list[int]) -> dict[Any, Events]:
+    """The events of ``ids``, read as plain row tuples in batches and held as columns."""
     from sqlalchemy import select
 
     event = meta.tables["event"]
-    columns = [event.c[f.name] for f in EVENT_FIELDS]
+    names = [f.name for f in EVENT_FIELDS]
+    columns = [event.c[name] for name in names]
+    found: dict[Any, Events] = {}
     for start in range(0, len(ids), 500):
         query = (select(*columns).where(event.c.episode_id.in_(ids[start:start + 500]))
                  .order_by(event.c.episode_id, event.c.seq, event.c.id))
-        for row in connection.execute(query).mappings():
-            yield event_record(dict(row))
+        found.update(events_by_episode(names, connection.execute(query).all()))
+    return found

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.dataset import Dataset, EpisodeRecord
+from analysis.dataset import Dataset, EpisodeRecord, event_values
 from tasks.worldtest.challenge import challenges
 
 HUMAN = "human"
@@ -109,17 +109,19 @@ def challenge_of(episode: EpisodeRecord) -> str:
     return episode.challenge
 
 
-def scored_steps(episode: EpisodeRecord) -> list[Any]:
-    """The applied events of the scored phase, the test phase: the whole run for a
-    challenge without an interaction phase (``explore``), which starts there."""
-    return [e for e in episode.events if e.applied and e.action is not None and e.phase == "test"]
+def scored_indices(episode: EpisodeRecord) -> list[int]:
+    """Where the applied events of the scored phase are: the test phase, the whole run
+    for a challenge without an interaction phase (``explore``), which starts there."""
+    columns = zip(*(event_values(episode, n) for n in ("applied", "action", "phase")))
+    return [i for i, (applied, action, phase) in enumerate(columns)
+            if applied and action is not None and phase == "test"]
 
 
 def solve_step(episode: EpisodeRecord) -> int | None:
     """Scored-phase steps taken when the episode was solved, or ``None`` if it was not."""
     if not solved(episode):
         return None
-    return len(scored_steps(episode)) or None
+    return len(scored_indices(episode)) or None
 
 
 def scored_by_steps(episode: EpisodeRecord) -> bool:

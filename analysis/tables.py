@@ -16,12 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from analysis.dataset import Dataset, EpisodeRecord
+from analysis.dataset import Dataset, EpisodeRecord, event_values
 from analysis.metrics import (
     action_type_distribution,
     auv,
     final_perplexity,
-    grounding_accuracy,
     memory_index,
     normalized_perplexity_curve,
     percentile_interval,
@@ -37,6 +36,7 @@ from analysis.metrics import (
 )
 from analysis.metrics.explore_exploit import explore_exploit
 from analysis.metrics.loops import EQUATIONS, PRINTED_ALGORITHM
+from analysis.metrics.progress import grounding_counts
 from analysis.metrics.records import KINDS
 from analysis.readings import (
     FULL_HISTORY,
@@ -55,7 +55,7 @@ from analysis.readings import (
     problem_of,
     score_of,
     scored_by_steps,
-    scored_steps,
+    scored_indices,
     solve_step,
     solved,
 )
@@ -244,19 +244,21 @@ def score_cost(dataset: Dataset) -> list[Row]:
     counted_ids = {id(e) for e in counted(dataset)}
     for (agent,), episodes in group(models, agent_of).items():
         scored = [e for e in episodes if id(e) in counted_ids]
-        events = [ev for e in episodes for ev in e.events]
-        tokens = sum((ev.prompt_tokens or 0) + (ev.completion_tokens or 0) for ev in events)
-        unpriced = tokens and all(ev.cost is None for ev in events)
-        cost = None if unpriced else sum(ev.cost or 0.0 for ev in events)
+        prompt = sum(v or 0 for e in episodes for v in event_values(e, "prompt_tokens"))
+        completion = sum(v or 0 for e in episodes for v in event_values(e, "completion_tokens"))
+        costs = [v for e in episodes for v in event_values(e, "cost")]
+        unpriced = (prompt + completion) and all(v is None for v in costs)
+        cost = None if unpriced else sum(v or 0.0 for v in costs)
+        turns = [grounding_counts(e.events) for e in scored]
+        model_turns = sum(t for t, _ in turns)
         rows.append({"agent": agent, "attempts": len(episodes), "scored": len(scored),
                      "incomplete": sum(e.is_incomplete for e in episodes),
                      "score": mean_of(score_of(e) for e in scored),
                      "cost": "unpriced" if unpriced else cost,
                      "cost_per_attempt": None if cost is None else cost / len(episodes),
-                     "prompt_tokens": sum(ev.prompt_tokens or 0 for ev in events),
-                     "completion_tokens": sum(ev.completion_tokens or 0 for ev in events),
-                     "grounding_accuracy": grounding_accuracy(
-                         [ev for e in scored for ev in e.events])})
+                     "prompt_tokens": prompt, "completion_tokens": completion,
+                     "grounding_accuracy": (sum(g for _, g in turns) / model_turns
+                                            if model_turns else None)})
     return rows
 
 
@@ -357,7 +359,8 @@ def _states(episode: EpisodeRecord) -> list[str]:
     replayed = replay(episode)
     if replayed is not None:
         return replayed.states
-    return [e.frame_hash for e in scored_steps(episode) if e.frame_hash is not None]
+    hashes = event_values(episode, "frame_hash")
+    return [hashes[i] for i in scored_indices(episode) if hashes[i] is not None]
 
 
 # -- progress rate (001) and task-DAG errors (000) -------------------------------------
@@ -366,8 +369,10 @@ def _states(episode: EpisodeRecord) -> list[str]:
 def match_progress(episode: EpisodeRecord, goal: dict) -> list[float]:
     """``r_t`` over the test phase (match form): the frame entering it, then one per
     test step."""
-    states = [episode.frame(e) for e in episode.events
-              if e.applied and e.frame_hash and (e.phase == "test" or e.next_phase == "test")]
+    columns = zip(*(event_values(episode, n)
+                    for n in ("applied", "frame_hash", "phase", "next_phase")))
+    states = [episode.frame(key) for applied, key, phase, next_phase in columns
+              if applied and key and (phase == "test" or next_phase == "test")]
     return progress_curve(episode.challenge, states, goal) if states else []
 
 

@@ -56,8 +56,18 @@ def window_values(codes: np.ndarray, window: int = WINDOW) -> np.ndarray:
 
 
 def _curve(actions: Iterable[Any], window: int, include: Iterable[str]):
-    """``(positions, values)`` arrays of the curve, or ``None`` with no symbols."""
-    sequence = symbols(actions, check_include(include))
+    """``(positions, values)`` arrays of the curve, or ``None`` with no symbols (computed
+    once per episode when the events are held as columns)."""
+    include = check_include(include)
+    memo = getattr(actions, "memo", None)
+    if memo is not None:
+        key = ("perplexity", window, tuple(sorted(include)))
+        return memo(key, lambda: _compute_curve(actions, window, include))
+    return _compute_curve(actions, window, include)
+
+
+def _compute_curve(actions: Iterable[Any], window: int, include: tuple[str, ...]):
+    sequence = symbols(actions, include)
     if not sequence:
         return None
     lookup: dict[str, int] = {}

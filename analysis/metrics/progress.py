@@ -113,11 +113,22 @@ def grounding_accuracy(turns: Iterable[Any]) -> float | None:
     ...                     {"parse_valid": None}])
     0.3333333333333333
     """
+    model_turns, grounded = grounding_counts(turns)
+    return grounded / model_turns if model_turns else None
+
+
+def grounding_counts(turns: Iterable[Any]) -> tuple[int, int]:
+    """``(model turns, grounded turns)`` among ``turns`` (see :func:`grounding_accuracy`);
+    events held as columns are read by column."""
+    column = getattr(turns, "column", None)
+    if column is not None:
+        pairs: Iterable[tuple[Any, Any]] = zip(column("parse_valid"), column("applied"))
+    else:
+        pairs = ((field(t, "parse_valid"), field(t, "applied", True)) for t in turns)
     model_turns = grounded = 0
-    for turn in turns:
-        valid = field(turn, "parse_valid")
+    for valid, applied in pairs:
         if valid is None:
             continue
         model_turns += 1
-        grounded += bool(valid) and field(turn, "applied", True) is not False
-    return grounded / model_turns if model_turns else None
+        grounded += bool(valid) and applied is not False
+    return model_turns, grounded

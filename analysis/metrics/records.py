@@ -49,6 +49,9 @@ def interaction_actions(actions: Iterable[Any]) -> list[str]:
     ...                      {"phase": "interaction", "action": "click 1 2"}])
     ['up', 'click 1 2']
     """
+    fast = getattr(actions, "interaction_texts", None)
+    if fast is not None:  # events held as columns (analysis.dataset.Events), read once
+        return list(fast())
     texts = []
     for item in actions:
         kind = type(item)
@@ -99,9 +102,17 @@ def symbols(actions: Iterable[Any], include: Iterable[str] = ()) -> list[str]:
     when named in ``include``; ``go-to-test`` never (it ends the phase, it explores
     nothing).
     """
+    include = check_include(include)
+    memo = getattr(actions, "memo", None)
+    if memo is not None:  # events held as columns: the symbols are derived once
+        return memo(("symbols", tuple(sorted(include))), lambda: _symbols(actions, include))
+    return _symbols(actions, include)
+
+
+def _symbols(actions: Iterable[Any], include: tuple[str, ...]) -> list[str]:
     texts = interaction_actions(actions)
     kinds = classify(texts)
-    wanted = {CLICK, DIRECTIONAL, *check_include(include)}
+    wanted = {CLICK, DIRECTIONAL, *include}
     return [kinds[t][0] for t in texts if kinds[t][1] in wanted]
 
 
