@@ -70,9 +70,8 @@ def _compute_curve(actions: Iterable[Any], window: int, include: tuple[str, ...]
     sequence = symbols(actions, include)
     if not sequence:
         return None
-    lookup: dict[str, int] = {}
-    codes = np.fromiter((lookup.setdefault(s, len(lookup)) for s in sequence), dtype=np.int64,
-                        count=len(sequence))
+    lookup = {s: i for i, s in enumerate(dict.fromkeys(sequence))}
+    codes = np.array([lookup[s] for s in sequence], dtype=np.int64)
     values = window_values(codes, window)
     positions = np.linspace(0.0, 1.0, values.size) if values.size > 1 else np.zeros(1)
     return positions, values

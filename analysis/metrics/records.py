@@ -80,6 +80,10 @@ def classify(texts: Iterable[str]) -> dict[str, tuple[str, str]]:
     """
     out = {}
     for text in set(texts):
+        known = _CLASSIFIED.get(text)
+        if known is not None:
+            out[text] = known
+            continue
         if text in _KIND_OF_VERB and text != "click":  # already canonical: skip the parser
             out[text] = (text, _KIND_OF_VERB[text])
             continue
@@ -92,7 +96,16 @@ def classify(texts: Iterable[str]) -> dict[str, tuple[str, str]]:
                 "records with their phase so that they are left out)"
             )
         out[text] = (str(action), kind)
+        if len(_CLASSIFIED) >= _CLASSIFIED_MAX:
+            _CLASSIFIED.clear()
+        _CLASSIFIED[text] = out[text]
     return out
+
+
+_CLASSIFIED: dict[str, tuple[str, str]] = {}
+"""Texts already parsed, across calls: a study's actions come from a small vocabulary
+(the grid's clicks and a few verbs), parsed once instead of once per episode."""
+_CLASSIFIED_MAX = 100_000
 
 
 def symbols(actions: Iterable[Any], include: Iterable[str] = ()) -> list[str]:
