@@ -71,6 +71,16 @@ def event_values(episode: EpisodeRecord, name: str) -> Sequence[Any]:
     return column(name) if column is not None else [getattr(e, name) for e in events]
 
 
+def event_sum(episode: EpisodeRecord, name: str, empty: Any = 0) -> Any:
+    """The sum of one numeric field over the episode's events, nulls left out; ``empty``
+    when every value is null (a column of one value is multiplied, not added up)."""
+    values = event_values(episode, name)
+    if isinstance(values, Same):
+        return empty if values.value is None or not values.length else values.value * values.length
+    present = [v for v in values if v is not None]
+    return sum(present) if present else empty
+
+
 def events_by_episode(names: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict[Any, Events]:
     """Rows of event fields named ``names`` (a query's or a file's, ordered by episode and
     seq) as :class:`Events` per episode id; booleans parsed as :func:`event_record` does."""

@@ -131,10 +131,21 @@ def task_type_figure(rows: Sequence[Row]) -> Figure | None:
                         errors=errors)
 
 
+MAX_PROBLEMS = 30
+"""Problems drawn in the per-problem figure; a study of hundreds has them all in its table
+(``problem_scores.csv``), and a figure of hundreds of bars is read by nobody."""
+
+
 def human_interval_figure(rows: Sequence[Row]) -> Figure | None:
-    """Per problem score with the humans' bootstrap 95% interval."""
-    return grouped_bars(rows, "problem", "agent", "score", "Score by problem (human: p80, 95% CI)",
-                        errors=("ci_low", "ci_high"))
+    """Per problem score with the humans' bootstrap 95% interval (the first
+    :data:`MAX_PROBLEMS` problems by id when there are more; the title says so)."""
+    problems = sorted({r["problem"] for r in rows})
+    title = "Score by problem (human: p80, 95% CI)"
+    if len(problems) > MAX_PROBLEMS:
+        shown = set(problems[:MAX_PROBLEMS])
+        rows = [r for r in rows if r["problem"] in shown]
+        title += f": first {MAX_PROBLEMS} of {len(problems)}, all in problem_scores.csv"
+    return grouped_bars(rows, "problem", "agent", "score", title, errors=("ci_low", "ci_high"))
 
 
 def action_type_figure(rows: Sequence[Row]) -> Figure | None:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from analysis.dataset import Dataset, EpisodeRecord, event_values
+from analysis.metrics.records import derived
 from tasks.worldtest.challenge import challenges
 
 HUMAN = "human"
@@ -112,9 +113,11 @@ def challenge_of(episode: EpisodeRecord) -> str:
 def scored_indices(episode: EpisodeRecord) -> list[int]:
     """Where the applied events of the scored phase are: the test phase, the whole run
     for a challenge without an interaction phase (``explore``), which starts there."""
-    columns = zip(*(event_values(episode, n) for n in ("applied", "action", "phase")))
-    return [i for i, (applied, action, phase) in enumerate(columns)
-            if applied and action is not None and phase == "test"]
+    def compute() -> list[int]:
+        columns = zip(*(event_values(episode, n) for n in ("applied", "action", "phase")))
+        return [i for i, (applied, action, phase) in enumerate(columns)
+                if applied and action is not None and phase == "test"]
+    return derived(episode.events, "scored", compute)
 
 
 def solve_step(episode: EpisodeRecord) -> int | None:

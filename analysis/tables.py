@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.dataset import Dataset, EpisodeRecord, event_values
+from analysis.dataset import Dataset, EpisodeRecord, event_sum, event_values
 from analysis.metrics import (
     action_type_distribution,
     auv,
@@ -244,11 +244,11 @@ def score_cost(dataset: Dataset) -> list[Row]:
     counted_ids = {id(e) for e in counted(dataset)}
     for (agent,), episodes in group(models, agent_of).items():
         scored = [e for e in episodes if id(e) in counted_ids]
-        prompt = sum(v or 0 for e in episodes for v in event_values(e, "prompt_tokens"))
-        completion = sum(v or 0 for e in episodes for v in event_values(e, "completion_tokens"))
-        costs = [v for e in episodes for v in event_values(e, "cost")]
-        unpriced = (prompt + completion) and all(v is None for v in costs)
-        cost = None if unpriced else sum(v or 0.0 for v in costs)
+        prompt = sum(event_sum(e, "prompt_tokens") for e in episodes)
+        completion = sum(event_sum(e, "completion_tokens") for e in episodes)
+        unpriced = (prompt + completion) and not any(event_sum(e, "cost", None) is not None
+                                                     for e in episodes)
+        cost = None if unpriced else sum(event_sum(e, "cost") for e in episodes)
         turns = [grounding_counts(e.events) for e in scored]
         model_turns = sum(t for t, _ in turns)
         rows.append({"agent": agent, "attempts": len(episodes), "scored": len(scored),

@@ -19,8 +19,8 @@ from analysis.metrics.records import (
     GO_TO_TEST,
     KINDS,
     RESET,
-    classify,
-    interaction_actions,
+    derived,
+    interaction_kinds,
 )
 
 PER = 100
@@ -29,12 +29,13 @@ PER = 100
 
 def _unique_by_kind(actions: Iterable[Any]) -> dict[str, set[str]]:
     """The distinct canonical actions of each kind among the interaction-phase actions."""
-    kinds = classify(interaction_actions(actions))
-    unique: dict[str, set[str]] = {kind: set() for kind in KINDS}
-    for canonical, kind in kinds.values():
-        if kind != GO_TO_TEST:
-            unique[kind].add(canonical)
-    return unique
+    def compute() -> dict[str, set[str]]:
+        unique: dict[str, set[str]] = {kind: set() for kind in KINDS}
+        for canonical, kind in interaction_kinds(actions)[1].values():
+            if kind != GO_TO_TEST:
+                unique[kind].add(canonical)
+        return unique
+    return derived(actions, "unique by kind", compute)
 
 
 def action_type_distribution(actions: Iterable[Any]) -> dict[str, float] | None:
@@ -76,9 +77,10 @@ def reset_frequency(actions: Iterable[Any], per: int = PER) -> dict[str, float |
     {'resets': 1, 'rate': 33.333333333333336}
     """
     require_whole("per", per, unit="actions")
-    texts = interaction_actions(actions)
-    kinds = classify(texts)
-    counted = [kinds[t][1] for t in texts if kinds[t][1] != GO_TO_TEST]
-    resets = counted.count(RESET)
-    rate = per * resets / len(counted) if counted else None
+    def compute() -> tuple[int, int]:
+        texts, kinds = interaction_kinds(actions)
+        counted = [kinds[t][1] for t in texts if kinds[t][1] != GO_TO_TEST]
+        return counted.count(RESET), len(counted)
+    resets, count = derived(actions, "resets", compute)
+    rate = per * resets / count if count else None
     return {"resets": resets, "rate": rate}

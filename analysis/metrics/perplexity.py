@@ -22,7 +22,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from analysis.metrics.checks import require_whole
-from analysis.metrics.records import check_include, symbols
+from analysis.metrics.records import check_include, derived, symbols
 
 WINDOW = 10
 """docs/metrics.md's window length ``w``, in symbols."""
@@ -59,11 +59,8 @@ def _curve(actions: Iterable[Any], window: int, include: Iterable[str]):
     """``(positions, values)`` arrays of the curve, or ``None`` with no symbols (computed
     once per episode when the events are held as columns)."""
     include = check_include(include)
-    memo = getattr(actions, "memo", None)
-    if memo is not None:
-        key = ("perplexity", window, tuple(sorted(include)))
-        return memo(key, lambda: _compute_curve(actions, window, include))
-    return _compute_curve(actions, window, include)
+    key = ("perplexity", window, tuple(sorted(include)))
+    return derived(actions, key, lambda: _compute_curve(actions, window, include))
 
 
 def _compute_curve(actions: Iterable[Any], window: int, include: tuple[str, ...]):

@@ -39,6 +39,14 @@ def field(record: Any, name: str, default: Any = None) -> Any:
     return getattr(record, name, default)
 
 
+def derived(actions: Any, key: Any, compute: Any) -> Any:
+    """``compute()``, kept with the events when they are held as columns (an episode's
+    :class:`analysis.dataset.Events` remembers it under ``key``), so that the several
+    metrics reading the same thing derive it once; computed afresh for anything else."""
+    memo = getattr(actions, "memo", None)
+    return compute() if memo is None else memo(key, compute)
+
+
 def interaction_actions(actions: Iterable[Any]) -> list[str]:
     """The applied interaction-phase action texts among ``actions``, in order.
 
@@ -116,15 +124,19 @@ def symbols(actions: Iterable[Any], include: Iterable[str] = ()) -> list[str]:
     nothing).
     """
     include = check_include(include)
-    memo = getattr(actions, "memo", None)
-    if memo is not None:  # events held as columns: the symbols are derived once
-        return memo(("symbols", tuple(sorted(include))), lambda: _symbols(actions, include))
-    return _symbols(actions, include)
+    return derived(actions, ("symbols", tuple(sorted(include))), lambda: _symbols(actions, include))
+
+
+def interaction_kinds(actions: Iterable[Any]) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """The applied interaction-phase texts and :func:`classify` of them (derived once)."""
+    def compute() -> tuple[list[str], dict[str, tuple[str, str]]]:
+        texts = interaction_actions(actions)
+        return texts, classify(texts)
+    return derived(actions, "kinds", compute)
 
 
 def _symbols(actions: Iterable[Any], include: tuple[str, ...]) -> list[str]:
-    texts = interaction_actions(actions)
-    kinds = classify(texts)
+    texts, kinds = interaction_kinds(actions)
     wanted = {CLICK, DIRECTIONAL, *include}
     return [kinds[t][0] for t in texts if kinds[t][1] in wanted]
 
