@@ -76,7 +76,7 @@ def build_events(episodes: int, actions: int, seed: int = 0) -> list[Events]:
     return found
 
 
-def walker_states(records: list[dict[str, Any]]) -> list[int]:
+def walker_states(records: Events) -> list[int]:
     """States of a walker the interaction-phase arrows move (walls stop it, reset
     returns it to the start): hashable states with plenty of cycles to find."""
     x = y = 0
@@ -91,7 +91,7 @@ def walker_states(records: list[dict[str, Any]]) -> list[int]:
     return states
 
 
-def planning_frames(records: list[dict[str, Any]]) -> list[list[list[str]]]:
+def planning_frames(records: Events) -> list[list[list[str]]]:
     """One 16x16 frame per test-phase step, from a few shared frames (goal cells lit
     one by one), so that the match form has real frames to compare."""
     lit = [[["black"] * SIZE for _ in range(SIZE)] for _ in range(4)]
@@ -109,7 +109,7 @@ def _timed(label: str, run: Callable[[], Any], rows: list[tuple[str, float]]) ->
     return result
 
 
-def _behaviour(episodes: list[list[dict[str, Any]]], rows: list[tuple[str, float]]) -> None:
+def _behaviour(episodes: list[Events], rows: list[tuple[str, float]]) -> None:
     for metric in (metrics.normalized_perplexity_curve, metrics.perplexity_auc,
                    metrics.final_perplexity, metrics.action_type_distribution,
                    metrics.unique_action_counts, metrics.reset_frequency,
@@ -117,7 +117,7 @@ def _behaviour(episodes: list[list[dict[str, Any]]], rows: list[tuple[str, float
         _timed(metric.__name__, lambda m=metric: [m(e) for e in episodes], rows)
 
 
-def _trajectories(episodes: list[list[dict[str, Any]]], rows: list[tuple[str, float]]) -> None:
+def _trajectories(episodes: list[Events], rows: list[tuple[str, float]]) -> None:
     states = [walker_states(e) for e in episodes]
     _timed("loop_ratio", lambda: [metrics.loop_ratio(s) for s in states], rows)
     _timed("pooled_loop_ratio", lambda: metrics.pooled_loop_ratio(states), rows)
