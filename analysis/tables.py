@@ -22,7 +22,6 @@ from analysis.metrics import (
     auv,
     final_perplexity,
     memory_index,
-    normalized_perplexity_curve,
     percentile_interval,
     percentile_score,
     perplexity_auc,
@@ -36,6 +35,7 @@ from analysis.metrics import (
 )
 from analysis.metrics.explore_exploit import explore_exploit
 from analysis.metrics.loops import EQUATIONS, PRINTED_ALGORITHM
+from analysis.metrics.perplexity import perplexity_curves as perplexity_curves_of
 from analysis.metrics.progress import grounding_counts
 from analysis.metrics.records import KINDS
 from analysis.readings import (
@@ -168,7 +168,9 @@ def perplexity(dataset: Dataset, window: int = 10, include: tuple[str, ...] = ()
     """Per environment and agent, mean normalized-perplexity AUC and final value over
     the episodes that have exploration symbols (Fig. 6)."""
     rows = []
-    for (env, agent), episodes in group(counted(dataset), env_of, agent_of).items():
+    episodes_counted = counted(dataset)
+    perplexity_curves_of([e.events for e in episodes_counted], window, include)  # all at once
+    for (env, agent), episodes in group(episodes_counted, env_of, agent_of).items():
         aucs = [perplexity_auc(e.events, window, include) for e in episodes]
         finals = [final_perplexity(e.events, window, include) for e in episodes]
         measured = sum(a is not None for a in aucs)
@@ -182,8 +184,9 @@ def perplexity_curves(dataset: Dataset, window: int = 10,
                       include: tuple[str, ...] = ()) -> dict[str, list[list[tuple[float, float]]]]:
     """Per agent, the normalized-perplexity curve of each episode that has one."""
     curves: dict[str, list] = defaultdict(list)
-    for episode in counted(dataset):
-        curve = normalized_perplexity_curve(episode.events, window, include)
+    episodes = counted(dataset)
+    for episode, curve in zip(episodes, perplexity_curves_of([e.events for e in episodes],
+                                                             window, include), strict=True):
         if curve is not None:
             curves[agent_of(episode)].append(curve)
     return dict(curves)

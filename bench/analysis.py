@@ -110,6 +110,9 @@ def _timed(label: str, run: Callable[[], Any], rows: list[tuple[str, float]]) ->
 
 
 def _behaviour(episodes: list[Events], rows: list[tuple[str, float]]) -> None:
+    from analysis.metrics.perplexity import perplexity_curves
+
+    _timed("perplexity_curves (all episodes together)", lambda: perplexity_curves(episodes), rows)
     for metric in (metrics.normalized_perplexity_curve, metrics.perplexity_auc,
                    metrics.final_perplexity, metrics.action_type_distribution,
                    metrics.unique_action_counts, metrics.reset_frequency,

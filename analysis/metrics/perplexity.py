@@ -15,7 +15,7 @@ excluded from averages rather than counted as perfectly focused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,13 +46,68 @@ def window_values(codes: np.ndarray, window: int = WINDOW) -> np.ndarray:
     if codes.size == 0:
         raise ValueError("an empty sequence has no windows")
     width = min(int(window), codes.size)
-    windows = sliding_window_view(codes, width)
+    return _values(sliding_window_view(codes, width), width)
+
+
+BATCH_WINDOWS = 200_000
+"""Windows compared in one array operation when many episodes are computed together."""
+
+
+def _values(windows: np.ndarray, width: int) -> np.ndarray:
+    """:func:`window_values` of an ``(n, width)`` array of windows."""
     counts = (windows[:, :, None] == windows[:, None, :]).sum(axis=2)
     entropy = np.log2(width) - np.log2(counts).sum(axis=1) / width
     distinct = np.rint((1.0 / counts).sum(axis=1))
     spread = np.maximum(distinct - 1.0, 1.0)
     values = np.where(distinct > 1, (np.exp2(entropy) - 1.0) / spread, 0.0)
     return np.clip(values, 0.0, 1.0)
+
+
+def _many_window_values(sequences: list[np.ndarray], window: int) -> list[np.ndarray]:
+    """:func:`window_values` of each sequence, the windows of all the sequences at least
+    ``window`` long computed together (per-episode array calls cost more than the work)."""
+    out: list[np.ndarray | None] = [None] * len(sequences)
+    full = [i for i, codes in enumerate(sequences) if codes.size >= window]
+    for i, codes in enumerate(sequences):
+        if codes.size < window:
+            out[i] = window_values(codes, window)
+    if full:
+        windows = np.concatenate([sliding_window_view(sequences[i], window) for i in full])
+        values = np.concatenate([_values(windows[start:start + BATCH_WINDOWS], window)
+                                 for start in range(0, len(windows), BATCH_WINDOWS)])
+        ends = np.cumsum([sequences[i].size - window + 1 for i in full])
+        for i, part in zip(full, np.split(values, ends[:-1]), strict=True):
+            out[i] = part
+    return out
+
+
+def perplexity_curves(episodes: Sequence[Iterable[Any]], window: int = WINDOW,
+                      include: Iterable[str] = ()) -> list[list[tuple[float, float]] | None]:
+    """:func:`normalized_perplexity_curve` of each of many episodes, computed together;
+    events held as columns keep their curve, so the AUC and the final value that follow
+    are read, not computed again."""
+    require_whole("window", window, unit="symbols per window")
+    include = check_include(include)
+    key = ("perplexity", window, tuple(sorted(include)))
+    sequences = [symbols(actions, include) for actions in episodes]
+    present = [i for i, sequence in enumerate(sequences) if sequence]
+    values = _many_window_values([_codes(sequences[i]) for i in present], window)
+    curves: list[Any] = [None] * len(sequences)
+    for i, found in zip(present, values, strict=True):
+        curves[i] = (_positions(found), found)
+    for actions, curve in zip(episodes, curves, strict=True):
+        derived(actions, key, lambda curve=curve: curve)
+    return [None if c is None else list(zip(c[0].tolist(), c[1].tolist())) for c in curves]
+
+
+def _codes(sequence: Sequence[str]) -> np.ndarray:
+    """Each symbol as a small integer, numbered in order of first appearance."""
+    lookup = {s: i for i, s in enumerate(dict.fromkeys(sequence))}
+    return np.array([lookup[s] for s in sequence], dtype=np.int64)
+
+
+def _positions(values: np.ndarray) -> np.ndarray:
+    return np.linspace(0.0, 1.0, values.size) if values.size > 1 else np.zeros(1)
 
 
 def _curve(actions: Iterable[Any], window: int, include: Iterable[str]):
@@ -67,11 +122,8 @@ def _compute_curve(actions: Iterable[Any], window: int, include: tuple[str, ...]
     sequence = symbols(actions, include)
     if not sequence:
         return None
-    lookup = {s: i for i, s in enumerate(dict.fromkeys(sequence))}
-    codes = np.array([lookup[s] for s in sequence], dtype=np.int64)
-    values = window_values(codes, window)
-    positions = np.linspace(0.0, 1.0, values.size) if values.size > 1 else np.zeros(1)
-    return positions, values
+    values = window_values(_codes(sequence), window)
+    return _positions(values), values
 
 
 def normalized_perplexity_curve(

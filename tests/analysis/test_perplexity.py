@@ -101,3 +101,32 @@ def test_records_count_only_applied_interaction_phase_actions():
 def test_bad_input_is_refused(actions, kwargs, message):
     with pytest.raises(ValueError, match=message):
         normalized_perplexity_curve(actions, **kwargs)
+
+
+@pytest.mark.parametrize("window", [10, 3, 1])
+def test_many_episodes_computed_together_give_each_episode_its_own_curve(window, monkeypatch):
+    """Random episodes of every length (none, shorter than the window, long), as texts and
+    as columns, their windows compared in chunks of 7; the columns then keep the curve,
+    and the AUC reads it."""
+    from analysis.dataset import Events
+    from analysis.metrics import perplexity
+
+    monkeypatch.setattr(perplexity, "BATCH_WINDOWS", 7)
+    perplexity_curves = perplexity.perplexity_curves
+
+    rng = np.random.default_rng(window)
+    verbs = ["up", "down", "left", "right", "noop", "reset"] + [f"click {i} {i}" for i in range(9)]
+    episodes = [[str(v) for v in rng.choice(verbs, size=rng.integers(0, 60))] for _ in range(80)]
+    episodes.append(["noop"] * 30)  # no symbol at all
+    expected = [normalized_perplexity_curve(e, window) for e in episodes]
+    assert perplexity_curves(episodes, window) == expected
+    columns = [Events({f: [None] * len(e) for f in ("episode_id", "seq", "study_id",
+                       "participant_id", "agent_run_id", "problem_id", "tick", "source",
+                       "server_time", "client_time", "frame_hash", "next_phase", "score",
+                       "prompt_tokens", "completion_tokens", "cost", "raw_reply", "prompt",
+                       "system_prompt", "reasoning", "finish_reason", "retries", "trimmed",
+                       "parse_valid", "latency", "error")}
+                      | {"phase": ["interaction"] * len(e), "action": e, "applied": [True] * len(e)})
+               for e in episodes]
+    assert perplexity_curves(columns, window) == expected
+    assert [perplexity_auc(c, window) for c in columns] == [perplexity_auc(e, window) for e in episodes]
