@@ -15,6 +15,7 @@ so that it never covers data.
 from __future__ import annotations
 
 import io
+import re
 import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -66,6 +67,12 @@ def ordered(names: Iterable[str]) -> list[str]:
     return sorted(set(names), key=lambda n: (n != HUMAN, n))
 
 
+def natural(name: Any) -> tuple:
+    """A sort key reading the digits in a name as numbers (``p2`` before ``p10``)."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                 for part in re.split(r"(\d+)", str(name)) if part)
+
+
 def wrapped(name: str) -> str:
     return "\n".join(textwrap.wrap(str(name), NAME_WIDTH)) or str(name)
 
@@ -94,9 +101,12 @@ def grouped_bars(rows: Sequence[Row], group: str, series: str, value: str, title
     """Bars of ``value`` for each ``group`` (x axis), one bar per ``series`` in it."""
     if not rows:
         return None
-    groups = sorted({r[group] for r in rows})
+    groups = sorted({r[group] for r in rows}, key=natural)
     names = ordered(r[series] for r in rows)
     figure, axes = new_axes(title)
+    crowded = len(groups) > CROWDED
+    if crowded:  # many groups: a wider figure, labels upright so they never overlap
+        figure.set_size_inches(max(SIZE[0], 3.0 + 0.3 * len(groups)), SIZE[1] + 1.2)
     width = 0.8 / len(names)
     for i, name in enumerate(names):
         found = {r[group]: r for r in rows if r[series] == name}
@@ -106,7 +116,8 @@ def grouped_bars(rows: Sequence[Row], group: str, series: str, value: str, title
                  yerr=_error_bars(found, groups, value, errors), capsize=3,
                  error_kw={"elinewidth": 1.2, "ecolor": "#333333"})
     axes.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, [wrapped(g) for g in groups],
-                    rotation=20, ha="right")
+                    rotation=90 if crowded else 20, ha="center" if crowded else "right",
+                    fontsize="small" if crowded else None)
     axes.set_ylabel(value)
     legend_outside(axes)
     return figure
@@ -120,7 +131,8 @@ def _error_bars(found: dict, groups: list, value: str, errors: tuple[str, str] |
     bars = [[0.0, 0.0] if g not in found or found[g][low] is None
             else [found[g][value] - found[g][low], found[g][high] - found[g][value]]
             for g in groups]
-    return np.maximum(np.array(bars).T, 0.0)
+    bars = np.maximum(np.array(bars).T, 0.0)
+    return bars if bars.any() else None  # no interval at all: no caps sitting on the bars
 
 
 def task_type_figure(rows: Sequence[Row]) -> Figure | None:
@@ -132,6 +144,8 @@ def task_type_figure(rows: Sequence[Row]) -> Figure | None:
 
 
 MAX_PROBLEMS = 30
+CROWDED = 8
+"""Groups on a bar chart's axis beyond which its labels stand upright."""
 """Problems drawn in the per-problem figure; a study of hundreds has them all in its table
 (``problem_scores.csv``), and a figure of hundreds of bars is read by nobody."""
 
@@ -139,7 +153,7 @@ MAX_PROBLEMS = 30
 def human_interval_figure(rows: Sequence[Row]) -> Figure | None:
     """Per problem score with the humans' bootstrap 95% interval (the first
     :data:`MAX_PROBLEMS` problems by id when there are more; the title says so)."""
-    problems = sorted({r["problem"] for r in rows})
+    problems = sorted({r["problem"] for r in rows}, key=natural)
     title = "Score by problem (human: p80, 95% CI)"
     if len(problems) > MAX_PROBLEMS:
         shown = set(problems[:MAX_PROBLEMS])
