@@ -199,6 +199,10 @@ class Events(Sequence):
             value = self._memo[key] = compute()
             return value
 
+    def known(self, key: Any, default: Any = None) -> Any:
+        """What :meth:`memo` kept under ``key``, or ``default`` (nothing is computed)."""
+        return self._memo.get(key, default)
+
     def interaction_texts(self) -> list[str]:
         """The applied interaction-phase action texts (the metrics' common input)."""
         def compute() -> list[str]:

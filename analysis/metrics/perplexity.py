@@ -32,9 +32,9 @@ def window_values(codes: np.ndarray, window: int = WINDOW) -> np.ndarray:
     """Normalized perplexity of every window of ``window`` consecutive codes, stride 1.
 
     A sequence shorter than ``window`` is one window. For a window of length ``w``
-    whose symbol ``s`` occurs ``c_s`` times, ``H = log2 w - (1/w) sum_s c_s log2 c_s``;
-    both sums are taken over positions (each position carries its symbol's count), so
-    the whole computation is a handful of array operations.
+    whose symbol ``s`` occurs ``c_s`` times, ``H = log2 w - (1/w) sum_s c_s log2 c_s``,
+    and the value is ``(2^H - 1) / (K - 1)`` for its ``K`` distinct symbols (0 when
+    ``K`` is 1); the whole computation is a handful of array operations.
 
     >>> window_values(np.array([0, 0, 1, 1]), window=4).tolist()
     [1.0]
@@ -54,10 +54,18 @@ BATCH_WINDOWS = 200_000
 
 
 def _values(windows: np.ndarray, width: int) -> np.ndarray:
-    """:func:`window_values` of an ``(n, width)`` array of windows."""
-    counts = (windows[:, :, None] == windows[:, None, :]).sum(axis=2)
-    entropy = np.log2(width) - np.log2(counts).sum(axis=1) / width
-    distinct = np.rint((1.0 / counts).sum(axis=1))
+    """:func:`window_values` of an ``(n, width)`` array of windows: each window sorted,
+    its runs of equal codes are its symbols, and their lengths the counts ``c_s``."""
+    windows = np.sort(windows, axis=1)
+    n = windows.shape[0]
+    starts = np.ones((n, width), dtype=bool)  # where a run of equal codes starts
+    starts[:, 1:] = windows[:, 1:] != windows[:, :-1]
+    run = np.cumsum(starts, axis=1) - 1 + (np.arange(n) * width)[:, None]
+    counts = np.bincount(run.ravel(), minlength=n * width).reshape(n, width)
+    logs = np.zeros(counts.shape)
+    np.log2(counts, out=logs, where=counts > 0)
+    entropy = np.log2(width) - (counts * logs).sum(axis=1) / width
+    distinct = starts.sum(axis=1)
     spread = np.maximum(distinct - 1.0, 1.0)
     values = np.where(distinct > 1, (np.exp2(entropy) - 1.0) / spread, 0.0)
     return np.clip(values, 0.0, 1.0)
@@ -89,15 +97,27 @@ def perplexity_curves(episodes: Sequence[Iterable[Any]], window: int = WINDOW,
     require_whole("window", window, unit="symbols per window")
     include = check_include(include)
     key = ("perplexity", window, tuple(sorted(include)))
-    sequences = [symbols(actions, include) for actions in episodes]
-    present = [i for i, sequence in enumerate(sequences) if sequence]
+    curves: list[Any] = [_kept(actions, key) for actions in episodes]
+    todo = [i for i, curve in enumerate(curves) if curve is _NOT_KEPT]
+    sequences = {i: symbols(episodes[i], include) for i in todo}
+    present = [i for i in todo if sequences[i]]
     values = _many_window_values([_codes(sequences[i]) for i in present], window)
-    curves: list[Any] = [None] * len(sequences)
+    for i in todo:
+        curves[i] = None
     for i, found in zip(present, values, strict=True):
         curves[i] = (_positions(found), found)
-    for actions, curve in zip(episodes, curves, strict=True):
-        derived(actions, key, lambda curve=curve: curve)
+    for i in todo:
+        derived(episodes[i], key, lambda curve=curves[i]: curve)
     return [None if c is None else list(zip(c[0].tolist(), c[1].tolist())) for c in curves]
+
+
+_NOT_KEPT = object()
+
+
+def _kept(actions: Any, key: Any) -> Any:
+    """The curve the events already keep, or ``_NOT_KEPT``."""
+    known = getattr(actions, "known", None)
+    return _NOT_KEPT if known is None else known(key, _NOT_KEPT)
 
 
 def _codes(sequence: Sequence[str]) -> np.ndarray:
