@@ -32,10 +32,10 @@ def subgoal_fraction(achieved: Collection[Any], nodes: Collection[Any]) -> float
     >>> subgoal_fraction({"key", "door"}, ["key", "door", "chest", "goal"])
     0.5
     """
-    nodes = set(nodes)
+    nodes = nodes if isinstance(nodes, (set, frozenset)) else set(nodes)
     if not nodes:
         raise ValueError("the task DAG has no nodes: the subgoal form needs at least one")
-    return len(nodes & set(achieved)) / len(nodes)
+    return len(nodes.intersection(achieved)) / len(nodes)
 
 
 def match_fraction(
@@ -48,13 +48,18 @@ def match_fraction(
     >>> match_fraction([["red", "black"]], [[0, 0], [1, 0]], ["red", "red"])
     0.5
     """
+    cells = _goal_cells(goal_cells, goal_colours)
+    seen = region(frame, cells)
+    return sum(a == b for a, b in zip(seen, goal_colours)) / len(goal_colours)
+
+
+def _goal_cells(goal_cells: Sequence[Sequence[int]], goal_colours: Sequence[str]) -> list[tuple]:
     if not goal_cells or len(goal_cells) != len(goal_colours):
         raise ValueError(
             f"the goal needs one colour per goal cell and at least one cell; got "
             f"{len(goal_cells)} cells and {len(goal_colours)} colours"
         )
-    seen = region(frame, [tuple(cell) for cell in goal_cells])
-    return sum(a == b for a, b in zip(seen, goal_colours)) / len(goal_colours)
+    return [tuple(cell) for cell in goal_cells]
 
 
 def _form(challenge: str) -> str:
@@ -84,8 +89,17 @@ def progress_curve(challenge: str, states: Iterable[Any], goal: Any) -> list[flo
     if _form(challenge) == MATCH:
         if not isinstance(goal, Mapping) or not {"goal_cells", "goal_colours"} <= set(goal):
             raise ValueError("a planning goal is a mapping with goal_cells and goal_colours")
-        cells, colours = goal["goal_cells"], goal["goal_colours"]
-        scores = [match_fraction(frame, cells, colours) for frame in states]
+        colours = list(goal["goal_colours"])
+        cells = _goal_cells(goal["goal_cells"], colours)
+        scored: dict[int, tuple[Any, float]] = {}  # by frame object: a stored frame repeats
+        scores = []
+        for frame in states:
+            found = scored.get(id(frame))
+            if found is None:  # the frame is kept with its score, so its id is not reused
+                seen = region(frame, cells)
+                found = scored[id(frame)] = (frame, sum(a == b for a, b in zip(seen, colours))
+                                             / len(colours))
+            scores.append(found[1])
     else:
         nodes = set(goal)
         scores = [subgoal_fraction(achieved, nodes) for achieved in states]
