@@ -75,7 +75,8 @@ def cycles(
             cycle = _cycle(states, actions, start, t)
             found.append((start, t, start == end and cycle == prior))
             prior, end = cycle, t
-        nested_before = max(nested_before, start)
+        if start > nested_before:
+            nested_before = start
     return found
 
 

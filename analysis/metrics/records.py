@@ -138,7 +138,8 @@ def interaction_kinds(actions: Iterable[Any]) -> tuple[list[str], dict[str, tupl
 def _symbols(actions: Iterable[Any], include: tuple[str, ...]) -> list[str]:
     texts, kinds = interaction_kinds(actions)
     wanted = {CLICK, DIRECTIONAL, *include}
-    return [kinds[t][0] for t in texts if kinds[t][1] in wanted]
+    chosen = {text: canonical for text, (canonical, kind) in kinds.items() if kind in wanted}
+    return [chosen[t] for t in texts if t in chosen]
 
 
 def check_include(include: Iterable[str]) -> tuple[str, ...]:
