@@ -110,7 +110,8 @@ def grouped_bars(rows: Sequence[Row], group: str, series: str, value: str, title
     width = 0.8 / len(names)
     for i, name in enumerate(names):
         found = {r[group]: r for r in rows if r[series] == name}
-        heights = [found[g][value] if g in found else 0.0 for g in groups]
+        heights = [np.nan if g not in found or found[g][value] is None else found[g][value]
+                   for g in groups]  # no value: no bar (not a bar of zero)
         x = np.arange(len(groups)) + i * width
         axes.bar(x, heights, width, label=wrapped(name), color=colour(i),
                  yerr=_error_bars(found, groups, value, errors), capsize=3,
@@ -128,7 +129,7 @@ def _error_bars(found: dict, groups: list, value: str, errors: tuple[str, str] |
     if errors is None:
         return None
     low, high = errors
-    bars = [[0.0, 0.0] if g not in found or found[g][low] is None
+    bars = [[0.0, 0.0] if g not in found or found[g][low] is None or found[g][value] is None
             else [found[g][value] - found[g][low], found[g][high] - found[g][value]]
             for g in groups]
     bars = np.maximum(np.array(bars).T, 0.0)
@@ -160,6 +161,17 @@ def human_interval_figure(rows: Sequence[Row]) -> Figure | None:
         rows = [r for r in rows if r["problem"] in shown]
         title += f": first {MAX_PROBLEMS} of {len(problems)}, all in problem_scores.csv"
     return grouped_bars(rows, "problem", "agent", "score", title, errors=("ci_low", "ci_high"))
+
+
+def environment_figure(rows: Sequence[Row]) -> Figure | None:
+    """Mean score per environment and agent (002 Fig. 6a)."""
+    return grouped_bars(rows, "env", "agent", "score", "Score by environment")
+
+
+def reset_figure(rows: Sequence[Row]) -> Figure | None:
+    """Resets per 100 interaction-phase actions, per environment and agent (002 Fig. 6d)."""
+    return grouped_bars(rows, "env", "agent", "per_100_actions",
+                        "Resets per 100 exploration actions, by environment")
 
 
 def action_type_figure(rows: Sequence[Row]) -> Figure | None:

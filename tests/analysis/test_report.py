@@ -11,10 +11,10 @@ from analysis.cli import report
 from records.store import Store
 from tests.analysis.report_study import fill
 
-FIGURES = 7
-"""Scores by task type and by problem, action types, perplexity, score vs cost,
-progress, AUV by history setting (the task-DAG episode has no exploitation step, so no
-error scatter)."""
+FIGURES = 9
+"""Scores by task type, by problem and by environment, action types, resets by
+environment, perplexity, score vs cost, progress, AUV by history setting (the task-DAG
+episode has no exploitation step, so no error scatter)."""
 
 
 @pytest.fixture(scope="module")
