@@ -367,8 +367,30 @@ SIGNAL = Table("signal", "What a participant's browser reported about how they t
                          "was being left (a form sent, a link followed, the tab closed)."),
 ))
 
+WORKER = Table("worker", "A server process taking part in serving the studies "
+                         "(study_server/cluster.py): refreshed every second while it runs.", (
+    Field("id", TEXT, "host:pid:random, new at every start.", key=True),
+    Field("address", TEXT, "Where it listens (host:port)."),
+    Field("started_at", FLOAT, "Unix seconds when it started.", required=True),
+    Field("seen_at", FLOAT, "Unix seconds of its last heartbeat; a worker silent for longer "
+                            "than the cluster's timeout is dead.", required=True, index=True),
+    Field("live", JSON, "What the dashboard's monitor shows of its live sessions and model "
+                        "attempts, as of seen_at."),
+))
+
+LIVE_SESSION = Table("livesession", "A recorded real-time session being played now, and the "
+                                    "one worker that ticks it (its lease).", (
+    Field("token", TEXT, "The token a client joins it with.", key=True),
+    Field("episode_id", INT, f"Episode: {_EPISODE}.", required=True, index=True),
+    Field("worker", TEXT, "The worker ticking it (worker.id).", required=True, index=True),
+    Field("wanted_by", TEXT, "A worker a client joined asking for the session; the owner "
+                             "hands it over (or declines) at its next heartbeat."),
+    Field("takeover", BOOL, "Whether that join takes the session from a connection still "
+                            "open (a second tab that chose to continue there).", default=False),
+))
+
 TABLES = (STUDY, PARTICIPANT, AGENT_RUN, EPISODE, EVENT, FRAME, RAW_INPUT, ADMIN, API_TOKEN,
-          SETTING, AUDIT, SIGNAL)
+          SETTING, AUDIT, SIGNAL, WORKER, LIVE_SESSION)
 
 
 # -- the episode as a reader sees it --------------------------------------------------------

@@ -34,10 +34,7 @@ from consent.stages import (
     build_steps,
 )
 from records.models import EpisodeRow, Event, Participant, Signal, utcnow
-from records.rebuild import rebuild
-from records.recorder import EpisodeRecorder
-from study_server import assignment
-from study_server.session import GameSession
+from study_server import assignment, cluster
 from tasks import registry
 
 ENDED = ("complete", "declined", "screened-out", "failed-quiz", "timed-out", "full",
@@ -295,10 +292,12 @@ class Flow:
                 new = assignment.replace_abandoned(self.store.engine, page.definition.id, page.participant.id,
                                                    page.state.argument)
                 row = db.get(EpisodeRow, new) if new else row
+            if row.status == assignment.ASSIGNED:
+                row.status, row.started_at = assignment.ACTIVE, utcnow()
             problem = registry.get_problem(row.problem_id)
-            done = row.status == "done"
-            token = None if done else self.session_for(db, row).token
-            return {"token": token, "episode_done": done, "problem": problem, "episode_id": row.id}
+            done, episode_id = row.status == "done", row.id
+        token = None if done else cluster.live_token(self.app, episode_id)
+        return {"token": token, "episode_done": done, "problem": problem, "episode_id": episode_id}
 
     def _tutorial_row(self, db: Session, page: Page) -> EpisodeRow:
         challenge = page.state.argument
@@ -322,22 +321,3 @@ class Flow:
         with self.store.session() as db:
             return self._played_row(db, page).status == "done"
 
-    def session_for(self, db: Session, row: EpisodeRow) -> GameSession:
-        """The live session of this attempt: the running one, or one rebuilt by replaying
-        its logged actions (after a restart), or a new one for a reserved slot."""
-        for session in list(self.scheduler.sessions.values()):
-            if session.episode_id == row.id:
-                return session
-        problem = registry.get_problem(row.problem_id)
-        events = db.exec(select(Event).where(Event.episode_id == row.id)).all()
-        rebuilt = rebuild(problem, events)
-        recorder = EpisodeRecorder(self.store, problem, episode_id=row.id,
-                                   next_seq=rebuilt.next_seq, study_id=row.study_id,
-                                   participant_id=row.participant_id)
-        session = GameSession(rebuilt.episode, recorder, study_id=row.study_id,
-                              participant_id=row.participant_id,
-                              queue_size=int(self.app.config["QUEUE_SIZE"]),
-                              rate_limit=int(self.app.config["RATE_LIMIT"]))
-        if row.status == assignment.ASSIGNED:
-            row.status, row.started_at = assignment.ACTIVE, utcnow()
-        return self.scheduler.add(session)

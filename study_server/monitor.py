@@ -1,7 +1,8 @@
 """The dashboard's live monitor: what is being played now, pushed to researchers.
 
-Every second, :func:`snapshot` reads the scheduler's sessions and the agent API's live
-episodes: for each participant playing, their stage and time in it, the problem, phase
+Every second, :func:`snapshot` reads this worker's sessions and agent API episodes, and
+what every other live worker published at its last heartbeat (:func:`local_view`, at most
+a second old; ``study_server/cluster.py``): for each participant playing, their stage and time in it, the problem, phase
 and tick, seconds since their last input (idle past :data:`IDLE_AFTER`), how late the
 last ticks were, and whether they are connected; the participants on the flow's other
 pages (consent, colour check, quiz ...) with their stage and when they were last seen;
@@ -40,25 +41,39 @@ MAX_ON_PAGES = 200
 
 
 def snapshot(app: Flask, now: float | None = None) -> dict[str, Any]:
-    """What is being played now (see the module's docstring)."""
+    """What is being played now on every worker (see the module's docstring)."""
     now = time.time() if now is None else now
-    sessions = list(app.extensions["gridstudy.realtime"].sessions.values())
-    people = _participants(app, {s.participant_id for s in sessions if s.participant_id})
-    playing, finished, previews = [], [], 0
-    for session in sessions:
-        if session.participant_id is None:
-            previews += 1
-            continue
-        row = _session_row(session, people.get(session.participant_id), now)
+    views = [local_view(app, now)]
+    views += [peer.live for peer in app.extensions["gridstudy.cluster"].peers() if peer.live]
+    rows = [row for view in views for row in view.get("sessions", [])]
+    people = _participants(app, {row["participant_id"] for row in rows})
+    playing, finished = [], []
+    for row in rows:
+        person = people.get(row["participant_id"])
+        row = {**row, "stage": person.stage if person else None,
+               "stage_seconds": _stage_seconds(person, now)}
         (finished if row["phase"] == "done" else playing).append(row)
-    models = [_model_row(live, now) for live in
-              list(app.extensions.get("gridstudy.agent_episodes", {}).values())
-              if not live.turns.ended]
     in_game = {row["participant_id"] for row in playing}
     return {"at": now, "at_text": datetime.fromtimestamp(now, UTC).strftime("%H:%M:%S UTC"),
             "playing": sorted(playing, key=lambda r: r["episode_id"] or 0),
             "on_pages": _on_pages(app, in_game, now),
-            "finished": finished, "previews": previews, "models": models}
+            "finished": finished, "previews": sum(view.get("previews", 0) for view in views),
+            "models": [model for view in views for model in view.get("models", [])],
+            "workers": len(views)}
+
+
+def local_view(app: Flask, now: float | None = None) -> dict[str, Any]:
+    """This worker's part of the monitor, as plain JSON values: its participants' sessions,
+    its previews and its model attempts. Each worker publishes its own at every heartbeat
+    (``study_server/cluster.py``) and the monitor on any worker shows them all."""
+    now = time.time() if now is None else now
+    sessions = list(app.extensions["gridstudy.realtime"].sessions.values())
+    worker = app.extensions["gridstudy.cluster"].address or ""
+    return {"sessions": [_session_row(s, now, worker) for s in sessions if s.participant_id],
+            "previews": sum(s.participant_id is None for s in sessions),
+            "models": [_model_row(live, now) for live in
+                       list(app.extensions.get("gridstudy.agent_episodes", {}).values())
+                       if not live.turns.ended]}
 
 
 def _on_pages(app: Flask, in_game: set[int], now: float) -> list[dict[str, Any]]:
@@ -100,15 +115,13 @@ def _participants(app: Flask, ids: set[int]) -> dict[int, Participant]:
         return {p.id: p for p in db.exec(select(Participant).where(Participant.id.in_(ids)))}
 
 
-def _session_row(session: Any, person: Participant | None, now: float) -> dict[str, Any]:
+def _session_row(session: Any, now: float, worker: str) -> dict[str, Any]:
     late = sorted(session.lateness)
     p95 = late[int(0.95 * (len(late) - 1))] if late else 0.0
     since_input = now - session.last_input_at if session.last_input_at else None
     return {
         "episode_id": session.episode_id, "study_id": session.study_id,
-        "participant_id": session.participant_id,
-        "stage": person.stage if person else None,
-        "stage_seconds": _stage_seconds(person, now),
+        "participant_id": session.participant_id, "worker": worker,
         "problem_id": session.problem_id, "phase": session.episode.phase,
         "tick": len(session.episode.history), "connected": session.sid is not None,
         "idle_seconds": None if since_input is None else round(since_input),
@@ -161,7 +174,9 @@ def init_monitor(app: Flask, socketio: SocketIO) -> None:
             try:
                 with app.test_request_context("/dashboard/"):
                     html = render(app)
-                socketio.emit("monitor", {"html": html}, to="monitor", namespace=NAMESPACE)
+                # each worker pushes to its own watchers, with every worker's sessions
+                socketio.emit("monitor", {"html": html}, to="monitor", namespace=NAMESPACE,
+                              ignore_queue=True)
             except Exception:  # one bad snapshot never stops the monitor
                 app.logger.exception("the live monitor could not render")
 

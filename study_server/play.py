@@ -53,6 +53,8 @@ def open_session(
         )
     except (ValueError, OSError) as error:  # AutumnError is a ValueError
         abort(422, f"{problem.env_id} cannot be played: {' '.join(str(error).split())[:300]}")
+    if session.recorder is not None:  # leased before it can tick (study_server/cluster.py)
+        current_app.extensions["gridstudy.cluster"].claim(session.token, session.episode_id)
     return scheduler.add(session)
 
 

@@ -18,8 +18,10 @@ import time
 from collections import deque
 from typing import Any
 
+from records.rebuild import rebuild
 from records.recorder import EpisodeRecorder
 from study_server.clock import ClockOffset
+from tasks import registry
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.tick import QUEUE_SIZE, QUEUED, RATE_LIMIT, Tick, TickEngine
@@ -80,6 +82,18 @@ class GameSession:
                                        participant_id=participant_id)
         return cls(episode, recorder, study_id=study_id, participant_id=participant_id,
                    **options)
+
+    @classmethod
+    def resume(cls, store: Any, row: Any, events: list[Any], *, token: str | None = None,
+               **options: Any) -> GameSession:
+        """The attempt of episode ``row`` rebuilt by replaying its stored ``events``, its
+        rows continuing at the next ``seq`` (a restart, a failover, a handover)."""
+        problem = registry.get_problem(row.problem_id)
+        rebuilt = rebuild(problem, events)
+        recorder = EpisodeRecorder(store, problem, episode_id=row.id, next_seq=rebuilt.next_seq,
+                                   study_id=row.study_id, participant_id=row.participant_id)
+        return cls(rebuilt.episode, recorder, study_id=row.study_id,
+                   participant_id=row.participant_id, token=token, **options)
 
     @property
     def episode(self) -> Episode:

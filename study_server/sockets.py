@@ -32,6 +32,7 @@ from flask import current_app, request
 from flask_socketio import SocketIO, emit, join_room, leave_room
 from socketio.packet import Packet
 
+from study_server import cluster
 from study_server.scheduler import Scheduler
 from study_server.session import GameSession
 from tasks.worldtest.tick import Tick
@@ -52,6 +53,9 @@ class OneLineLogger(logging.LoggerAdapter):
         self.error(f"{msg}: {type(error).__name__}: {str(error)[:200]}", *args, **kwargs)
 LATEST_CLIENT_TIME = 1e11
 """Client times from this on (the year 5138) are no clock's reading."""
+
+MAX_TOKEN = 64
+"""The longest token looked up in the database (ours are 22 characters)."""
 
 CLOCK_RESYNC = 30.0
 """Seconds after which the next input starts a new round of clock pings."""
@@ -89,8 +93,8 @@ def make_deliver(socketio: SocketIO):
     def send_forever() -> None:
         while True:
             token, payload = outbox.get()
-            try:
-                server.emit("state", payload, to=token)
+            try:  # the session's connection is on this worker: no need for the queue
+                server.emit("state", payload, to=token, ignore_queue=True)
             except Exception:
                 log.exception("session %s: sending the state failed", token[:6])
 
@@ -146,6 +150,11 @@ def on_join(message: Any = None) -> dict[str, Any]:
     here")."""
     token = message.get("token") if isinstance(message, dict) else None
     session = _scheduler().get(token)
+    if session is None and isinstance(token, str) and 0 < len(token) <= MAX_TOKEN:
+        session = cluster.adopt(current_app, token, takeover=message.get("takeover") is True,
+                                sleep=current_app.extensions["socketio"].sleep)
+        if isinstance(session, str):
+            return _refuse(session, message)
     if session is None:
         return _refuse("join: unknown or missing session token", message)
     if session.sid not in (None, request.sid):

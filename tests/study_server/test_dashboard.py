@@ -52,10 +52,9 @@ def play_one_episode(app):
     from study_server import assignment
 
     first, _ = assignment.assign(store.engine, "pilot", participant_id)
-    with app.app_context(), store.session() as db:
-        from records.models import EpisodeRow
+    from study_server import cluster
 
-        session = app.extensions["gridstudy.flow"].session_for(db, db.get(EpisodeRow, first))
+    session = app.extensions["gridstudy.realtime"].get(cluster.live_token(app, first))
     for action in ("go-to-test", "right", "right", "right"):
         session.enqueue_action(action)
         if session.tick().done:

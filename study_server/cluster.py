@@ -1,0 +1,332 @@
+"""Several server processes over one database: which process ticks which session.
+
+A large study runs several ``gridstudy serve`` processes (*workers*) behind one load
+balancer, over one PostgreSQL database and one Redis message queue (README, "Running a
+large study"). A live session is a tick engine in one process's memory, so exactly one
+worker may tick it, and when that worker dies another must carry it on. Both are kept
+here, in two tables of the shared database (one process on SQLite keeps the same rows):
+
+* ``worker``: every worker's row, refreshed every :data:`HEARTBEAT` seconds with what its
+  monitor would show. A row older than :data:`STALE_AFTER` is a dead worker.
+* ``livesession``: every recorded live session's token, episode and owner (its lease).
+
+A client that joins a token its worker does not hold (it reconnected through the load
+balancer after its worker died, or after a restart) is served by :func:`adopt`: the
+lease of a dead owner is taken by compare-and-swap (two workers cannot both win it), and
+the session is rebuilt by replaying its stored events under the same token, its rows
+continuing at the next ``seq``. A live owner is asked to hand the session over instead:
+at its next heartbeat it stops ticking it, writes out its queued rows and passes the
+lease on, or declines while the session's own connection is still open (unless the join
+takes it over, as a second tab's "continue here" does).
+
+Each worker also checks its leases at every heartbeat: a session it ticks whose lease
+another worker took (this worker was stalled past the timeout) stops at once, so that no
+two workers ever write the same attempt; a lease whose session it no longer holds is
+released. Unrecorded previews have no lease: there is nothing to rebuild them from.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.engine import Engine
+
+from records.models import LiveSession, Worker
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT = 1.0
+"""Seconds between a worker's heartbeats."""
+STALE_AFTER = 4.0
+"""Seconds without a heartbeat after which a worker is taken for dead."""
+ADOPT_WAIT = STALE_AFTER + 2 * HEARTBEAT
+"""The longest a join waits for a session held elsewhere: its owner's handover, or its
+dead owner's heartbeat going stale."""
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A ``livesession`` row as read, with whether its owner was alive then."""
+
+    token: str
+    episode_id: int
+    worker: str
+    wanted_by: str | None
+    alive: bool
+
+
+class Cluster:
+    """This worker's view of the shared tables (every method is one short transaction)."""
+
+    def __init__(self, engine: Engine, address: str | None = None, *,
+                 worker_id: str | None = None, clock: Callable[[], float] = time.time,
+                 stale_after: float = STALE_AFTER) -> None:
+        self.engine = engine
+        self.id = worker_id or new_worker_id()
+        self.address = address
+        self.clock = clock
+        self.stale_after = stale_after
+        self.started_at = clock()
+
+    # -- workers ----------------------------------------------------------------------------
+
+    def beat(self, live: dict[str, Any] | None = None) -> None:
+        """Refresh this worker's row (made at the first beat) with ``live``, what its
+        monitor shows."""
+        now = self.clock()
+        with self.engine.begin() as db:
+            changed = db.execute(update(Worker).where(Worker.id == self.id)
+                                 .values(seen_at=now, live=live or {}, address=self.address))
+            if changed.rowcount == 0:
+                db.execute(Worker.__table__.insert().values(
+                    id=self.id, address=self.address, started_at=self.started_at,
+                    seen_at=now, live=live or {}))
+
+    def peers(self) -> list[Any]:
+        """The other workers alive now (their rows)."""
+        fresh = self.clock() - self.stale_after
+        with self.engine.connect() as db:
+            return list(db.execute(select(Worker).where(Worker.seen_at >= fresh,
+                                                        Worker.id != self.id)
+                                   .order_by(Worker.started_at)))
+
+    def leave(self) -> None:
+        """A clean stop: this worker's leases and row go, so that its sessions are taken
+        up at once rather than after :data:`STALE_AFTER`."""
+        with self.engine.begin() as db:
+            db.execute(delete(LiveSession).where(LiveSession.worker == self.id))
+            db.execute(delete(Worker).where(Worker.id == self.id))
+
+    def forget(self, pid: int) -> None:
+        """Forget the worker of process ``pid`` on this host, which has died (its
+        supervisor saw it): its sessions are taken up at once, not after the timeout."""
+        host = socket.gethostname()
+        with self.engine.begin() as db:
+            db.execute(delete(Worker).where(Worker.id.like(f"{host}:{pid}:%")))
+
+    def _alive(self, db: Any, worker: str) -> bool:
+        if worker == self.id:
+            return True
+        seen = db.execute(select(Worker.seen_at).where(Worker.id == worker)).scalar()
+        return seen is not None and seen >= self.clock() - self.stale_after
+
+    # -- leases -----------------------------------------------------------------------------
+
+    def claim(self, token: str, episode_id: int) -> None:
+        """Lease a session this worker has just made (its token is new)."""
+        with self.engine.begin() as db:
+            db.execute(LiveSession.__table__.insert().values(
+                token=token, episode_id=episode_id, worker=self.id, takeover=False))
+
+    def lease(self, token: str | None = None, *, episode_id: int | None = None) -> Lease | None:
+        """The lease of a token, or of an episode's live session."""
+        where = (LiveSession.token == token) if token is not None else (
+            LiveSession.episode_id == episode_id)
+        with self.engine.connect() as db:
+            row = db.execute(select(LiveSession).where(where)).first()
+            if row is None:
+                return None
+            return Lease(row.token, row.episode_id, row.worker, row.wanted_by,
+                         self._alive(db, row.worker))
+
+    def take(self, token: str, previous: str) -> bool:
+        """Take the lease from ``previous`` (a dead worker): true for the one worker whose
+        compare-and-swap found ``previous`` still there."""
+        with self.engine.begin() as db:
+            return db.execute(update(LiveSession).where(
+                LiveSession.token == token, LiveSession.worker == previous)
+                .values(worker=self.id, wanted_by=None, takeover=False)).rowcount == 1
+
+    def want(self, token: str, owner: str, takeover: bool) -> None:
+        """Ask ``owner`` to hand the session over at its next heartbeat."""
+        with self.engine.begin() as db:
+            db.execute(update(LiveSession).where(LiveSession.token == token,
+                                                 LiveSession.worker == owner)
+                       .values(wanted_by=self.id, takeover=takeover))
+
+    def wanted(self) -> list[tuple[str, str, bool]]:
+        """This worker's sessions another worker asked for: (token, by whom, takeover)."""
+        with self.engine.connect() as db:
+            return [tuple(row) for row in db.execute(
+                select(LiveSession.token, LiveSession.wanted_by, LiveSession.takeover)
+                .where(LiveSession.worker == self.id, LiveSession.wanted_by.is_not(None)))]
+
+    def hand_over(self, token: str, to: str) -> bool:
+        with self.engine.begin() as db:
+            return db.execute(update(LiveSession).where(
+                LiveSession.token == token, LiveSession.worker == self.id)
+                .values(worker=to, wanted_by=None, takeover=False)).rowcount == 1
+
+    def decline(self, token: str) -> None:
+        with self.engine.begin() as db:
+            db.execute(update(LiveSession).where(LiveSession.token == token,
+                                                 LiveSession.worker == self.id)
+                       .values(wanted_by=None, takeover=False))
+
+    def held(self) -> set[str]:
+        """The tokens this worker holds the lease of."""
+        with self.engine.connect() as db:
+            return set(db.execute(select(LiveSession.token)
+                                  .where(LiveSession.worker == self.id)).scalars())
+
+    def release(self, tokens: Iterable[str]) -> None:
+        tokens = list(tokens)
+        if tokens:
+            with self.engine.begin() as db:
+                db.execute(delete(LiveSession).where(LiveSession.token.in_(tokens),
+                                                     LiveSession.worker == self.id))
+
+
+# -- a worker in the app -------------------------------------------------------------------
+
+DECLINED = "join: this session is open in another connection"
+HELD_ELSEWHERE = "join: the session is held by another server that did not answer; try again"
+
+
+def init_cluster(app: Any, socketio: Any) -> Cluster:
+    """This process's worker row (``app.extensions["gridstudy.cluster"]``) and its
+    heartbeat task."""
+    store = app.extensions["gridstudy.store"]
+    cluster = Cluster(store.engine, app.config.get("ADDRESS"))
+    cluster.pending = set()  # tokens being adopted: their leases are not released
+    cluster.running = True
+    cluster.beat()
+    app.extensions["gridstudy.cluster"] = cluster
+
+    def heartbeat_forever() -> None:
+        while cluster.running:
+            socketio.sleep(HEARTBEAT)
+            if not cluster.running:
+                break
+            try:
+                heartbeat(app, socketio)
+            except Exception:  # a database hiccup: the next beat tries again
+                log.exception("worker %s: the heartbeat failed", cluster.id)
+
+    socketio.start_background_task(heartbeat_forever)
+    return cluster
+
+
+def heartbeat(app: Any, socketio: Any) -> None:
+    """Refresh this worker's row, hand over the sessions others asked for, stop the ones
+    whose lease another worker took, and release the leases of sessions gone."""
+    from study_server import monitor
+
+    cluster: Cluster = app.extensions["gridstudy.cluster"]
+    scheduler = app.extensions["gridstudy.realtime"]
+    cluster.beat(monitor.local_view(app))
+    for token, by, takeover in cluster.wanted():
+        _hand_over(app, socketio, token, by, takeover)
+    held = cluster.held()
+    recorded = {token for token, s in list(scheduler.sessions.items()) if s.recorder is not None}
+    for token in recorded - held - cluster.pending:
+        session = scheduler.remove(token)
+        if session is not None:
+            log.warning("session %s: another worker holds it now; stopped here", token[:6])
+            if session.sid is not None:
+                socketio.server.disconnect(session.sid)  # it reconnects to the owner
+    cluster.release(held - recorded - cluster.pending)
+
+
+def _hand_over(app: Any, socketio: Any, token: str, by: str, takeover: bool) -> None:
+    cluster: Cluster = app.extensions["gridstudy.cluster"]
+    scheduler = app.extensions["gridstudy.realtime"]
+    session = scheduler.get(token)
+    if session is not None and session.sid is not None and not takeover:
+        cluster.decline(token)
+        return
+    if session is not None:
+        scheduler.remove(token)
+        session.engine.drain("the session moved to another server before this input's tick")
+        if session.sid is not None:
+            socketio.emit("taken-over", {"token": token}, to=session.sid)
+        app.extensions["gridstudy.store"].wait()  # the new owner replays every row
+    cluster.hand_over(token, by)
+
+
+def adopt(app: Any, token: str, takeover: bool = False, sleep: Callable[[float], Any] = time.sleep,
+          wait: float = ADOPT_WAIT) -> Any:
+    """The live session of ``token`` rebuilt here, after taking its lease from a dead
+    worker or being handed it by a live one; ``None`` for a token no recorded live
+    session has, or a refusal's reason (:data:`DECLINED`, :data:`HELD_ELSEWHERE`)."""
+    cluster: Cluster = app.extensions["gridstudy.cluster"]
+    deadline, asked = time.monotonic() + wait, None
+    cluster.pending.add(token)
+    try:
+        while True:
+            lease = cluster.lease(token)
+            if lease is None:
+                return None
+            if lease.worker == cluster.id:
+                break
+            if not lease.alive:
+                if cluster.take(token, lease.worker):
+                    break
+                continue
+            if asked == lease.worker and lease.wanted_by != cluster.id:
+                return DECLINED
+            if asked != lease.worker:
+                cluster.want(token, lease.worker, takeover)
+                asked = lease.worker
+            if time.monotonic() > deadline:
+                return HELD_ELSEWHERE
+            sleep(0.1)
+        return _rebuild(app, lease.episode_id, token)
+    finally:
+        cluster.pending.discard(token)
+
+
+def live_token(app: Any, episode_id: int) -> str | None:
+    """The token of episode ``episode_id``'s live session: the one ticking here, the one
+    another live worker ticks (the client's join asks for it), or one rebuilt here by
+    replay (after a restart or its worker's death, or for a reserved slot's first visit).
+    ``None`` when the attempt was abandoned."""
+    scheduler = app.extensions["gridstudy.realtime"]
+    for session in list(scheduler.sessions.values()):
+        if session.episode_id == episode_id:
+            return session.token
+    cluster: Cluster = app.extensions["gridstudy.cluster"]
+    lease = cluster.lease(episode_id=episode_id)
+    if lease is not None and lease.alive and lease.worker != cluster.id:
+        return lease.token
+    if lease is not None:
+        session = adopt(app, lease.token)
+        return session.token if session is not None and not isinstance(session, str) else None
+    session = _rebuild(app, episode_id, None)
+    return session.token if session is not None else None
+
+
+def _rebuild(app: Any, episode_id: int, token: str | None) -> Any:
+    """Replay the attempt's stored events into a live session under ``token`` (a new one,
+    leased here, when None) and add it to the scheduler."""
+    from sqlmodel import select as select_rows
+
+    from records.models import EpisodeRow, Event
+    from study_server import assignment
+    from study_server.session import GameSession
+
+    store, config = app.extensions["gridstudy.store"], app.config
+    store.wait()  # every row this worker wrote is in the database before the replay
+    with store.session() as db:
+        row = db.get(EpisodeRow, episode_id)
+        if row is None or row.status == assignment.ABANDONED:
+            return None
+        events = list(db.exec(select_rows(Event).where(Event.episode_id == episode_id)))
+        session = GameSession.resume(store, row, events, token=token,
+                                     queue_size=int(config["QUEUE_SIZE"]),
+                                     rate_limit=int(config["RATE_LIMIT"]))
+    if token is None:
+        app.extensions["gridstudy.cluster"].claim(session.token, episode_id)
+    return app.extensions["gridstudy.realtime"].add(session)
