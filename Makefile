@@ -7,6 +7,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 CHROMIUM := /usr/bin/chromium
 XVFB := /usr/bin/Xvfb
+REDIS := /usr/bin/redis-server
+NGINX := /usr/sbin/nginx
+POSTGRES := $(firstword $(wildcard /usr/lib/postgresql/*/bin/postgres) /usr/lib/postgresql/bin/postgres)
 SUDO := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 5000
@@ -20,7 +23,7 @@ test: setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
-setup: $(VENV)/.installed node_modules/.installed $(CHROMIUM) $(XVFB)
+setup: $(VENV)/.installed node_modules/.installed $(CHROMIUM) $(XVFB) $(REDIS) $(NGINX) $(POSTGRES)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +44,20 @@ $(CHROMIUM):
 $(XVFB):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq xvfb
+
+# Several workers (`gridstudy serve --workers N`, its tests and bench.load --workers) run
+# behind nginx, over PostgreSQL and Redis; install Debian's packages when missing.
+$(REDIS):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server
+
+$(NGINX):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx-light
+
+$(POSTGRES):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql
 
 # The README's pictures, taken by the browser tests (never by hand).
 screenshots: setup $(CHROMIUM)

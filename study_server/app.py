@@ -20,6 +20,9 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
                       ``kill -9`` can lose
 ``SESSION_COOKIE_SECURE``  true behind HTTPS (cookies are always HttpOnly and SameSite=Lax)
 ``LOGIN_LIMIT_ADDRESS``, ``LOGIN_LIMIT_USER``  dashboard login attempts allowed (10 per minute each)
+``BEHIND_PROXY``      true behind one reverse proxy (nginx): the client's address and
+                      scheme come from its X-Forwarded-* headers
+``ADDRESS``           where this worker listens, shown beside its sessions (cluster.py)
 ``SECRET_KEY``        signs session cookies; also read unprefixed. Without it, a random
                       secret is made once per installation and kept in the database's
                       ``setting`` table, so a restart keeps everybody signed in
@@ -32,8 +35,9 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, abort, current_app, send_file
+from flask import Flask, abort, current_app, request, send_file
 from flask_socketio import SocketIO
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 socketio = SocketIO()
 
@@ -53,6 +57,8 @@ DEFAULTS: dict[str, Any] = {
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Lax",
     "SESSION_COOKIE_SECURE": False,
+    "BEHIND_PROXY": False,
+    "ADDRESS": None,
 }
 
 
@@ -70,6 +76,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
                                     "secret_key", lambda: secrets.token_hex(32)))
     init_realtime(app)
     register_blueprints(app)
+    if app.config["BEHIND_PROXY"]:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1)
+    app.after_request(routing_headers)
     app.add_url_rule("/vendor/socket.io.min.js", "socketio_client", socketio_client)
     return app
 
@@ -95,7 +104,7 @@ def init_store(app: Flask) -> None:
 def init_realtime(app: Flask) -> None:
     """Bind ``socketio``, attach the socket handlers and create the one scheduler
     (``app.extensions["gridstudy.realtime"]``); its loop starts with the first session."""
-    from study_server import monitor, sockets
+    from study_server import cluster, monitor, sockets
     from study_server.scheduler import Scheduler
 
     options = {"async_mode": app.config["ASYNC_MODE"], "serializer": sockets.JsonPacket,
@@ -115,17 +124,39 @@ def init_realtime(app: Flask) -> None:
         idle_timeout=float(app.config["IDLE_TIMEOUT"]),
         unjoined_timeout=float(app.config["UNJOINED_TIMEOUT"]),
     )
+    cluster.init_cluster(app, socketio)
 
 
 def shutdown(app: Flask) -> None:
     """Stop the scheduler, store every input still waiting for a tick (``dropped``: the
     episodes stay open, to resume after a restart), then write everything still queued
     (serve's exit, test teardown)."""
-    scheduler = app.extensions["gridstudy.realtime"]
+    scheduler, store = app.extensions["gridstudy.realtime"], app.extensions["gridstudy.store"]
     scheduler.stop()
     for session in list(scheduler.sessions.values()):
         session.engine.drain("the server stopped before this input's tick")
-    app.extensions["gridstudy.store"].close()
+    cluster = app.extensions["gridstudy.cluster"]
+    cluster.running = False
+    try:
+        store.wait()  # every row is written before another worker may replay it
+        cluster.leave()
+    finally:
+        store.close()
+
+
+def routing_headers(response: Any) -> Any:
+    """The route cookie: a random value per browser, which the load balancer hashes to keep a participant's
+    requests and connection on one worker (``study_server/workers.py``); meaningless to
+    the server itself."""
+    from study_server.workers import ROUTE_COOKIE
+
+    if current_app.config["ADDRESS"]:  # which worker answered (a deployment's logs, tests)
+        response.headers["X-Served-By"] = current_app.config["ADDRESS"]
+    if ROUTE_COOKIE not in request.cookies:
+        response.set_cookie(ROUTE_COOKIE, secrets.token_urlsafe(9), max_age=30 * 86400,
+                            httponly=True, samesite="Lax",
+                            secure=bool(current_app.config["SESSION_COOKIE_SECURE"]))
+    return response
 
 
 def socketio_client():

@@ -89,3 +89,7 @@ def is_database_error(error: BaseException) -> bool:
 @click.version_option(package_name="gridstudy")
 def main() -> None:
     """gridstudy: human studies and LLM-agent evaluations on the same grid worlds."""
+
+
+if __name__ == "__main__":  # the workers of `gridstudy serve --workers N`
+    main()

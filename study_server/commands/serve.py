@@ -98,9 +98,13 @@ def _stop_on_signals(async_mode: str, socketio: Any) -> None:
 def _announce_server(app: Any, base_url: str) -> None:
     store = app.extensions["gridstudy.store"]
     click.echo(f"gridstudy serving on {base_url} (store: {store.url}); previews at {base_url}/play/")
+    _echo_study_links(store, base_url)
+
+
+def _echo_study_links(store: Any, base_url: str) -> None:
     from study_server.commands.study import study_links
 
-    links = study_links(app, base_url)
+    links = study_links(store, base_url)
     if links:
         click.echo("Studies (paste the link into Prolific); dashboard at " + base_url + "/dashboard/")
         click.echo("\n".join(links))
@@ -113,15 +117,121 @@ def _announce_server(app: Any, base_url: str) -> None:
               help="Database URL or SQLite file (default: $DATABASE_URL, else gridstudy.db).")
 @click.option("--async-mode", type=click.Choice(ASYNC_MODES), default=DEFAULT_ASYNC_MODE,
               show_default=True, help="Flask-SocketIO async mode (README: Async mode).")
-def serve(host: str, port: int, db: str | None, async_mode: str) -> None:
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Server processes, behind nginx (README: Running a large study).")
+@click.option("--message-queue", default=None, metavar="URL",
+              help="Redis URL joining the workers (default: $SOCKETIO_MESSAGE_QUEUE).")
+@click.option("--data-dir", default=None, type=click.Path(file_okay=False),
+              help="With --workers: keep a PostgreSQL database and a Redis server in this "
+                   "folder, started and stopped with the workers (instead of --db and "
+                   "--message-queue).")
+@click.option("--print-nginx-config", "nginx_for", multiple=True, metavar="HOST:PORT",
+              help="Print nginx's configuration for workers at these addresses and exit "
+                   "(several machines).")
+@click.option("--worker", is_flag=True, hidden=True, help="One of --workers' processes.")
+def serve(host: str, port: int, db: str | None, async_mode: str, workers: int,
+          message_queue: str | None, data_dir: str | None, nginx_for: tuple[str, ...],
+          worker: bool) -> None:
     """Run the study server (HTTP pages, Socket.IO real-time play, agent API). Previews
     are for logged-in researchers unless GRIDSTUDY_PREVIEW says otherwise."""
+    from study_server.workers import nginx_config
+
+    if nginx_for:
+        click.echo(nginx_config(nginx_for, f"{host}:{port}", "/var/lib/gridstudy/nginx"), nl=False)
+        return
     config: dict[str, Any] = {"ASYNC_MODE": async_mode}
     if "GRIDSTUDY_PREVIEW" not in os.environ:
         config["PREVIEW"] = "researchers"
     if db:
         config["DATABASE_URL"] = db
-    run(config, host, port)
+    if message_queue:
+        config["SOCKETIO_MESSAGE_QUEUE"] = message_queue
+    if workers > 1 or data_dir:
+        run_workers(workers, host, port, db, message_queue, data_dir, async_mode)
+        return
+    if worker:  # behind nginx, one of several: say nothing, the supervisor announces
+        config.update(BEHIND_PROXY=True, ADDRESS=f"{host}:{port}")
+    run(config, host, port, announce=(lambda app, url: None) if worker else None)
+
+
+def run_workers(workers: int, host: str, port: int, db: str | None, message_queue: str | None,
+                data_dir: str | None, async_mode: str) -> None:
+    """``serve --workers N``: the database and queue checked (or started in
+    ``data_dir``), then the workers and nginx until Ctrl-C or SIGTERM."""
+    import tempfile
+
+    from records.database import database_url
+    from study_server import services
+    from study_server.workers import Supervisor
+
+    started: list[Any] = []
+    folder = Path(data_dir).resolve() if data_dir else Path(tempfile.mkdtemp(prefix="gridstudy-"))
+    try:
+        if data_dir and not db and not os.environ.get("DATABASE_URL"):
+            started.append(services.start_postgres(folder / "postgres"))
+            db = started[-1].url
+        if data_dir and not message_queue and not os.environ.get("SOCKETIO_MESSAGE_QUEUE"):
+            started.append(services.start_redis(folder / "redis"))
+            message_queue = started[-1].url
+        db = db or os.environ.get("DATABASE_URL")
+        message_queue = message_queue or os.environ.get("SOCKETIO_MESSAGE_QUEUE")
+        if not db or database_url(db).startswith("sqlite"):
+            raise click.UsageError("several workers share one PostgreSQL database: give "
+                                   "--db postgresql://... (or --data-dir to keep one there)")
+        if not message_queue:
+            raise click.UsageError("several workers talk through Redis: give --message-queue "
+                                   "redis://... (or --data-dir to keep one there)")
+        supervisor = Supervisor(workers, host, port, folder / "run", ["--async-mode", async_mode],
+                                env={"DATABASE_URL": db, "SOCKETIO_MESSAGE_QUEUE": message_queue},
+                                on_death=lambda pid: _forget_worker(db, pid))
+        (folder / "run").mkdir(parents=True, exist_ok=True)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: setattr(supervisor, "stopping", True))
+        supervisor.start()
+        _announce_workers(supervisor, db, message_queue, f"http://{host}:{port}")
+        try:
+            supervisor.watch()
+        finally:
+            supervisor.stop()
+    except services.ServiceError as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        for service in reversed(started):
+            service.stop()
+
+
+def _forget_worker(db: str, pid: int) -> None:
+    from records.database import make_engine
+    from study_server.cluster import Cluster
+
+    engine = make_engine(db)
+    try:
+        Cluster(engine).forget(pid)
+    finally:
+        engine.dispose()
+
+
+def _announce_workers(supervisor: Any, db: str, message_queue: str, base_url: str) -> None:
+    from records.database import database_url
+
+    click.echo(f"gridstudy serving on {base_url} with {supervisor.count} workers "
+               f"(ports {', '.join(map(str, supervisor.ports))}) behind nginx; "
+               f"database {_safe(database_url(db))}, message queue {_safe(message_queue)}; "
+               f"logs in {supervisor.folder}")
+    from records.store import Store
+
+    with Store(db) as store:
+        _echo_study_links(store, base_url)
+
+
+def _safe(url: str) -> str:
+    """A URL without its password."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url
 
 
 DEMO_LINKS_PER_CHALLENGE = 2

@@ -22,13 +22,14 @@ def study_link(base_url: str, study_id: str) -> str:
     return f"{base_url}/study/{study_id}?{PROLIFIC_QUERY}"
 
 
-def study_links(app: Any, base_url: str) -> list[str]:
-    """One line per open study with its Prolific link (``gridstudy serve`` prints them)."""
+def study_links(store: Any, base_url: str) -> list[str]:
+    """One line per open study in ``store`` with its Prolific link (``gridstudy serve``
+    prints them)."""
     from sqlmodel import select
 
     from records.models import Study
 
-    with app.extensions["gridstudy.store"].session() as db:
+    with store.session() as db:
         studies = db.exec(select(Study).where(Study.status == "open").order_by(Study.id)).all()
     return [f"  {s.id}: {study_link(base_url, s.id)}" for s in studies]
 

@@ -1,0 +1,322 @@
+"""Several workers behind nginx, over a real PostgreSQL and a real Redis.
+
+``gridstudy serve --workers 2`` runs as a researcher would run it, with the servers
+started from temporary folders on loopback ports (``study_server/services.py``). The
+participants are HTTP clients walking the study's flow through nginx and python-socketio
+clients playing; each carries its own route cookie, as separate browsers do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import socketio
+from sqlalchemy import create_engine, text
+
+from consent.screening import make_items, study_palette
+from study_server import services
+from tests.conftest import free_port
+
+STUDY = """
+id: crowd
+title: Many at once
+problems: [ant_trail/planning, cloud_burst/planning, crate_push/planning, key_and_door/planning]
+tutorials: {planning: sun_and_ice/planning}
+attempts_per_problem: 10
+problems_per_participant: 1
+completion_code: CROWD123
+screenout_code: CROWD000
+stages: [consent, screening, tasks]
+consent: {version: "1", text: "You are invited to play."}
+"""
+PROBLEMS = ["ant_trail/planning", "cloud_burst/planning", "crate_push/planning",
+            "key_and_door/planning"]
+CAPACITY = 40
+"""Four problems, ten attempts each, one per participant: forty people fill the study."""
+
+
+@pytest.fixture(scope="module")
+def servers() -> Any:
+    """PostgreSQL and Redis, started once for this module."""
+    base = Path(tempfile.mkdtemp(prefix="gridstudy-cluster-"))
+    base.chmod(0o711)  # PostgreSQL runs as its own user when the tests run as root
+    postgres = services.start_postgres(base / "postgres", durable=False)
+    redis = services.start_redis(base / "redis")
+    yield postgres, redis
+    postgres.stop()
+    redis.stop()
+
+
+class Deployment:
+    """``gridstudy serve --workers 2`` on a fresh database of the module's PostgreSQL."""
+
+    def __init__(self, servers: Any, folder: Path) -> None:
+        postgres, redis = servers
+        self.db = services.create_database(postgres.port, f"t{os.getpid()}_{free_port()}")
+        subprocess.run([sys.executable, "-m", "study_server.cli", "study", "create",
+                        str(_write(folder / "study.yaml", STUDY)), "--db", self.db],
+                       check=True, capture_output=True)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = folder / "serve.log"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "study_server.cli", "serve", "--workers", "2",
+             "--port", str(self.port), "--db", self.db, "--message-queue", redis.url],
+            stdout=self.log.open("w"), stderr=subprocess.STDOUT,
+            env={**os.environ, "GRIDSTUDY_PREVIEW": "open"})
+        self.engine = create_engine(self.db)
+        deadline = time.monotonic() + 120
+        while "behind nginx" not in self.log.read_text():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"serve --workers did not start: {self.log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        ports = re.search(r"\(ports (\d+), (\d+)\)", self.log.read_text()).groups()
+        self.workers = [f"127.0.0.1:{p}" for p in ports]
+
+    def sql(self, query: str, **params: Any) -> list[Any]:
+        with self.engine.connect() as db:
+            return list(db.execute(text(query), params))
+
+    def worker_pids(self) -> dict[str, int]:
+        """Worker id -> pid, from the workers' own rows."""
+        return {row[0]: int(row[0].split(":")[1]) for row in self.sql("SELECT id FROM worker")}
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(90)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.engine.dispose()
+
+
+def _write(path: Path, content: str) -> Path:
+    path.write_text(content)
+    return path
+
+
+@pytest.fixture
+def deployment(servers: Any, tmp_path: Path) -> Any:
+    found = Deployment(servers, tmp_path)
+    yield found
+    found.stop()
+
+
+class Person:
+    """One participant's browser: its own cookies (the route cookie among them)."""
+
+    def __init__(self, deployment: Deployment, pid: str, base: str | None = None) -> None:
+        self.deployment, self.pid = deployment, pid
+        self.http = httpx.Client(base_url=base or deployment.url, timeout=60,
+                                 follow_redirects=True)
+        self.served_by: list[str] = []
+
+    def get(self, path: str) -> httpx.Response:
+        return self._seen(self.http.get(path))
+
+    def post(self, form: dict[str, str]) -> httpx.Response:
+        page = self.get("/study/crowd/flow").text
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+        return self._seen(self.http.post("/study/crowd/flow", data={**form, "csrf_token": token}))
+
+    def _seen(self, response: httpx.Response) -> httpx.Response:
+        self.served_by.append(response.headers.get("X-Served-By", ""))
+        return response
+
+    def consent(self) -> None:
+        self.get(f"/study/crowd?PROLIFIC_PID={self.pid}&STUDY_ID=s&SESSION_ID=x")
+        self.post({"choice": "agree"})
+
+    def screening_answers(self) -> dict[str, str]:
+        [(participant_id,)] = self.deployment.sql(
+            "SELECT id FROM participant WHERE external_id = :pid", pid=self.pid)
+        items = make_items(study_palette(PROBLEMS), 6, seed=participant_id)
+        return {f"item-{i}": str(item.answer) for i, item in enumerate(items)}
+
+    def task_token(self) -> str:
+        page = self.get("/study/crowd/flow").text
+        return re.search(r'data-token="([^"]+)"', page).group(1)
+
+    def cookie(self) -> str:
+        return "; ".join(f"{k}={v}" for k, v in self.http.cookies.items())
+
+
+def arrive(deployment: Deployment, count: int, prefix: str) -> list[Person]:
+    """``count`` people through consent, then all answering the colour screen (which
+    reserves their problems) at the same moment."""
+    people = [Person(deployment, f"{prefix}{i}") for i in range(count)]
+    for person in people:
+        person.consent()
+    answers = [person.screening_answers() for person in people]
+    barrier = threading.Barrier(count)
+    failures: list[BaseException] = []
+
+    def screen(person: Person, form: dict[str, str]) -> None:
+        try:
+            barrier.wait(30)
+            person.post(form)
+        except BaseException as error:  # reported below, in the test's thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=screen, args=pair) for pair in zip(people, answers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures, failures
+    return people
+
+
+class Player:
+    """A python-socketio client playing one session, rejoining after every reconnection
+    as the browser client does."""
+
+    def __init__(self, url: str, token: str, cookie: str) -> None:
+        self.token, self.states, self.refusals = token, [], []
+        self.client = socketio.Client(reconnection=True, reconnection_delay=0.2,
+                                      reconnection_delay_max=1)
+        self.client.on("state", lambda state: self.states.append((time.time(), state)))
+        self.client.on("refused", self.refusals.append)
+        self.client.on("connect", lambda: self.client.emit("join", {"token": token}))
+        self.client.connect(url, transports=["websocket"], headers={"Cookie": cookie},
+                            wait_timeout=30)
+
+    def press(self, action: str) -> None:
+        if self.client.connected:
+            self.client.emit("input", {"token": self.token, "action": action,
+                                       "client_time": time.time()})
+
+    def states_after(self, moment: float) -> list[dict]:
+        return [state for at, state in self.states if at > moment]
+
+
+def test_forty_people_at_once_across_two_workers_fill_the_study_exactly(deployment):
+    people = arrive(deployment, CAPACITY, "p")
+
+    rows = deployment.sql("SELECT problem_id, participant_id FROM episode WHERE study_id = 'crowd' "
+                          "AND status IN ('assigned', 'active') AND info::text NOT LIKE '%tutorial%'")
+    assert Counter(problem for problem, _ in rows) == dict.fromkeys(PROBLEMS, 10)
+    assert len({participant for _, participant in rows}) == CAPACITY
+    served = Counter(address for person in people for address in person.served_by if address)
+    assert set(served) == set(deployment.workers), served  # both workers took part
+
+    late = Person(deployment, "late")
+    late.consent()
+    ending = late.post(late.screening_answers()).text
+    assert "have just been filled" in ending and "CROWD000" in ending
+    assert len(deployment.sql("SELECT 1 FROM episode WHERE participant_id = "
+                              "(SELECT id FROM participant WHERE external_id = 'late')")) == 0
+
+
+def _log_in(deployment: Deployment, base: str) -> httpx.Client:
+    from records.store import Store
+    from study_server import auth
+
+    with Store(deployment.db) as store:
+        auth.create_admin(store.engine, "researcher", "correct horse battery")
+    client = httpx.Client(base_url=base, timeout=30, follow_redirects=True)
+    page = client.get("/dashboard/login").text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    client.post("/dashboard/login", data={"username": "researcher", "csrf_token": token,
+                                          "password": "correct horse battery"})
+    return client
+
+
+def test_the_dashboard_on_one_worker_sees_a_participant_playing_on_the_other(deployment):
+    one, other = (f"http://{address}" for address in deployment.workers)
+    person = Person(deployment, "seen", base=other)
+    person.consent()
+    person.post(person.screening_answers())
+    token = person.task_token()
+    player = Player(other, token, person.cookie())
+    try:
+        deadline = time.monotonic() + 15
+        while not player.states and time.monotonic() < deadline:
+            time.sleep(0.1)
+        player.press("right")
+        [(episode_id, owner)] = deployment.sql(
+            "SELECT l.episode_id, w.address FROM livesession l JOIN worker w ON w.id = l.worker "
+            "WHERE l.token = :t", t=token)
+        assert owner == deployment.workers[1]
+        researcher = _log_in(deployment, one)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the other worker's next heartbeat
+            page = researcher.get("/dashboard/")
+            if f'data-live-episode="{episode_id}"' in page.text:
+                break
+            time.sleep(0.3)
+        assert page.headers["X-Served-By"] == deployment.workers[0]
+        assert f'data-live-episode="{episode_id}"' in page.text
+        assert f'data-worker="{deployment.workers[1]}"' in page.text
+
+        pushed: list[str] = []
+        watcher = socketio.Client()
+        watcher.on("monitor", lambda m: pushed.append(m["html"]), namespace="/monitor")
+        watcher.connect(one, namespaces=["/monitor"], transports=["websocket"],
+                        headers={"Cookie": "; ".join(f"{k}={v}" for k, v
+                                                     in researcher.cookies.items())})
+        deadline = time.monotonic() + 10
+        while not pushed and time.monotonic() < deadline:
+            time.sleep(0.1)
+        watcher.disconnect()
+        assert pushed and f'data-live-episode="{episode_id}"' in pushed[-1]
+    finally:
+        player.client.disconnect()
+
+
+def test_killing_a_worker_moves_its_twenty_participants_to_the_other_without_a_gap(deployment):
+    people = arrive(deployment, 20, "k")
+    players = [Player(deployment.url, person.task_token(), person.cookie()) for person in people]
+    try:
+        time.sleep(2)
+        for player in players:
+            player.press("left")
+        time.sleep(1)
+        leases = deployment.sql("SELECT token, worker, episode_id FROM livesession")
+        owners = Counter(worker for _, worker, _ in leases)
+        assert len(leases) == 20 and len(owners) == 2, owners  # both workers play
+        victim, moved = owners.most_common(1)[0]
+        survivor = next(w for w in owners if w != victim)
+        os.kill(deployment.worker_pids()[victim], signal.SIGKILL)
+        killed_at = time.time()
+
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if all(len(p.states_after(killed_at + 1)) >= 3 for p in players):
+                break
+            time.sleep(0.2)
+        for player in players:
+            player.press("right")
+        time.sleep(2)
+
+        assert all(len(p.states_after(killed_at + 1)) >= 3 for p in players), [
+            len(p.states_after(killed_at + 1)) for p in players]
+        leases = deployment.sql("SELECT worker, episode_id FROM livesession")
+        assert {worker for worker, _ in leases} == {survivor}
+        assert len(leases) == 20
+        for _, episode_id in leases:
+            seqs = [row[0] for row in deployment.sql(
+                "SELECT seq FROM event WHERE episode_id = :e ORDER BY seq", e=episode_id)]
+            assert seqs == list(range(len(seqs))), f"episode {episode_id}: a gap in seq"
+            times = [row[0] for row in deployment.sql(
+                "SELECT server_time FROM event WHERE episode_id = :e", e=episode_id)]
+            assert max(times) > killed_at + 1  # it went on ticking after the kill
+        applied = deployment.sql("SELECT count(*) FROM event WHERE action = 'right' "
+                                 "AND server_time > :t", t=killed_at)
+        assert applied[0][0] == 20  # the keys pressed after the move were played
+        assert moved >= 1
+    finally:
+        for player in players:
+            player.client.disconnect()
