@@ -2,22 +2,30 @@
 
     python -m bench.load --sessions 100 --seconds 15 [--repeat 3]
                          [--async-mode gevent[,threading]] [--no-search]
+                         [--workers N] [--db URL]
 
-Starts the server in a subprocess on a temporary SQLite file, then N participants
-(python-socketio clients, in a few worker processes) that open a recorded session, join
-it and press random keys at human-like rates (exponential gaps, mean 0.35 s). It prints,
-per run, tick lateness p50/p99 (from the stored events), frames delivered per frames
-expected, events persisted per events expected, inputs accounted for, the server's CPU
-and the load average before and after (the machine is shared). Several async modes are
-measured in turn, run after run, so each variant is compared with the baseline under the
-same load. Then, unless ``--no-search``, it adds participants in steps until p99 lateness
-passes 25 ms and bisects between the last count that kept it and the first that did not,
-down to ``--search-resolution`` sessions.
+Starts the server in a subprocess (one process on a temporary SQLite file by default;
+``--db URL`` puts it on that database, and ``--workers N`` runs N workers behind nginx
+with a temporary Redis and, unless ``--db`` says otherwise, a temporary PostgreSQL, as
+``gridstudy serve --workers`` does). Then N participants open a recorded session each,
+join it and press random keys at human-like rates (exponential gaps, mean 0.35 s).
 
-The participants run at a lower CPU priority (``--client-nice``, default 10): in a study
-they are browsers on other machines, while here 100 python-socketio clients take about a
-core of the server's two, and at equal priority the tail measured mostly how often they
-preempted the server (p50 25 to 35 ms instead of 1 to 2 ms, measured).
+The participants are one asyncio process speaking Engine.IO 4 / Socket.IO 5 over one
+WebSocket each (:class:`Participant`): a state is counted by its first bytes, never
+decoded, so the generator costs a small part of what the server it measures does (its
+CPU is printed beside the server's). Each participant carries its own route cookie, so
+that nginx spreads them over the workers as it spreads browsers.
+
+It prints, per run: tick lateness p50/p99 (from the stored events), frames delivered per
+frames expected, events persisted per ticks run, gaps in ``seq``, inputs accounted for,
+the CPU of the workers, of nginx/PostgreSQL/Redis and of the generator, and the workers'
+CPU-seconds per session-second (so 1 / that is the sessions one core carries). Several
+async modes are measured in turn, run after run. Then, unless ``--no-search``, it adds
+participants in steps until p99 lateness passes 25 ms and bisects between the last count
+that kept it and the first that did not, down to ``--search-resolution`` sessions.
+
+The generator runs at a lower CPU priority (``--client-nice``, default 10): in a study
+the participants are browsers on other machines.
 
 The default problem is a 16x16 walker at 8 FPS (the highest frame rate in the paper);
 ``--problem ID`` uses a registered one (the Autumn library's run at 4-6 FPS).
@@ -26,16 +34,17 @@ The default problem is a 16x16 walker at 8 FPS (the highest frame rate in the pa
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import math
 import multiprocessing
 import os
 import random
-import socket
-import sqlite3
+import resource
+import secrets
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -61,21 +70,75 @@ def serve(port: int, db: str, async_mode: str, **config: Any) -> None:
     registry.add_problem(Problem(BENCH_PROBLEM, "bench/walker16", "planning", 0,
                                  params={"goal_cells": [[15, 15]], "goal_colours": ["red"],
                                          "horizon": 10**9}))
-    run({"DATABASE_URL": db, "ASYNC_MODE": async_mode, **config}, "127.0.0.1", port)
+    run({"DATABASE_URL": db, "ASYNC_MODE": async_mode, **config}, "127.0.0.1", port,
+        announce=lambda app, url: None)
 
 
-def start_server(db: str, async_mode: str) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "bench.load", "--serve", str(port), db, async_mode]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    wait_for(url)
-    return process, url
+class Server:
+    """What runs for one measurement: one server process, or N workers behind nginx with
+    Redis (and PostgreSQL unless a database was given); stopped by :meth:`stop`."""
+
+    def __init__(self, db: str | None, async_mode: str, workers: int, folder: Path) -> None:
+        from study_server import services
+
+        self.services: list[Any] = []
+        self.supervisor: Any = None
+        self.process: subprocess.Popen | None = None
+        self.stopped = False
+        if workers > 1 and db is None:
+            folder.chmod(0o711)  # PostgreSQL runs as its own user under root
+            self.services.append(services.start_postgres(folder / "postgres", durable=False))
+            db = self.services[-1].url
+        self.db = db or str(folder / "bench.db")
+        if workers > 1:
+            from study_server.workers import Supervisor
+
+            self.services.append(services.start_redis(folder / "redis"))
+            port = services.free_port()
+            self.supervisor = Supervisor(
+                workers, "127.0.0.1", port, folder / "run", [],
+                env={"DATABASE_URL": self.db, "SOCKETIO_MESSAGE_QUEUE": self.services[-1].url},
+                command=[sys.executable, "-m", "bench.load", "--serve-worker", async_mode])
+            (folder / "run").mkdir()
+            self.supervisor.start()
+            self.url = f"http://127.0.0.1:{port}"
+        else:
+            port = services.free_port()
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "bench.load", "--serve", str(port), self.db, async_mode],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.url = f"http://127.0.0.1:{port}"
+        wait_for(self.url)
+
+    def worker_pids(self) -> list[int]:
+        if self.supervisor is not None:
+            return [p.pid for p in self.supervisor.processes.values()]
+        return [self.process.pid]
+
+    def helper_pids(self) -> list[int]:
+        """nginx, PostgreSQL and Redis (each with its children)."""
+        pids = [s.process.pid for s in self.services]
+        if self.supervisor is not None:
+            pids.append(self.supervisor.nginx.process.pid)
+        return pids
+
+    def stop(self) -> None:
+        """SIGTERM: the workers write out their queues on the way down."""
+        if self.stopped:
+            return
+        self.stopped = True
+        if self.supervisor is not None:
+            self.supervisor.stop()
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=60)
+
+    def close(self) -> None:
+        for service in reversed(self.services):
+            service.stop()
 
 
-def wait_for(url: str, timeout: float = 30) -> None:
+def wait_for(url: str, timeout: float = 60) -> None:
     import httpx
 
     deadline = time.monotonic() + timeout
@@ -88,75 +151,116 @@ def wait_for(url: str, timeout: float = 30) -> None:
     raise RuntimeError(f"the server at {url} did not start within {timeout} s")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def tree_cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds so far of these processes and all their descendants
+    (Linux /proc: PostgreSQL and nginx work in children)."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        parents[int(entry.name)] = int(fields[1])
+        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    wanted, total = set(pids), 0.0
+    for pid in times:
+        ancestor = pid
+        while ancestor and ancestor not in wanted:
+            ancestor = parents.get(ancestor, 0)
+        if ancestor:
+            total += times[pid]
+    return total
 
 
 # -- the participants ---------------------------------------------------------------------
 
 
-def participant(url: str, problem: str, join_at: float, leave_at: float, seed: int) -> dict:
-    """One simulated person: join at ``join_at``, press keys until ``leave_at``."""
+class Participant:
+    """One simulated person on one WebSocket, speaking Engine.IO 4 / Socket.IO 5 as the
+    browser client does: ``40`` opens the default namespace, ``42[...]`` is an event, the
+    server's Engine.IO ping ``2`` is answered ``3``, and a clock ``ping`` event with a
+    ``pong``."""
+
+    def __init__(self, url: str, problem: str, join_at: float, leave_at: float,
+                 seed: int) -> None:
+        self.url, self.problem = url, problem
+        self.join_at, self.leave_at = join_at, leave_at
+        self.rng = random.Random(seed)
+        self.cookie = f"gridstudy_route={secrets.token_urlsafe(9)}"
+        self.states: list[float] = []
+        self.sent = 0
+
+    async def run(self, http: Any) -> dict[str, Any]:
+        import websockets
+
+        await asyncio.sleep(max(0.0, self.join_at - time.time()))
+        opened = (await http.post(f"{self.url}/play/{self.problem}/session",
+                                  params={"record": "1"}, headers={"Cookie": self.cookie})).json()
+        token = opened["token"]
+        address = self.url.replace("http", "ws", 1) + "/socket.io/?EIO=4&transport=websocket"
+        async with websockets.connect(address, additional_headers={"Cookie": self.cookie},
+                                      compression=None, max_size=None,
+                                      open_timeout=30) as socket:
+            await socket.recv()  # Engine.IO open
+            await socket.send("40")
+            while not (await socket.recv()).startswith("40"):
+                pass
+            await socket.send("42" + json.dumps(["join", {"token": token}]))
+            joined = time.time()
+            reader = asyncio.create_task(self._read(socket))
+            await self._press(socket, token)
+            left = time.time()
+            reader.cancel()
+        return {"episode_id": opened["episode_id"], "frame_rate": opened["frame_rate"],
+                "joined": joined, "left": left, "sent": self.sent,
+                "states": sum(1 for t in self.states if joined < t <= left)}
+
+    async def _read(self, socket: Any) -> None:
+        async for message in socket:
+            if message.startswith('42["state"'):
+                self.states.append(time.time())
+            elif message == "2":
+                await socket.send("3")
+            elif message.startswith('42["ping"'):
+                sent = json.loads(message[2:])[1]["sent"]
+                await socket.send("42" + json.dumps(["pong", {"sent": sent,
+                                                              "client_time": time.time()}]))
+
+    async def _press(self, socket: Any, token: str) -> None:
+        last_key = self.leave_at - 0.5  # the last keys are applied before leaving
+        while (gap := min(self.rng.expovariate(1 / 0.35), last_key - time.time())) > 0:
+            await asyncio.sleep(gap)
+            if time.time() < last_key:
+                await socket.send("42" + json.dumps(["input", {
+                    "token": token, "action": self.rng.choice(KEYS), "client_time": time.time()}]))
+                self.sent += 1
+        await asyncio.sleep(max(0.0, self.leave_at - time.time()))
+
+
+async def _crowd(url: str, problem: str, plan: list[tuple]) -> list[dict]:
     import httpx
-    import socketio
 
-    rng = random.Random(seed)
-    time.sleep(max(0.0, join_at - time.time()))
-    session = httpx.post(f"{url}/play/{problem}/session", params={"record": "1"},
-                         timeout=30).json()
-    states: list[float] = []
-    client = socketio.Client(reconnection=False)
-    client.on("state", lambda state: states.append(time.time()))
-    client.on("ping", lambda m: answer_ping(client, m))
-    client.connect(url, transports=["websocket"], wait_timeout=30)
-    client.call("join", {"token": session["token"]}, timeout=30)
-    joined, sent = time.time(), 0
-    last_key = leave_at - 0.5  # the last keys are applied before leaving
-    while (gap := min(rng.expovariate(1 / 0.35), last_key - time.time())) > 0:
-        time.sleep(gap)
-        if time.time() < last_key:
-            client.emit("input", {"token": session["token"], "action": rng.choice(KEYS),
-                                  "client_time": time.time()})
-            sent += 1
-    time.sleep(max(0.0, leave_at - time.time()))
-    left = time.time()
-    client.disconnect()
-    return {"episode_id": session["episode_id"], "frame_rate": session["frame_rate"],
-            "joined": joined, "left": left, "sent": sent,
-            "states": sum(1 for t in states if joined < t <= left)}
+    limits = httpx.Limits(max_connections=50)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as http:
+        people = [Participant(url, problem, *p) for p in plan]
+        return list(await asyncio.gather(*(person.run(http) for person in people)))
 
 
-def answer_ping(client: Any, message: dict) -> None:
-    """Answer a clock ping, unless the participant has left meanwhile."""
-    import socketio
-
-    try:
-        client.emit("pong", {"sent": message["sent"], "client_time": time.time()})
-    except socketio.exceptions.BadNamespaceError:
-        pass  # disconnected between the ping and its answer
-
-
-def worker(args: tuple) -> list[dict]:
-    """One client process: its participants in threads."""
+def crowd(args: tuple) -> tuple[list[dict], float]:
+    """The generator process: every participant, and the CPU seconds it took."""
     url, problem, plan = args
-    results: list[dict] = []
-    threads = [threading.Thread(target=lambda p=p: results.append(participant(url, problem, *p)))
-               for p in plan]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
+    results = asyncio.run(_crowd(url, problem, plan))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return results, usage.ru_utime + usage.ru_stime
 
 
-def run_participants(url: str, problem: str, plan: list[tuple], processes: int,
-                     nice: int) -> list[dict]:
-    chunks = [plan[i::processes] for i in range(processes)]
-    with multiprocessing.get_context("spawn").Pool(processes, os.nice, (nice,)) as pool:
-        return [r for chunk in pool.map(worker, [(url, problem, c) for c in chunks if c])
-                for r in chunk]
+def run_participants(url: str, problem: str, plan: list[tuple], nice: int) -> tuple[list[dict], float]:
+    with multiprocessing.get_context("spawn").Pool(1, os.nice, (nice,)) as pool:
+        return pool.apply(crowd, ((url, problem, plan),))
 
 
 # -- the figures --------------------------------------------------------------------------
@@ -167,14 +271,23 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def summarise(db: str, results: list[dict], cpu: float, wall: float) -> dict[str, Any]:
-    with sqlite3.connect(db) as connection:
-        rows = connection.execute("SELECT episode_id, seq, latency, source FROM event").fetchall()
-        raw = connection.execute("SELECT COUNT(*) FROM rawinput").fetchone()[0]
+def summarise(db: str, results: list[dict], cpu: dict[str, float], wall: float) -> dict[str, Any]:
+    from sqlalchemy import text
+
+    from records.database import make_engine
+
+    engine = make_engine(db)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT episode_id, seq, latency, source FROM event")).all()
+            raw = connection.execute(text("SELECT COUNT(*) FROM rawinput")).scalar()
+    finally:
+        engine.dispose()
     by_episode: dict[int, list[int]] = {}
     for episode_id, seq, _, _ in rows:
         by_episode.setdefault(episode_id, []).append(seq)
     expected = sum(math.floor((r["left"] - r["joined"]) * r["frame_rate"]) for r in results)
+    session_seconds = sum(r["left"] - r["joined"] for r in results)
     lateness = [row[2] for row in rows]
     return {
         "sessions": len(results),
@@ -185,38 +298,48 @@ def summarise(db: str, results: list[dict], cpu: float, wall: float) -> dict[str
         "seq_gaps": sum(max(s) + 1 - len(s) for s in by_episode.values()),
         "inputs_accounted": (sum(row[3] == "input" for row in rows) + raw)
         / max(1, sum(r["sent"] for r in results)),
-        "server_cpu_percent_of_one_core": 100 * cpu / wall,
+        "server_cpu_percent_of_one_core": 100 * cpu["workers"] / wall,
+        "helpers_cpu_percent_of_one_core": 100 * cpu["helpers"] / wall,
+        "generator_cpu_percent_of_one_core": 100 * cpu["generator"] / wall,
+        "server_cpu_per_session_second": cpu["workers"] / session_seconds,
     }
 
 
-def measure(sessions: int, seconds: float, async_mode: str, problem: str,
-            processes: int, nice: int = 10) -> dict[str, Any]:
+def measure(sessions: int, seconds: float, async_mode: str, problem: str, nice: int = 10,
+            workers: int = 1, db: str | None = None) -> dict[str, Any]:
     """One run: N participants joining over 1 s, playing ``seconds``, then the figures."""
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        db = str(Path(tmp) / "bench.db")
-        server, url = start_server(db, async_mode)
+        server = Server(db, async_mode, workers, Path(tmp))
         try:
             start = time.time() + 3.0
             plan = [(start + i / max(1, sessions), start + 1 + seconds, i)
                     for i in range(sessions)]
-            cpu0, wall0 = cpu_seconds(server.pid), time.monotonic()
-            results = run_participants(url, problem, plan, processes, nice)
-            cpu, wall = cpu_seconds(server.pid) - cpu0, time.monotonic() - wall0
+            pids, helpers = server.worker_pids(), server.helper_pids()
+            cpu0 = tree_cpu_seconds(pids), tree_cpu_seconds(helpers)
+            wall0 = time.monotonic()
+            results, generator = run_participants(server.url, problem, plan, nice)
+            wall = time.monotonic() - wall0
+            cpu = {"workers": tree_cpu_seconds(pids) - cpu0[0],
+                   "helpers": tree_cpu_seconds(helpers) - cpu0[1], "generator": generator}
+            server.stop()
+            figures = summarise(server.db, results, cpu, wall)
         finally:
-            server.terminate()
-            server.wait(timeout=60)  # the store writes out its queue on the way down
-        figures = summarise(db, results, cpu, wall)
-    return {"async_mode": async_mode, **figures,
+            server.stop()
+            server.close()
+    return {"async_mode": async_mode, "workers": workers, **figures,
             "load_average": (load_before, os.getloadavg()[0])}
 
 
 def row(figures: dict[str, Any]) -> str:
     """One run's figures on one line."""
-    return ("{async_mode:<9} {sessions:4d} sessions  p50 {lateness_p50_ms:5.1f} ms  "
+    return ("{async_mode:<9} {workers} worker(s) {sessions:4d} sessions  p50 {lateness_p50_ms:5.1f} ms  "
             "p99 {lateness_p99_ms:6.1f} ms  delivered {frames_delivered_per_expected:.3f}  "
             "persisted {events_persisted_per_ticks_run:.3f}  gaps {seq_gaps}  "
-            "inputs {inputs_accounted:.3f}  cpu {server_cpu_percent_of_one_core:3.0f} %  "
+            "inputs {inputs_accounted:.3f}  cpu: server {server_cpu_percent_of_one_core:3.0f} %, "
+            "nginx+db+queue {helpers_cpu_percent_of_one_core:3.0f} %, "
+            "generator {generator_cpu_percent_of_one_core:3.0f} %  "
+            "server {server_cpu_per_session_second:.4f} cpu-s per session-s  "
             "load {load_average[0]:.1f}->{load_average[1]:.1f}").format(**figures)
 
 
@@ -247,6 +370,11 @@ def main(argv: list[str] | None = None) -> None:
     if argv[:1] == ["--serve"]:
         serve(int(argv[1]), argv[2], argv[3])
         return
+    if argv[:1] == ["--serve-worker"]:  # one of the workers, as `serve --worker` runs it
+        port = int(argv[argv.index("--port") + 1])
+        serve(port, os.environ["DATABASE_URL"], argv[1], BEHIND_PROXY=True,
+              ADDRESS=f"127.0.0.1:{port}")
+        return
     parser = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=15.0)
@@ -254,38 +382,44 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--async-mode", default=DEFAULT_ASYNC_MODE,
                         help="comma-separated modes, measured in turn (the first is searched)")
     parser.add_argument("--problem", default=BENCH_PROBLEM)
-    parser.add_argument("--processes", type=int, default=2, help="client worker processes")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="server processes (more than one: behind nginx, with Redis)")
+    parser.add_argument("--db", default=None, help="database URL (default: a temporary SQLite "
+                        "file, or a temporary PostgreSQL with --workers)")
     parser.add_argument("--client-nice", type=int, default=10,
                         help="CPU niceness of the simulated participants (0: as the server)")
     parser.add_argument("--no-search", action="store_true")
     parser.add_argument("--search-step", type=int, default=50)
     parser.add_argument("--search-resolution", type=int, default=10)
     parser.add_argument("--search-seconds", type=float, default=8.0)
-    parser.add_argument("--search-limit", type=int, default=400)
+    parser.add_argument("--search-limit", type=int, default=600)
     args = parser.parse_args(argv)
     modes = args.async_mode.split(",")
     for mode in modes:
         if mode not in ASYNC_MODES:
             parser.error(f"unknown async mode {mode!r}; expected one of {', '.join(ASYNC_MODES)}")
+    if args.workers > 1 and modes != ["gevent"]:
+        parser.error("several workers run gevent only (Flask-SocketIO's deployment)")
     print(f"{args.sessions} participants x {args.seconds:.0f} s on {args.problem}, "
-          f"participants at nice {args.client_nice}, on a shared machine "
-          "(load average: 1-minute, before->after each run)", flush=True)
+          f"{args.workers} worker(s), generator at nice {args.client_nice}, on a shared "
+          "machine (load average: 1-minute, before->after each run)", flush=True)
+    options = {"workers": args.workers, "db": args.db}
     for _ in range(args.repeat):
         for mode in modes:
             print(row(measure(args.sessions, args.seconds, mode, args.problem,
-                              args.processes, args.client_nice)), flush=True)
+                              args.client_nice, **options)), flush=True)
     if not args.no_search:
         def measure_count(sessions: int) -> dict[str, Any]:
             figures = measure(sessions, args.search_seconds, modes[0], args.problem,
-                              args.processes, args.client_nice)
+                              args.client_nice, **options)
             print("  search: " + row(figures), flush=True)
             return figures
 
         best = search(measure_count, args.search_step, args.search_limit,
                       args.search_resolution)
-        print(f"largest session count with p99 lateness <= 25 ms: {best} ({modes[0]}; "
-              f"steps of {args.search_step}, then bisection to {args.search_resolution}, "
-              f"{args.search_seconds:.0f} s each)")
+        print(f"largest session count with p99 lateness <= 25 ms: {best} ({modes[0]}, "
+              f"{args.workers} worker(s); steps of {args.search_step}, then bisection to "
+              f"{args.search_resolution}, {args.search_seconds:.0f} s each)")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Events persisted per second through the store's batching writer, on SQLite.
+"""Events persisted per second through the store's batching writer, on SQLite and, with
+``--db URL``, on that database (PostgreSQL) beside it.
 
 Two workloads of realistic event rows with 16x16 frames, written by several producer
 threads (one per simulated session) and timed until ``flush()`` returns, so the figure
@@ -9,18 +10,27 @@ printed beside the wall-clock rate because the wall clock suffers on a shared ma
   real-time session's idle ticks do;
 * ``distinct``: every event brings a frame never seen before (the worst case).
 
-Run: ``python -m bench.store [--events N] [--threads T]``.
+Run: ``python -m bench.store [--events N] [--threads T] [--db URL]``. On PostgreSQL each
+workload writes into a scratch database made on the same server and dropped after (the
+user needs the CREATEDB right), so the figures start from empty tables, as on SQLite.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import secrets
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
+
+from records.database import database_url
 from records.store import Store
 
 COLOURS = ("black", "gold", "blue", "red", "grey", "lightblue", "green", "white")
@@ -58,15 +68,37 @@ def session_events(session: int, count: int, frames: list, repeat: float,
     return records
 
 
-def run(name: str, events: int, threads: int, repeat: float, seed: int = 0) -> float:
+@contextmanager
+def scratch_database(url: str | None) -> Iterator[str]:
+    """An empty database for one run: a temporary SQLite file (``url`` None), or a new
+    database beside the one ``url`` names, dropped afterwards."""
+    if url is None:
+        with tempfile.TemporaryDirectory() as directory:
+            yield f"sqlite:///{Path(directory) / 'bench.db'}"
+        return
+    base = make_url(database_url(url))
+    name = f"gridstudy_bench_{secrets.token_hex(4)}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+
+
+def run(name: str, events: int, threads: int, repeat: float, seed: int = 0,
+        db: str | None = None) -> float:
     """Write ``events`` split over ``threads`` producers; print and return events/s."""
     rng = random.Random(seed)
     per_thread = events // threads
     distinct = per_thread if repeat == 0 else max(1, int(per_thread * (1 - repeat)) + 1)
     batches = [session_events(n, per_thread, make_frames(distinct, rng), repeat, rng)
                for n in range(threads)]
-    with tempfile.TemporaryDirectory() as directory:
-        store = Store(f"sqlite:///{Path(directory) / 'bench.db'}")
+    with scratch_database(db) as url:
+        store = Store(url)
         producers = [threading.Thread(target=_produce, args=(store, b)) for b in batches]
         start, cpu = time.perf_counter(), time.process_time()
         for producer in producers:
@@ -97,10 +129,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--db", default=None,
+                        help="a database URL (PostgreSQL) to measure beside SQLite")
     args = parser.parse_args()
-    print("SQLite, WAL, synchronous=NORMAL; 16x16 frames; timed until flush() returns")
-    run("idle", args.events, args.threads, repeat=0.9)
-    run("distinct", args.events // 2, args.threads, repeat=0.0)
+    print("16x16 frames; timed until flush() returns")
+    targets = [("SQLite (WAL, synchronous=NORMAL)", None)]
+    if args.db:
+        targets.append((f"{make_url(database_url(args.db)).get_backend_name()} "
+                        f"({make_url(database_url(args.db)).render_as_string()})", args.db))
+    for title, db in targets:
+        print(title)
+        run("idle", args.events, args.threads, repeat=0.9, db=db)
+        run("distinct", args.events // 2, args.threads, repeat=0.0, db=db)
 
 
 if __name__ == "__main__":

@@ -83,14 +83,17 @@ def create_tables(engine: Any, attempts: int = 5) -> None:
             SQLModel.metadata.create_all(engine)
             add_missing_columns(engine)
             return
-        except (OperationalError, ProgrammingError) as error:
+        except (OperationalError, ProgrammingError, IntegrityError) as error:
             if not _created_meanwhile(error) or attempt == attempts - 1:
                 raise
 
 
 def _created_meanwhile(error: Exception) -> bool:
+    """SQLite and PostgreSQL saying another process made it first (PostgreSQL may say
+    so through the unique index of its catalogue of types)."""
     message = str(error).lower()
-    return "already exists" in message or "duplicate column" in message
+    return ("already exists" in message or "duplicate column" in message
+            or "pg_type_typname_nsp_index" in message)
 
 
 DEFAULT_DB = "gridstudy.db"

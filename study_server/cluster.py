@@ -201,6 +201,7 @@ def init_cluster(app: Any, socketio: Any) -> Cluster:
     store = app.extensions["gridstudy.store"]
     cluster = Cluster(store.engine, app.config.get("ADDRESS"))
     cluster.pending = set()  # tokens being adopted: their leases are not released
+    cluster.gone = set()  # leases whose sessions were gone at the last heartbeat
     cluster.running = True
     cluster.beat()
     app.extensions["gridstudy.cluster"] = cluster
@@ -229,15 +230,20 @@ def heartbeat(app: Any, socketio: Any) -> None:
     cluster.beat(monitor.local_view(app))
     for token, by, takeover in cluster.wanted():
         _hand_over(app, socketio, token, by, takeover)
-    held = cluster.held()
+    # The order of these reads matters: a session is leased before it is added, and stays
+    # pending from before its lease is taken until after it is added.
+    pending = set(cluster.pending)
     recorded = {token for token, s in list(scheduler.sessions.items()) if s.recorder is not None}
-    for token in recorded - held - cluster.pending:
+    held = cluster.held()
+    for token in recorded - held:
         session = scheduler.remove(token)
         if session is not None:
             log.warning("session %s: another worker holds it now; stopped here", token[:6])
             if session.sid is not None:
                 socketio.server.disconnect(session.sid)  # it reconnects to the owner
-    cluster.release(held - recorded - cluster.pending)
+    gone = held - recorded - pending
+    cluster.release(gone & cluster.gone)  # gone at two heartbeats in a row
+    cluster.gone = gone
 
 
 def _hand_over(app: Any, socketio: Any, token: str, by: str, takeover: bool) -> None:
@@ -251,7 +257,7 @@ def _hand_over(app: Any, socketio: Any, token: str, by: str, takeover: bool) -> 
         scheduler.remove(token)
         session.engine.drain("the session moved to another server before this input's tick")
         if session.sid is not None:
-            socketio.emit("taken-over", {"token": token}, to=session.sid)
+            socketio.emit("taken-over", {"token": token}, to=session.sid, ignore_queue=True)
         app.extensions["gridstudy.store"].wait()  # the new owner replays every row
     cluster.hand_over(token, by)
 

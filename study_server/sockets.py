@@ -29,7 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import current_app, request
-from flask_socketio import SocketIO, emit, join_room, leave_room
+from flask_socketio import SocketIO, join_room, leave_room
+from flask_socketio import emit as emit_anywhere
 from socketio.packet import Packet
 
 from study_server import cluster
@@ -104,6 +105,13 @@ def make_deliver(socketio: SocketIO):
         outbox.put((session.token, session.get_state()))
 
     return deliver
+
+
+def emit(event: str, data: Any, to: str | None = None) -> None:
+    """Emit to a connection of this worker (the sender, or a session's connection, which
+    joined here): straight to it, not through the message queue, which would carry it to
+    every worker for one of them to deliver."""
+    emit_anywhere(event, data, to=to, ignore_queue=True)
 
 
 def _scheduler() -> Scheduler:

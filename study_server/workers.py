@@ -34,6 +34,8 @@ from study_server.services import Service, free_port, start_nginx, wait_for_port
 ROUTE_COOKIE = "gridstudy_route"
 RESTART_DELAY = 1.0
 """Seconds before a worker that died is started again."""
+WORKER_COMMAND = (sys.executable, "-m", "study_server.cli", "serve", "--worker")
+"""How a worker starts (the load benchmark starts its own, with its problem registered)."""
 MAX_QUICK_DEATHS = 5
 """A worker that dies this many times within a minute of its start is not started again."""
 
@@ -102,10 +104,11 @@ class Supervisor:
     def __init__(self, workers: int, host: str, port: int, folder: Path,
                  worker_args: Sequence[str], env: dict[str, str] | None = None,
                  say: Callable[[str], Any] = print,
-                 on_death: Callable[[int], Any] = lambda pid: None) -> None:
+                 on_death: Callable[[int], Any] = lambda pid: None,
+                 command: Sequence[str] = WORKER_COMMAND) -> None:
         self.count, self.host, self.port = workers, host, port
         self.folder = Path(folder)
-        self.worker_args = list(worker_args)
+        self.command = [*command, *worker_args]
         self.env = {**os.environ, **(env or {})}
         self.say, self.on_death = say, on_death
         self.ports = [free_port() for _ in range(workers)]
@@ -127,8 +130,7 @@ class Supervisor:
             self.folder / "nginx"), self.port)
 
     def _start_worker(self, port: int) -> None:
-        command = [sys.executable, "-m", "study_server.cli", "serve", "--worker",
-                   "--host", "127.0.0.1", "--port", str(port), *self.worker_args]
+        command = [*self.command, "--host", "127.0.0.1", "--port", str(port)]
         log = (self.folder / f"worker-{port}.log").open("ab")
         self.processes[port] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                                 env=self.env)

@@ -57,6 +57,7 @@ def run(config: dict[str, Any], host: str, port: int, announce: Any = None) -> N
     from study_server.app import create_app, shutdown, socketio
 
     app = create_app(config)
+    _freeze_startup_objects()
     _stop_on_signals(config.get("ASYNC_MODE", "threading"), socketio)
     base_url = f"http://{host}:{port}"
     (announce or _announce_server)(app, base_url)
@@ -67,6 +68,20 @@ def run(config: dict[str, Any], host: str, port: int, announce: Any = None) -> N
         socketio.run(app, host=host, port=port, log_output=False, use_reloader=False, **options)
     finally:
         shutdown(app)
+
+
+def _freeze_startup_objects() -> None:
+    """Leave everything made while starting (the registry, the libraries, the app) out of
+    the garbage collector's full passes.
+
+    A full pass walks every tracked object; with a hundred sessions playing, one held
+    every tick loop for about 110 ms once in each 15-second benchmark run, the worst tick
+    lateness of the run (measured). Frozen, the startup objects are not walked again.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def _stop_on_signals(async_mode: str, socketio: Any) -> None:
