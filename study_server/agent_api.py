@@ -48,7 +48,7 @@ from records import schema
 from records.models import AgentRun, EpisodeRow, Study
 from records.rebuild import stored_attempt
 from records.recorder import EpisodeRecorder
-from study_server import tokens
+from study_server import cluster, tokens
 from tasks import registry
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.turn import (
@@ -292,6 +292,7 @@ def start_episode(run_id: int):
                                info={**limits, "run_index": run_index})
     live = LiveEpisode(recorder.episode_id, AgentTurns(Episode(problem), recorder, **limits),
                        g.token.name)
+    current_app.extensions["gridstudy.cluster"].claim(cluster.agent_token(live.id), live.id)
     current_app.extensions["gridstudy.agent_episodes"][live.id] = live
     return jsonify({"episode_id": live.id, "state": state_of(live)}), 201
 
@@ -362,14 +363,41 @@ def resume_episode(episode_id: int):
 
 
 def _live(episode_id: int) -> LiveEpisode:
-    """The live episode, rebuilt from its stored events after a restart."""
+    """The live episode, rebuilt from its stored events after a restart, or when another
+    worker played it last (``study_server/cluster.py``: one worker plays an attempt at a
+    time; its lease moves here first)."""
     episodes = current_app.extensions["gridstudy.agent_episodes"]
-    live = episodes.get(_id(episode_id, "agent episode"))
-    if live is None:
-        live = episodes[episode_id] = _rebuild(episode_id)
+    workers = current_app.extensions["gridstudy.cluster"]
+    token = cluster.agent_token(_id(episode_id, "agent episode"))
+    live, lease = episodes.get(episode_id), workers.lease(token)
+    if live is None or lease is None or lease.worker != workers.id:
+        episodes.pop(episode_id, None)
+        _stored_run(episode_id)  # another token's episode is not moved here
+        workers.pending.add(token)
+        try:
+            found = cluster.acquire(current_app, token, takeover=True,
+                                    sleep=current_app.extensions["socketio"].sleep)
+            if isinstance(found, str):
+                raise ApiError(503, f"episode {episode_id} is being played on another server "
+                                    "that did not answer; try again")
+            live = episodes[episode_id] = _rebuild(episode_id)
+            if found is None:
+                workers.claim(token, episode_id)
+        finally:
+            workers.pending.discard(token)
     if live.token != g.token.name:
         raise ApiError(404, f"no agent episode {episode_id}")
     return live
+
+
+def _stored_run(episode_id: int) -> AgentRun:
+    """The agent run of this token that episode ``episode_id`` belongs to (404 if none)."""
+    with _store().session() as session:
+        row = session.get(EpisodeRow, episode_id)
+        run = session.get(AgentRun, row.agent_run_id) if row and row.agent_run_id else None
+    if run is None or run.token != g.token.name:
+        raise ApiError(404, f"no agent episode {episode_id}")
+    return run
 
 
 def _rebuild(episode_id: int) -> LiveEpisode:
@@ -379,10 +407,8 @@ def _rebuild(episode_id: int) -> LiveEpisode:
 
 def _stored(episode_id: int) -> Any:
     """This token's stored attempt ``episode_id`` (404 for another token's)."""
+    _stored_run(episode_id)
     stored = stored_attempt(_store(), episode_id)
-    if stored is not None:
-        with _store().session() as session:
-            run = session.get(AgentRun, stored.row.agent_run_id)
-        if run is not None and run.token == g.token.name:
-            return stored
-    raise ApiError(404, f"no agent episode {episode_id}")
+    if stored is None:
+        raise ApiError(404, f"no agent episode {episode_id}")
+    return stored

@@ -47,6 +47,8 @@ HEARTBEAT = 1.0
 """Seconds between a worker's heartbeats."""
 STALE_AFTER = 4.0
 """Seconds without a heartbeat after which a worker is taken for dead."""
+SWEEP_EVERY = 60
+"""Heartbeats between two sweeps of the leases of dead workers' finished attempts."""
 ADOPT_WAIT = STALE_AFTER + 2 * HEARTBEAT
 """The longest a join waits for a session held elsewhere: its owner's handover, or its
 dead owner's heartbeat going stale."""
@@ -79,6 +81,13 @@ class Cluster:
         self.clock = clock
         self.stale_after = stale_after
         self.started_at = clock()
+        self.pending: set[str] = set()
+        """Tokens being adopted or opened here: their leases are not released."""
+        self.gone: set[str] = set()
+        """Leases held here whose sessions were gone at the last heartbeat."""
+        self.beats = 0
+        self.running = True
+        """False once the app shuts down: the heartbeat task ends."""
 
     # -- workers ----------------------------------------------------------------------------
 
@@ -103,11 +112,23 @@ class Cluster:
                                    .order_by(Worker.started_at)))
 
     def leave(self) -> None:
-        """A clean stop: this worker's leases and row go, so that its sessions are taken
-        up at once rather than after :data:`STALE_AFTER`."""
+        """A clean stop: this worker's row goes, so that its sessions are taken up at once
+        (after a restart too, by the clients that rejoin them) rather than after
+        :data:`STALE_AFTER`. Their leases stay, naming a worker no longer alive."""
         with self.engine.begin() as db:
-            db.execute(delete(LiveSession).where(LiveSession.worker == self.id))
             db.execute(delete(Worker).where(Worker.id == self.id))
+
+    def sweep(self) -> int:
+        """Drop the leases of dead workers whose attempts are over (nobody will rejoin
+        them); how many."""
+        from records.models import EpisodeRow
+
+        fresh = self.clock() - self.stale_after
+        alive = select(Worker.id).where(Worker.seen_at >= fresh)
+        over = select(EpisodeRow.id).where(EpisodeRow.status.not_in(("assigned", "active")))
+        with self.engine.begin() as db:
+            return db.execute(delete(LiveSession).where(
+                LiveSession.worker.not_in(alive), LiveSession.episode_id.in_(over))).rowcount
 
     def forget(self, pid: int) -> None:
         """Forget the worker of process ``pid`` on this host, which has died (its
@@ -200,9 +221,6 @@ def init_cluster(app: Any, socketio: Any) -> Cluster:
     heartbeat task."""
     store = app.extensions["gridstudy.store"]
     cluster = Cluster(store.engine, app.config.get("ADDRESS"))
-    cluster.pending = set()  # tokens being adopted: their leases are not released
-    cluster.gone = set()  # leases whose sessions were gone at the last heartbeat
-    cluster.running = True
     cluster.beat()
     app.extensions["gridstudy.cluster"] = cluster
 
@@ -234,61 +252,96 @@ def heartbeat(app: Any, socketio: Any) -> None:
     # pending from before its lease is taken until after it is added.
     pending = set(cluster.pending)
     recorded = {token for token, s in list(scheduler.sessions.items()) if s.recorder is not None}
+    agents = app.extensions.get("gridstudy.agent_episodes", {})
+    recorded |= {agent_token(episode_id) for episode_id in list(agents)}
     held = cluster.held()
     for token in recorded - held:
-        session = scheduler.remove(token)
-        if session is not None:
-            log.warning("session %s: another worker holds it now; stopped here", token[:6])
-            if session.sid is not None:
-                socketio.server.disconnect(session.sid)  # it reconnects to the owner
+        log.warning("session %s: another worker holds it now; stopped here", token[:6])
+        _drop(app, socketio, token)
     gone = held - recorded - pending
     cluster.release(gone & cluster.gone)  # gone at two heartbeats in a row
     cluster.gone = gone
+    cluster.beats += 1
+    if cluster.beats % SWEEP_EVERY == 0:
+        cluster.sweep()
 
 
 def _hand_over(app: Any, socketio: Any, token: str, by: str, takeover: bool) -> None:
     cluster: Cluster = app.extensions["gridstudy.cluster"]
-    scheduler = app.extensions["gridstudy.realtime"]
-    session = scheduler.get(token)
+    session = app.extensions["gridstudy.realtime"].get(token)
     if session is not None and session.sid is not None and not takeover:
         cluster.decline(token)
         return
-    if session is not None:
-        scheduler.remove(token)
-        session.engine.drain("the session moved to another server before this input's tick")
-        if session.sid is not None:
-            socketio.emit("taken-over", {"token": token}, to=session.sid, ignore_queue=True)
-        app.extensions["gridstudy.store"].wait()  # the new owner replays every row
+    if session is not None and session.sid is not None:
+        socketio.emit("taken-over", {"token": token}, to=session.sid, ignore_queue=True)
+    _drop(app, socketio, token, disconnect=False)
+    app.extensions["gridstudy.store"].wait()  # the new owner replays every row
     cluster.hand_over(token, by)
+
+
+def _drop(app: Any, socketio: Any, token: str, disconnect: bool = True) -> None:
+    """Stop playing ``token`` here (its lease is, or is about to be, another worker's):
+    a participant's session stops ticking, its queued inputs stored as dropped, and its
+    connection is closed so that it reconnects to the owner; an agent's episode is
+    forgotten (the owner rebuilds it from the store)."""
+    if token.startswith(AGENT):
+        live = app.extensions.get("gridstudy.agent_episodes", {}).pop(int(token[len(AGENT):]), None)
+        if live is not None:
+            with live.lock:  # a turn in progress finishes first
+                pass
+        return
+    session = app.extensions["gridstudy.realtime"].remove(token)
+    if session is not None:
+        session.engine.drain("the session moved to another server before this input's tick")
+        if disconnect and session.sid is not None:
+            socketio.server.disconnect(session.sid)
+
+
+AGENT = "agent:"
+"""The lease token of an agent API episode is this and its id."""
+
+
+def agent_token(episode_id: int) -> str:
+    return f"{AGENT}{episode_id}"
+
+
+def acquire(app: Any, token: str, takeover: bool = False,
+            sleep: Callable[[float], Any] = time.sleep, wait: float = ADOPT_WAIT) -> Any:
+    """Make this worker the owner of ``token``'s lease: at once when it is already, by
+    compare-and-swap from a dead owner, or handed over by a live one. The lease; ``None``
+    when there is none; or a refusal's reason (:data:`DECLINED`, :data:`HELD_ELSEWHERE`).
+    The caller holds ``token`` in :attr:`Cluster.pending` until its session is live."""
+    cluster: Cluster = app.extensions["gridstudy.cluster"]
+    deadline, asked = time.monotonic() + wait, None
+    while True:
+        lease = cluster.lease(token)
+        if lease is None or lease.worker == cluster.id:
+            return lease
+        if not lease.alive:
+            if cluster.take(token, lease.worker):
+                return lease
+            continue
+        if asked == lease.worker and lease.wanted_by != cluster.id:
+            return DECLINED
+        if asked != lease.worker:
+            cluster.want(token, lease.worker, takeover)
+            asked = lease.worker
+        if time.monotonic() > deadline:
+            return HELD_ELSEWHERE
+        sleep(0.1)
 
 
 def adopt(app: Any, token: str, takeover: bool = False, sleep: Callable[[float], Any] = time.sleep,
           wait: float = ADOPT_WAIT) -> Any:
-    """The live session of ``token`` rebuilt here, after taking its lease from a dead
-    worker or being handed it by a live one; ``None`` for a token no recorded live
-    session has, or a refusal's reason (:data:`DECLINED`, :data:`HELD_ELSEWHERE`)."""
+    """The live session of ``token`` rebuilt here once its lease is this worker's
+    (:func:`acquire`); ``None`` for a token no recorded live session has, or the reason
+    it cannot be had."""
     cluster: Cluster = app.extensions["gridstudy.cluster"]
-    deadline, asked = time.monotonic() + wait, None
     cluster.pending.add(token)
     try:
-        while True:
-            lease = cluster.lease(token)
-            if lease is None:
-                return None
-            if lease.worker == cluster.id:
-                break
-            if not lease.alive:
-                if cluster.take(token, lease.worker):
-                    break
-                continue
-            if asked == lease.worker and lease.wanted_by != cluster.id:
-                return DECLINED
-            if asked != lease.worker:
-                cluster.want(token, lease.worker, takeover)
-                asked = lease.worker
-            if time.monotonic() > deadline:
-                return HELD_ELSEWHERE
-            sleep(0.1)
+        lease = acquire(app, token, takeover, sleep, wait)
+        if lease is None or isinstance(lease, str):
+            return lease
         return _rebuild(app, lease.episode_id, token)
     finally:
         cluster.pending.discard(token)

@@ -70,11 +70,12 @@ http {{
     upstream gridstudy {{
         hash $gridstudy_route consistent;
 {servers}
-        keepalive 64;
     }}
     server {{
         listen {listen};
         client_max_body_size 20m;
+        # A new connection per request: one to a worker that has died is refused before
+        # the request is sent, and nginx may then send it, even a POST, to another.
         proxy_next_upstream error timeout;
         proxy_connect_timeout 2s;
         location /socket.io/ {{
@@ -90,7 +91,6 @@ http {{
             proxy_pass http://gridstudy;
             proxy_http_version 1.1;
 {headers}
-            proxy_set_header Connection "";
             proxy_read_timeout 600s;
         }}
     }}

@@ -202,6 +202,21 @@ class Player:
         return [state for at, state in self.states if at > moment]
 
 
+def playing_on(deployment: Deployment, worker: str, pid: str) -> tuple[str, Player]:
+    """A participant who walked the flow on ``worker`` (host:port, directly) and plays
+    their task there: the session's token and the player, once its first state came."""
+    person = Person(deployment, pid, base=f"http://{worker}")
+    person.consent()
+    person.post(person.screening_answers())
+    token = person.task_token()
+    player = Player(f"http://{worker}", token, person.cookie())
+    deadline = time.monotonic() + 15
+    while not player.states and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert player.states, "the session never started"
+    return token, player
+
+
 def test_forty_people_at_once_across_two_workers_fill_the_study_exactly(deployment):
     people = arrive(deployment, CAPACITY, "p")
 
@@ -220,6 +235,18 @@ def test_forty_people_at_once_across_two_workers_fill_the_study_exactly(deployme
                               "(SELECT id FROM participant WHERE external_id = 'late')")) == 0
 
 
+def _wait_gone(pid: int, timeout: float = 10) -> None:
+    """Until the process has exited and been reaped (by the supervisor)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
+    raise TimeoutError(f"process {pid} is still there")
+
+
 def _log_in(deployment: Deployment, base: str) -> httpx.Client:
     from records.store import Store
     from study_server import auth
@@ -235,16 +262,9 @@ def _log_in(deployment: Deployment, base: str) -> httpx.Client:
 
 
 def test_the_dashboard_on_one_worker_sees_a_participant_playing_on_the_other(deployment):
-    one, other = (f"http://{address}" for address in deployment.workers)
-    person = Person(deployment, "seen", base=other)
-    person.consent()
-    person.post(person.screening_answers())
-    token = person.task_token()
-    player = Player(other, token, person.cookie())
+    one = f"http://{deployment.workers[0]}"
+    token, player = playing_on(deployment, deployment.workers[1], "seen")
     try:
-        deadline = time.monotonic() + 15
-        while not player.states and time.monotonic() < deadline:
-            time.sleep(0.1)
         player.press("right")
         [(episode_id, owner)] = deployment.sql(
             "SELECT l.episode_id, w.address FROM livesession l JOIN worker w ON w.id = l.worker "
@@ -320,3 +340,93 @@ def test_killing_a_worker_moves_its_twenty_participants_to_the_other_without_a_g
     finally:
         for player in players:
             player.client.disconnect()
+
+
+def test_a_session_moves_between_live_workers_only_when_its_tab_lets_it(deployment):
+    """A join on another worker while the first tab is connected is refused as a second
+    tab is; "continue here" takes the session over across workers (the first tab is told),
+    and once that tab has gone a plain join brings it back. seq never breaks."""
+    one, other = (f"http://{address}" for address in deployment.workers)
+    token, first = playing_on(deployment, deployment.workers[1], "tabs")
+    told: list[dict] = []
+    first.client.on("taken-over", told.append)
+    second = socketio.Client()
+    try:
+        first.press("right")
+        second.connect(one, transports=["websocket"])
+        refused = second.call("join", {"token": token}, timeout=30)
+        assert refused == {"ok": False, "error": "join: this session is open in another connection"}
+
+        taken = second.call("join", {"token": token, "takeover": True}, timeout=30)
+        assert taken["ok"], taken
+        deadline = time.monotonic() + 5
+        while not told and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert told == [{"token": token}]
+        [(owner,)] = deployment.sql("SELECT w.address FROM livesession l JOIN worker w "
+                                    "ON w.id = l.worker WHERE l.token = :t", t=token)
+        assert owner == deployment.workers[0]
+        second.emit("input", {"token": token, "action": "left", "client_time": time.time()})
+        time.sleep(1)
+        second.disconnect()
+        first.client.disconnect()
+
+        third = socketio.Client()
+        third.connect(other, transports=["websocket"])
+        back = third.call("join", {"token": token}, timeout=30)
+        third.disconnect()
+        assert back["ok"], back
+        [(owner,)] = deployment.sql("SELECT w.address FROM livesession l JOIN worker w "
+                                    "ON w.id = l.worker WHERE l.token = :t", t=token)
+        assert owner == deployment.workers[1]
+        [(episode_id,)] = deployment.sql("SELECT episode_id FROM livesession WHERE token = :t",
+                                         t=token)
+        time.sleep(1.5)  # the writer's flush
+        events = deployment.sql("SELECT seq, action, source FROM event WHERE episode_id = :e "
+                                "ORDER BY seq", e=episode_id)
+        assert [row[0] for row in events] == list(range(len(events)))
+        assert [row[1] for row in events if row[2] == "input"] == ["right", "left"]
+    finally:
+        for client in (first.client, second):
+            if client.connected:
+                client.disconnect()
+
+
+def test_an_agents_attempt_goes_on_at_the_other_worker_when_its_worker_dies(deployment):
+    """The agent API through nginx: an agent's requests stay on one worker (routed by its
+    token); when that worker dies its next turn is played by the other, which takes the
+    attempt's lease and rebuilds it from the store."""
+    from records.store import Store
+    from study_server import tokens
+
+    with Store(deployment.db) as store:
+        secret = tokens.create(store.engine, "model-a")
+    api = httpx.Client(base_url=deployment.url, timeout=60,
+                       headers={"Authorization": f"Bearer {secret}"})
+    run_id = api.post("/api/agent/runs", json={"agent_kind": "scripted"}).json()["agent_run_id"]
+    started = api.post(f"/api/agent/runs/{run_id}/episodes",
+                       json={"problem_id": "ant_trail/planning"})
+    episode_id = started.json()["episode_id"]
+
+    def turn(action: str) -> httpx.Response:
+        return api.post(f"/api/agent/episodes/{episode_id}/actions", json={"action": action})
+
+    served = {turn(action).headers["X-Served-By"] for action in ("up", "left", "right")}
+    assert len(served) == 1  # one agent, one worker
+    time.sleep(1)  # past the writer's flush window
+    [(owner,)] = deployment.sql("SELECT worker FROM livesession WHERE token = :t",
+                                t=f"agent:{episode_id}")
+    pid = deployment.worker_pids()[owner]
+    os.kill(pid, signal.SIGKILL)
+    _wait_gone(pid)  # a request racing the death itself may fail (README: agents retry)
+
+    after = turn("down")
+    assert after.status_code == 200, after.text
+    assert after.headers["X-Served-By"] not in served
+    assert after.json()["applied"]
+    turn("up")
+    time.sleep(1)
+    events = deployment.sql("SELECT seq, action FROM event WHERE episode_id = :e ORDER BY seq",
+                            e=episode_id)
+    assert [row[0] for row in events] == list(range(5))
+    assert [row[1] for row in events] == ["up", "left", "right", "down", "up"]

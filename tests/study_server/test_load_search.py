@@ -21,3 +21,35 @@ def test_steps_up_then_bisects_to_the_resolution(capacity, expected, counts):
 
     assert search(measure_count, step=50, limit=400, resolution=5) == expected
     assert measured == counts
+
+
+def test_the_generator_plays_a_session_over_its_own_socket_io_client(live_server, test_problems):
+    """One simulated participant of bench.load against the real server: it joins, its
+    states are counted, its keys and clock pongs are accepted and its events stored."""
+    import asyncio
+    import time
+
+    import httpx
+
+    from bench.load import Participant
+
+    problem = test_problems["planning"]
+    start = time.time() + 0.5
+    person = Participant(live_server.url, problem.id, start, start + 3.0, seed=3)
+
+    async def play():
+        async with httpx.AsyncClient(timeout=30) as http:
+            return await person.run(http)
+
+    result = asyncio.run(play())
+    seconds = result["left"] - result["joined"]
+    assert result["states"] >= 0.8 * seconds * result["frame_rate"]
+    assert result["sent"] > 0
+    events = live_server.events(result["episode_id"])
+    assert [e.seq for e in events] == list(range(len(events)))
+    inputs = sum(e.source == "input" for e in events) + len(
+        live_server.raw_inputs(result["episode_id"]))
+    assert inputs == result["sent"]
+    session = next(s for s in live_server.scheduler.sessions.values()
+                   if s.episode_id == result["episode_id"])
+    assert session.clock.round_complete  # the clock pings were answered

@@ -66,3 +66,34 @@ def test_secret_key_from_the_configuration_wins(tmp_path, monkeypatch):
         assert app.config["SECRET_KEY"] == "from the environment"
     finally:
         shutdown(app)
+
+
+def test_a_restart_resumes_a_live_session_under_the_same_token(tmp_path, test_problems):
+    """The page already open rejoins with the token it has: the new process finds the
+    session's lease, rebuilds the attempt by replay and continues its seq."""
+    from tests.conftest import Player, start_live_server
+
+    db = tmp_path / "gridstudy.db"
+    first = start_live_server(db)
+    opened = first.new_session(test_problems["planning"].id)
+    player = Player(first.url, opened["token"]).connect()
+    player.join()
+    player.send("right")
+    before = player.wait_ticks(3)
+    player.close()
+    first.stop()
+
+    second = start_live_server(db)
+    try:
+        again = Player(second.url, opened["token"]).connect()
+        reply = again.join()
+        assert reply["ok"], reply
+        assert reply["state"]["tick"] >= before["tick"]  # nothing applied is lost
+        again.send("left")
+        again.wait_ticks(3)
+        again.close()
+        events = second.events(opened["episode_id"])
+        assert [e.seq for e in events] == list(range(len(events)))
+        assert [e.action for e in events if e.source == "input"] == ["right", "left"]
+    finally:
+        second.stop()
