@@ -22,7 +22,8 @@ takes it over, as a second tab's "continue here" does).
 Each worker also checks its leases at every heartbeat: a session it ticks whose lease
 another worker took (this worker was stalled past the timeout) stops at once, so that no
 two workers ever write the same attempt; a lease whose session it no longer holds is
-released. Unrecorded previews have no lease: there is nothing to rebuild them from.
+released; and a session whose attempt was abandoned meanwhile (a researcher ended it on
+another worker's dashboard) stops. Unrecorded previews have no lease: there is nothing to rebuild them from.
 """
 
 from __future__ import annotations
@@ -258,12 +259,31 @@ def heartbeat(app: Any, socketio: Any) -> None:
     for token in recorded - held:
         log.warning("session %s: another worker holds it now; stopped here", token[:6])
         _drop(app, socketio, token)
+    _stop_abandoned(app)
     gone = held - recorded - pending
     cluster.release(gone & cluster.gone)  # gone at two heartbeats in a row
     cluster.gone = gone
     cluster.beats += 1
     if cluster.beats % SWEEP_EVERY == 0:
         cluster.sweep()
+
+
+def _stop_abandoned(app: Any) -> None:
+    """Stop the sessions whose attempts were abandoned elsewhere: by a researcher on the
+    dashboard of another worker, or by the assignment's abandon timeout."""
+    from records.models import EpisodeRow
+
+    scheduler = app.extensions["gridstudy.realtime"]
+    live = {s.episode_id: s for s in list(scheduler.sessions.values()) if s.episode_id}
+    if not live:
+        return
+    with app.extensions["gridstudy.cluster"].engine.connect() as db:
+        ended = db.execute(select(EpisodeRow.id).where(EpisodeRow.id.in_(list(live)),
+                                                       EpisodeRow.status == "abandoned")).scalars()
+        for episode_id in list(ended):
+            session = scheduler.remove(live[episode_id].token)
+            if session is not None:
+                session.engine.drain("the attempt was ended before this input's tick")
 
 
 def _hand_over(app: Any, socketio: Any, token: str, by: str, takeover: bool) -> None:

@@ -34,7 +34,7 @@ from consent import quality
 from consent.definition import from_stored
 from records import schema
 from records.models import Audit, EpisodeRow, Event, Frame, Participant, Signal, Study
-from study_server import assignment, auth, cluster, monitor, tokens
+from study_server import assignment, auth, monitor, tokens
 from study_server.payments import approvals_csv, bonuses_csv, payment_rows
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
@@ -267,16 +267,13 @@ def audit(db: Session, action: str, target: str, reason: str, before: dict[str, 
 @bp.post(f"/session/<int(min=1, max={ROW_ID_MAX}):episode_id>/end")
 @auth.login_required
 def end_session(episode_id: int) -> Any:
-    """End a stuck attempt now (its slot is freed at once, not after the idle timeout)."""
+    """End a stuck attempt now (its slot is freed at once, not after the idle timeout).
+    A session another worker ticks stops there at its next heartbeat, which finds its
+    attempt abandoned (``study_server/cluster.py``)."""
     reason = _reason()
     why = f"ended by {g.admin}: {reason}"
     scheduler = current_app.extensions["gridstudy.realtime"]
     live = next((s for s in list(scheduler.sessions.values()) if s.episode_id == episode_id), None)
-    lease = current_app.extensions["gridstudy.cluster"].lease(episode_id=episode_id)
-    if live is None and lease is not None:  # ticking on another worker: take it over first
-        live = cluster.adopt(current_app, lease.token, takeover=True,
-                             sleep=current_app.extensions["socketio"].sleep)
-        live = None if isinstance(live, str) else live
     if live is not None:
         scheduler.remove(live.token)
         live.abandon(why)

@@ -292,6 +292,21 @@ def test_the_dashboard_on_one_worker_sees_a_participant_playing_on_the_other(dep
             time.sleep(0.1)
         watcher.disconnect()
         assert pushed and f'data-live-episode="{episode_id}"' in pushed[-1]
+
+        # ending it there stops it here, at this worker's next heartbeat
+        page = researcher.get("/dashboard/").text
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+        ended = researcher.post(f"/dashboard/session/{episode_id}/end",
+                                data={"reason": "stuck", "csrf_token": csrf})
+        assert ended.status_code == 200
+        time.sleep(2.5)
+        count = len(player.states)
+        time.sleep(1)
+        assert len(player.states) == count  # no more ticks
+        assert deployment.sql("SELECT status FROM episode WHERE id = :e",
+                              e=episode_id)[0][0] == "abandoned"
+        time.sleep(2)  # its lease goes once it was gone at two heartbeats
+        assert deployment.sql("SELECT 1 FROM livesession WHERE token = :t", t=token) == []
     finally:
         player.client.disconnect()
 
@@ -430,3 +445,38 @@ def test_an_agents_attempt_goes_on_at_the_other_worker_when_its_worker_dies(depl
                             e=episode_id)
     assert [row[0] for row in events] == list(range(5))
     assert [row[1] for row in events] == ["up", "left", "right", "down", "up"]
+
+
+def test_a_participant_in_the_browser_plays_on_when_their_worker_dies(deployment, page):
+    """Chromium through nginx: the game page's Socket.IO client reconnects, rejoins, and
+    the game goes on at the other worker; the page says so."""
+    person = Person(deployment, "browser")
+    person.consent()
+    person.post(person.screening_answers())
+    page.context.add_cookies([{"name": name, "value": value, "url": deployment.url}
+                              for name, value in person.http.cookies.items()])
+    page.goto(f"{deployment.url}/study/crowd/flow")
+    game = page.locator(".gs-game")
+    page.wait_for_function("() => Number(document.querySelector('.gs-game').dataset.tick) > 3")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(1000)  # past the writer's flush window: a kill loses at most that
+    token = game.get_attribute("data-token")
+    [(owner,)] = deployment.sql("SELECT worker FROM livesession WHERE token = :t", t=token)
+    pid = deployment.worker_pids()[owner]
+    os.kill(pid, signal.SIGKILL)
+    _wait_gone(pid)
+    page.wait_for_function("() => document.querySelector('[data-gs=message]').textContent"
+                           ".includes('Connection lost')")
+    tick = int(game.get_attribute("data-tick"))
+    page.wait_for_function(f"() => Number(document.querySelector('.gs-game').dataset.tick) "
+                           f"> {tick + 5}", timeout=20_000)
+    page.keyboard.press("ArrowLeft")
+    assert "Connection lost" not in page.locator("[data-gs=message]").text_content()
+    [(now_owner, episode_id)] = deployment.sql(
+        "SELECT worker, episode_id FROM livesession WHERE token = :t", t=token)
+    assert now_owner != owner
+    time.sleep(1)
+    events = deployment.sql("SELECT seq, action, source FROM event WHERE episode_id = :e "
+                            "ORDER BY seq", e=episode_id)
+    assert [row[0] for row in events] == list(range(len(events)))
+    assert [row[1] for row in events if row[2] == "input"] == ["right", "left"]

@@ -107,7 +107,10 @@
       self.say("This game now continues in another tab or window. You can close this one.");
       self.root.dataset.takenOver = "1";
     });
-    socket.on("disconnect", function () { self.say("Connection lost; reconnecting..."); });
+    socket.on("disconnect", function () {
+      self.lost = true;
+      self.say("Connection lost; reconnecting...");
+    });
   };
 
   /* The game is open in another tab: offer to continue it here instead. */
@@ -246,8 +249,9 @@
     if (first) {
       this.showPhase(state);
       this.el.guide.textContent = state.guide || "";
-      this.say(this.hint());
     }
+    if (first || this.lost) { this.say(this.hint()); }  // back after a reconnection
+    this.lost = false;
     if (state.refused && state.refused.length) { this.refused("rejected"); }
     this.updateButtons(state.buttons || []);
     this.draw();
