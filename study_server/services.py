@@ -12,10 +12,12 @@ the package creates, and it runs as that user.
 
 from __future__ import annotations
 
+import ctypes
 import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -25,6 +27,20 @@ from pathlib import Path
 PACKAGES = {"postgres": "postgresql", "initdb": "postgresql", "redis-server": "redis-server",
             "nginx": "nginx-light"}
 """The Debian package of each program."""
+
+
+def die_with_parent() -> None:
+    """In the child, before it runs: SIGTERM when the process that started it ends, even
+    by SIGKILL, so that a killed supervisor or test run leaves no server behind (Linux's
+    PR_SET_PDEATHSIG; elsewhere nothing)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+PR_SET_PDEATHSIG = 1
 
 
 class ServiceError(RuntimeError):
@@ -123,7 +139,11 @@ def start_postgres(folder: Path, port: int | None = None, database: str = "grids
                               capture_output=True, text=True, **user)
         if done.returncode:
             raise ServiceError(f"initdb failed in {folder}: {done.stderr.strip()[-1000:]}")
+    remembered = folder.parent / f"{folder.name}.port"  # a kept database keeps its URL
+    if port is None and remembered.exists():
+        port = int(remembered.read_text())
     port = port or free_port()
+    remembered.write_text(str(port))
     options = ["-c", "listen_addresses=127.0.0.1", "-p", str(port), "-k", str(folder),
                "-c", "max_connections=200"]
     if not durable:
@@ -131,7 +151,8 @@ def start_postgres(folder: Path, port: int | None = None, database: str = "grids
                     "-c", "full_page_writes=off"]
     with log.open("ab") as out:
         process = subprocess.Popen([find_program("postgres"), "-D", str(folder), *options],
-                                   stdout=out, stderr=subprocess.STDOUT, **user)
+                                   stdout=out, stderr=subprocess.STDOUT,
+                                   preexec_fn=die_with_parent, **user)
     wait_for_port(port, process, "PostgreSQL", log)
     return Service("postgres", process, port, create_database(port, database), log)
 
@@ -167,7 +188,7 @@ def start_redis(folder: Path, port: int | None = None) -> Service:
         process = subprocess.Popen(
             [find_program("redis-server"), "--port", str(port), "--bind", "127.0.0.1",
              "--dir", str(folder), "--save", "", "--appendonly", "no", "--daemonize", "no"],
-            stdout=out, stderr=subprocess.STDOUT)
+            stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
     wait_for_port(port, process, "Redis", log)
     return Service("redis", process, port, f"redis://127.0.0.1:{port}/0", log)
 
@@ -187,6 +208,6 @@ def start_nginx(folder: Path, config: str, port: int) -> Service:
                            f"{checked.stderr.strip()[-1000:]}")
     process = subprocess.Popen([nginx, "-p", str(folder), "-c", "nginx.conf",
                                 "-g", "daemon off;"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+                               stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
     wait_for_port(port, process, "nginx", log)
     return Service("nginx", process, port, f"http://127.0.0.1:{port}", log)

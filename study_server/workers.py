@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from study_server.services import Service, free_port, start_nginx, wait_for_port
+from study_server.services import Service, die_with_parent, free_port, start_nginx, wait_for_port
 
 ROUTE_COOKIE = "gridstudy_route"
 RESTART_DELAY = 1.0
@@ -119,21 +119,26 @@ class Supervisor:
         self.stopping = False
 
     def start(self) -> None:
-        """Start every worker, wait until each listens, then nginx in front."""
-        for port in self.ports:
-            self._start_worker(port)
-        for port in self.ports:
-            wait_for_port(port, self.processes[port], f"the worker on port {port}",
-                          self.folder / f"worker-{port}.log", timeout=90)
-        self.nginx = start_nginx(self.folder / "nginx", nginx_config(
-            [f"127.0.0.1:{p}" for p in self.ports], f"{self.host}:{self.port}",
-            self.folder / "nginx"), self.port)
+        """Start every worker, wait until each listens, then nginx in front; if any of
+        them fails to start, stop the others before saying why."""
+        try:
+            for port in self.ports:
+                self._start_worker(port)
+            for port in self.ports:
+                wait_for_port(port, self.processes[port], f"the worker on port {port}",
+                              self.folder / f"worker-{port}.log", timeout=90)
+            self.nginx = start_nginx(self.folder / "nginx", nginx_config(
+                [f"127.0.0.1:{p}" for p in self.ports], f"{self.host}:{self.port}",
+                self.folder / "nginx"), self.port)
+        except BaseException:
+            self.stop()
+            raise
 
     def _start_worker(self, port: int) -> None:
         command = [*self.command, "--host", "127.0.0.1", "--port", str(port)]
         log = (self.folder / f"worker-{port}.log").open("ab")
         self.processes[port] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                                env=self.env)
+                                                env=self.env, preexec_fn=die_with_parent)
         self.started[port] = time.monotonic()
 
     def watch(self) -> None:

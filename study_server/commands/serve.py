@@ -143,7 +143,9 @@ def _echo_study_links(store: Any, base_url: str) -> None:
 @click.option("--print-nginx-config", "nginx_for", multiple=True, metavar="HOST:PORT",
               help="Print nginx's configuration for workers at these addresses and exit "
                    "(several machines).")
-@click.option("--worker", is_flag=True, hidden=True, help="One of --workers' processes.")
+@click.option("--worker", is_flag=True,
+              help="One worker behind a load balancer (several machines): trusts its "
+                   "X-Forwarded-* headers and prints nothing at start.")
 def serve(host: str, port: int, db: str | None, async_mode: str, workers: int,
           message_queue: str | None, data_dir: str | None, nginx_for: tuple[str, ...],
           worker: bool) -> None:

@@ -27,6 +27,7 @@ def test_the_generator_plays_a_session_over_its_own_socket_io_client(live_server
     """One simulated participant of bench.load against the real server: it joins, its
     states are counted, its keys and clock pongs are accepted and its events stored."""
     import asyncio
+    import threading
     import time
 
     import httpx
@@ -41,7 +42,11 @@ def test_the_generator_plays_a_session_over_its_own_socket_io_client(live_server
         async with httpx.AsyncClient(timeout=30) as http:
             return await person.run(http)
 
-    result = asyncio.run(play())
+    results = []  # in a thread of its own: the browser fixture's loop may be running here
+    thread = threading.Thread(target=lambda: results.append(asyncio.run(play())))
+    thread.start()
+    thread.join(30)
+    [result] = results
     seconds = result["left"] - result["joined"]
     assert result["states"] >= 0.8 * seconds * result["frame_rate"]
     assert result["sent"] > 0
