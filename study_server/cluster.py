@@ -356,6 +356,8 @@ def adopt(app: Any, token: str, takeover: bool = False, sleep: Callable[[float],
     """The live session of ``token`` rebuilt here once its lease is this worker's
     (:func:`acquire`); ``None`` for a token no recorded live session has, or the reason
     it cannot be had."""
+    if token.startswith(AGENT):  # an agent's attempt is played through the agent API only
+        return None
     cluster: Cluster = app.extensions["gridstudy.cluster"]
     cluster.pending.add(token)
     try:

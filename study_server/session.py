@@ -92,8 +92,11 @@ class GameSession:
         rebuilt = rebuild(problem, events)
         recorder = EpisodeRecorder(store, problem, episode_id=row.id, next_seq=rebuilt.next_seq,
                                    study_id=row.study_id, participant_id=row.participant_id)
-        return cls(rebuilt.episode, recorder, study_id=row.study_id,
-                   participant_id=row.participant_id, token=token, **options)
+        session = cls(rebuilt.episode, recorder, study_id=row.study_id,
+                      participant_id=row.participant_id, token=token, **options)
+        inputs = [e.server_time for e in events if e.source == "input"]
+        session.last_input_at = max(inputs, default=None)  # the monitor's idle flag
+        return session
 
     @property
     def episode(self) -> Episode:

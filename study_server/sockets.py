@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -55,8 +56,10 @@ class OneLineLogger(logging.LoggerAdapter):
 LATEST_CLIENT_TIME = 1e11
 """Client times from this on (the year 5138) are no clock's reading."""
 
-MAX_TOKEN = 64
-"""The longest token looked up in the database (ours are 22 characters)."""
+TOKEN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""What a session token can be (ours are 22 URL-safe characters): only such a token is
+looked up in the database, never an agent attempt's lease (``agent:<id>``) nor a string
+the database cannot hold."""
 
 CLOCK_RESYNC = 30.0
 """Seconds after which the next input starts a new round of clock pings."""
@@ -158,7 +161,7 @@ def on_join(message: Any = None) -> dict[str, Any]:
     here")."""
     token = message.get("token") if isinstance(message, dict) else None
     session = _scheduler().get(token)
-    if session is None and isinstance(token, str) and 0 < len(token) <= MAX_TOKEN:
+    if session is None and isinstance(token, str) and TOKEN.fullmatch(token):
         session = cluster.adopt(current_app, token, takeover=message.get("takeover") is True,
                                 sleep=current_app.extensions["socketio"].sleep)
         if isinstance(session, str):

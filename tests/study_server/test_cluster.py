@@ -428,6 +428,12 @@ def test_an_agents_attempt_goes_on_at_the_other_worker_when_its_worker_dies(depl
 
     served = {turn(action).headers["X-Served-By"] for action in ("up", "left", "right")}
     assert len(served) == 1  # one agent, one worker
+    intruder = socketio.Client()  # a participant's join cannot reach an agent's attempt
+    intruder.connect(deployment.url, transports=["websocket"])
+    for token in (f"agent:{episode_id}", "\x00", "tok\x00en", "x" * 65):
+        assert intruder.call("join", {"token": token}, timeout=10) == {
+            "ok": False, "error": "join: unknown or missing session token"}
+    intruder.disconnect()
     time.sleep(1)  # past the writer's flush window
     [(owner,)] = deployment.sql("SELECT worker FROM livesession WHERE token = :t",
                                 t=f"agent:{episode_id}")

@@ -89,6 +89,8 @@ def test_a_restart_resumes_a_live_session_under_the_same_token(tmp_path, test_pr
         reply = again.join()
         assert reply["ok"], reply
         assert reply["state"]["tick"] >= before["tick"]  # nothing applied is lost
+        resumed = second.scheduler.get(opened["token"])
+        assert resumed.last_input_at is not None  # the monitor does not call them idle
         again.send("left")
         again.wait_ticks(3)
         again.close()
