@@ -24,9 +24,15 @@ STEP_FIELDS = ("phase", "tick", "action", "next_phase", "score", "frame")
 """Event fields :func:`step_row` takes from the step; callers may not pass them."""
 
 
+NUL_STAND_IN = "\ufffd"
+"""What a NUL character in a text field is stored as (PostgreSQL's text cannot hold one;
+SQLite stores the same, so that both databases hold the same record)."""
+
+
 def check(table: schema.Table, record: dict[str, Any], extra: Iterable[str] = ()) -> None:
     """Raise ``ValueError`` naming the fields of ``record`` that ``table`` does not know,
-    the required ones it leaves empty, or the first value its field cannot store."""
+    the required ones it leaves empty, or the first value its field cannot store. A NUL
+    character in a text value is replaced, in ``record``, by :data:`NUL_STAND_IN`."""
     known = set(table.names) | set(extra)
     unknown = record.keys() - known
     if unknown:
@@ -36,9 +42,12 @@ def check(table: schema.Table, record: dict[str, Any], extra: Iterable[str] = ()
     if missing:
         raise ValueError(f"{table.name} record is missing required field(s) {missing}")
     for field in table.fields:
-        reason = field.rejects(record.get(field.name))
+        value = record.get(field.name)
+        reason = field.rejects(value)
         if reason:
             raise ValueError(f"{table.name} record: {reason}")
+        if field.type == schema.TEXT and isinstance(value, str) and "\x00" in value:
+            record[field.name] = value.replace("\x00", NUL_STAND_IN)
 
 
 def event_row(*, server_time: float | None = None, **fields: Any) -> dict[str, Any]:

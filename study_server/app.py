@@ -79,6 +79,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     if app.config["BEHIND_PROXY"]:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1)
     app.after_request(routing_headers)
+    app.before_request(refuse_nul)
     app.add_url_rule("/vendor/socket.io.min.js", "socketio_client", socketio_client)
     return app
 
@@ -142,6 +143,17 @@ def shutdown(app: Flask) -> None:
         cluster.leave()
     finally:
         store.close()
+
+
+def refuse_nul() -> None:
+    """A NUL character in a path, a link's parameter or a form is nobody's input (and
+    PostgreSQL's text cannot hold it): 400 before any handler reads it. JSON bodies are
+    checked field by field where they are read."""
+    values = [request.path, *request.args.values()]
+    if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        values += request.form.values()
+    if any("\x00" in value for value in values):
+        abort(400, "the request holds a NUL character, which no field can take")
 
 
 def routing_headers(response: Any) -> Any:

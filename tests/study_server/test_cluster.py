@@ -434,6 +434,11 @@ def test_an_agents_attempt_goes_on_at_the_other_worker_when_its_worker_dies(depl
         assert intruder.call("join", {"token": token}, timeout=10) == {
             "ok": False, "error": "join: unknown or missing session token"}
     intruder.disconnect()
+    nul = api.post(f"/api/agent/episodes/{episode_id}/actions",
+                   json={"action": "noop", "raw_reply": "<action>noop</action>\x00junk"})
+    assert nul.status_code == 200, nul.text  # kept, with the NUL replaced
+    assert httpx.get(f"{deployment.url}/study/crowd?PROLIFIC_PID=%00x&STUDY_ID=s&SESSION_ID=x"
+                     ).status_code == 400
     time.sleep(1)  # past the writer's flush window
     [(owner,)] = deployment.sql("SELECT worker FROM livesession WHERE token = :t",
                                 t=f"agent:{episode_id}")
@@ -449,8 +454,11 @@ def test_an_agents_attempt_goes_on_at_the_other_worker_when_its_worker_dies(depl
     time.sleep(1)
     events = deployment.sql("SELECT seq, action FROM event WHERE episode_id = :e ORDER BY seq",
                             e=episode_id)
-    assert [row[0] for row in events] == list(range(5))
-    assert [row[1] for row in events] == ["up", "left", "right", "down", "up"]
+    assert [row[0] for row in events] == list(range(6))
+    assert [row[1] for row in events] == ["up", "left", "right", "noop", "down", "up"]
+    [(reply,)] = deployment.sql("SELECT raw_reply FROM event WHERE episode_id = :e AND seq = 3",
+                                e=episode_id)
+    assert reply == "<action>noop</action>\ufffdjunk"
 
 
 def test_a_participant_in_the_browser_plays_on_when_their_worker_dies(deployment, page):

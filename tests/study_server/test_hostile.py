@@ -116,6 +116,8 @@ HTTP = {
     "dashboard: episode id beyond 64 bits": ("GET", f"/dashboard/episode/{HUGE}", None, 404, ""),
     "dashboard: participant 0": ("GET", "/dashboard/participant/0", None, 404, ""),
     "dashboard: login without a form": ("POST", "/dashboard/login", b"", 400, ""),
+    "study: a NUL in the Prolific id": ("GET", "/study/nope?PROLIFIC_PID=%00a", None, 400, ""),
+    "preview: a NUL in the path": ("GET", "/play/a%00b", None, 400, ""),
 }
 
 
