@@ -39,6 +39,8 @@ from flask import Flask, abort, current_app, request, send_file
 from flask_socketio import SocketIO
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from study_server.workers import ROUTE_COOKIE
+
 socketio = SocketIO()
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,8 +162,6 @@ def routing_headers(response: Any) -> Any:
     """The route cookie: a random value per browser, which the load balancer hashes to keep a participant's
     requests and connection on one worker (``study_server/workers.py``); meaningless to
     the server itself."""
-    from study_server.workers import ROUTE_COOKIE
-
     if current_app.config["ADDRESS"]:  # which worker answered (a deployment's logs, tests)
         response.headers["X-Served-By"] = current_app.config["ADDRESS"]
     if ROUTE_COOKIE not in request.cookies:

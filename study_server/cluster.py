@@ -106,9 +106,8 @@ class Cluster:
 
     def peers(self) -> list[Any]:
         """The other workers alive now (their rows)."""
-        fresh = self.clock() - self.stale_after
         with self.engine.connect() as db:
-            return list(db.execute(select(Worker).where(Worker.seen_at >= fresh,
+            return list(db.execute(select(Worker).where(Worker.seen_at >= self._fresh(),
                                                         Worker.id != self.id)
                                    .order_by(Worker.started_at)))
 
@@ -123,10 +122,10 @@ class Cluster:
         """Drop the leases of dead workers whose attempts are over (nobody will rejoin
         them); how many."""
         from records.models import EpisodeRow
+        from study_server.assignment import HOLDING
 
-        fresh = self.clock() - self.stale_after
-        alive = select(Worker.id).where(Worker.seen_at >= fresh)
-        over = select(EpisodeRow.id).where(EpisodeRow.status.not_in(("assigned", "active")))
+        alive = select(Worker.id).where(Worker.seen_at >= self._fresh())
+        over = select(EpisodeRow.id).where(EpisodeRow.status.not_in(HOLDING))
         with self.engine.begin() as db:
             return db.execute(delete(LiveSession).where(
                 LiveSession.worker.not_in(alive), LiveSession.episode_id.in_(over))).rowcount
@@ -142,7 +141,11 @@ class Cluster:
         if worker == self.id:
             return True
         seen = db.execute(select(Worker.seen_at).where(Worker.id == worker)).scalar()
-        return seen is not None and seen >= self.clock() - self.stale_after
+        return seen is not None and seen >= self._fresh()
+
+    def _fresh(self) -> float:
+        """The oldest heartbeat of a worker still alive."""
+        return self.clock() - self.stale_after
 
     # -- leases -----------------------------------------------------------------------------
 
@@ -272,6 +275,7 @@ def _stop_abandoned(app: Any) -> None:
     """Stop the sessions whose attempts were abandoned elsewhere: by a researcher on the
     dashboard of another worker, or by the assignment's abandon timeout."""
     from records.models import EpisodeRow
+    from study_server.assignment import ABANDONED
 
     scheduler = app.extensions["gridstudy.realtime"]
     live = {s.episode_id: s for s in list(scheduler.sessions.values()) if s.episode_id}
@@ -279,7 +283,7 @@ def _stop_abandoned(app: Any) -> None:
         return
     with app.extensions["gridstudy.cluster"].engine.connect() as db:
         ended = db.execute(select(EpisodeRow.id).where(EpisodeRow.id.in_(list(live)),
-                                                       EpisodeRow.status == "abandoned")).scalars()
+                                                       EpisodeRow.status == ABANDONED)).scalars()
         for episode_id in list(ended):
             session = scheduler.remove(live[episode_id].token)
             if session is not None:
@@ -396,7 +400,7 @@ def _rebuild(app: Any, episode_id: int, token: str | None) -> Any:
 
     from records.models import EpisodeRow, Event
     from study_server import assignment
-    from study_server.session import GameSession
+    from study_server.session import GameSession, limits
 
     store, config = app.extensions["gridstudy.store"], app.config
     store.wait()  # every row this worker wrote is in the database before the replay
@@ -405,9 +409,15 @@ def _rebuild(app: Any, episode_id: int, token: str | None) -> Any:
         if row is None or row.status == assignment.ABANDONED:
             return None
         events = list(db.exec(select_rows(Event).where(Event.episode_id == episode_id)))
-        session = GameSession.resume(store, row, events, token=token,
-                                     queue_size=int(config["QUEUE_SIZE"]),
-                                     rate_limit=int(config["RATE_LIMIT"]))
-    if token is None:
-        app.extensions["gridstudy.cluster"].claim(session.token, episode_id)
+        session = GameSession.resume(store, row, events, token=token, **limits(config))
+    if token is not None:  # its lease is this worker's already
+        return app.extensions["gridstudy.realtime"].add(session)
+    return keep(app, session)
+
+
+def keep(app: Any, session: Any) -> Any:
+    """Add a new session to this worker's scheduler, leased first when it is recorded (a
+    session is leased before it can tick; see :func:`heartbeat`)."""
+    if session.recorder is not None:
+        app.extensions["gridstudy.cluster"].claim(session.token, session.episode_id)
     return app.extensions["gridstudy.realtime"].add(session)

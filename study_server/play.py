@@ -23,8 +23,8 @@ from flask import (
     url_for,
 )
 
-from study_server import auth
-from study_server.session import GameSession
+from study_server import auth, cluster
+from study_server.session import GameSession, limits
 from tasks import registry
 from tasks.worldtest.challenge import challenges, get
 from tasks.worldtest.problem import Problem
@@ -47,15 +47,11 @@ def open_session(
         abort(503, f"{config['MAX_PREVIEWS']} previews are open already; try again in a minute")
     store = current_app.extensions["gridstudy.store"] if record else None
     try:
-        session = GameSession.create(
-            problem, store, study_id=study_id, participant_id=participant_id,
-            queue_size=int(config["QUEUE_SIZE"]), rate_limit=int(config["RATE_LIMIT"]),
-        )
+        session = GameSession.create(problem, store, study_id=study_id,
+                                     participant_id=participant_id, **limits(config))
     except (ValueError, OSError) as error:  # AutumnError is a ValueError
         abort(422, f"{problem.env_id} cannot be played: {' '.join(str(error).split())[:300]}")
-    if session.recorder is not None:  # leased before it can tick (study_server/cluster.py)
-        current_app.extensions["gridstudy.cluster"].claim(session.token, session.episode_id)
-    return scheduler.add(session)
+    return cluster.keep(current_app, session)
 
 
 OPEN, RESEARCHERS, OFF = "open", "researchers", "off"

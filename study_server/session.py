@@ -30,6 +30,12 @@ LATENESS_WINDOW = 40
 """Ticks whose lateness the monitor summarises (5 to 13 seconds at 3 to 8 FPS)."""
 
 
+def limits(config: Any) -> dict[str, int]:
+    """The input limits of a new session from an app's configuration (``QUEUE_SIZE``,
+    ``RATE_LIMIT``)."""
+    return {"queue_size": int(config["QUEUE_SIZE"]), "rate_limit": int(config["RATE_LIMIT"])}
+
+
 class GameSession:
     """One live episode, ticked by the scheduler; recorded when it has a recorder (a
     preview has none)."""

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -32,6 +31,7 @@ from werkzeug.serving import make_server
 
 from records.models import EpisodeRow, Event, RawInput
 from study_server.commands.serve import NoDelayRequestHandler
+from study_server.services import free_port
 from tasks import registry
 from tasks.worldtest.problem import Problem
 from tests.envs import register_test_envs
@@ -279,12 +279,6 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 # -- a real serve process ----------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def start_serve(db: Path, async_mode: str = "gevent", *args: str, log: Path | None = None,

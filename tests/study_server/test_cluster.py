@@ -27,7 +27,7 @@ from sqlalchemy import create_engine, text
 
 from consent.screening import make_items, study_palette
 from study_server import services
-from tests.conftest import free_port
+from study_server.services import free_port
 
 STUDY = """
 id: crowd
@@ -322,7 +322,7 @@ def test_killing_a_worker_moves_its_twenty_participants_to_the_other_without_a_g
         leases = deployment.sql("SELECT token, worker, episode_id FROM livesession")
         owners = Counter(worker for _, worker, _ in leases)
         assert len(leases) == 20 and len(owners) == 2, owners  # both workers play
-        victim, moved = owners.most_common(1)[0]
+        victim = owners.most_common(1)[0][0]
         survivor = next(w for w in owners if w != victim)
         os.kill(deployment.worker_pids()[victim], signal.SIGKILL)
         killed_at = time.time()
@@ -351,7 +351,6 @@ def test_killing_a_worker_moves_its_twenty_participants_to_the_other_without_a_g
         applied = deployment.sql("SELECT count(*) FROM event WHERE action = 'right' "
                                  "AND server_time > :t", t=killed_at)
         assert applied[0][0] == 20  # the keys pressed after the move were played
-        assert moved >= 1
     finally:
         for player in players:
             player.client.disconnect()
