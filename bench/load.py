@@ -2,7 +2,7 @@
 
     python -m bench.load --sessions 100 --seconds 15 [--repeat 3]
                          [--async-mode gevent[,threading]] [--no-search]
-                         [--workers N] [--db URL]
+                         [--workers N] [--db URL] [--busy N]
 
 Starts the server in a subprocess (one process on a temporary SQLite file by default;
 ``--db URL`` puts it on that database, and ``--workers N`` runs N workers behind nginx
@@ -25,7 +25,8 @@ participants in steps until p99 lateness passes 25 ms and bisects between the la
 that kept it and the first that did not, down to ``--search-resolution`` sessions.
 
 The generator runs at a lower CPU priority (``--client-nice``, default 10): in a study
-the participants are browsers on other machines.
+the participants are browsers on other machines. ``--busy N`` runs N CPU-bound processes
+beside the server for the whole run, at the server's priority: a shared lab machine.
 
 The default problem is a 16x16 walker at 8 FPS (the highest frame rate in the paper);
 ``--problem ID`` uses a registered one (the Autumn library's run at 4-6 FPS).
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import multiprocessing
@@ -46,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -305,9 +308,40 @@ def summarise(db: str, results: list[dict], cpu: dict[str, float], wall: float) 
     }
 
 
+def spin(until: float) -> None:
+    """Burn a CPU until ``until`` (a ``--busy`` process)."""
+    count = 0
+    while time.time() < until:
+        for _ in range(100_000):
+            count += 1
+
+
+@contextlib.contextmanager
+def busy(processes: int, seconds: float) -> Iterator[None]:
+    """``processes`` CPU-bound processes for as long as the block runs (at most
+    ``seconds``, in case the block never ends)."""
+    context = multiprocessing.get_context("spawn")
+    spinners = [context.Process(target=spin, args=(time.time() + seconds,), daemon=True)
+                for _ in range(processes)]
+    for spinner in spinners:
+        spinner.start()
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.terminate()
+            spinner.join()
+
+
 def measure(sessions: int, seconds: float, async_mode: str, problem: str, nice: int = 10,
-            workers: int = 1, db: str | None = None) -> dict[str, Any]:
+            workers: int = 1, db: str | None = None, busy_processes: int = 0) -> dict[str, Any]:
     """One run: N participants joining over 1 s, playing ``seconds``, then the figures."""
+    with busy(busy_processes, seconds + 120):
+        return _measure(sessions, seconds, async_mode, problem, nice, workers, db)
+
+
+def _measure(sessions: int, seconds: float, async_mode: str, problem: str, nice: int,
+             workers: int, db: str | None) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(db, async_mode, workers, Path(tmp))
@@ -388,6 +422,8 @@ def main(argv: list[str] | None = None) -> None:
                         "file, or a temporary PostgreSQL with --workers)")
     parser.add_argument("--client-nice", type=int, default=10,
                         help="CPU niceness of the simulated participants (0: as the server)")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="CPU-bound processes running beside the server (a shared machine)")
     parser.add_argument("--no-search", action="store_true")
     parser.add_argument("--search-step", type=int, default=50)
     parser.add_argument("--search-resolution", type=int, default=10)
@@ -401,9 +437,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.workers > 1 and modes != ["gevent"]:
         parser.error("several workers run gevent only (Flask-SocketIO's deployment)")
     print(f"{args.sessions} participants x {args.seconds:.0f} s on {args.problem}, "
-          f"{args.workers} worker(s), generator at nice {args.client_nice}, on a shared "
-          "machine (load average: 1-minute, before->after each run)", flush=True)
-    options = {"workers": args.workers, "db": args.db}
+          f"{args.workers} worker(s), generator at nice {args.client_nice}, "
+          f"{args.busy} busy process(es) beside the server (load average: 1-minute, "
+          "before->after each run)", flush=True)
+    options = {"workers": args.workers, "db": args.db, "busy_processes": args.busy}
     for _ in range(args.repeat):
         for mode in modes:
             print(row(measure(args.sessions, args.seconds, mode, args.problem,

@@ -6,8 +6,11 @@ a user may type a URL or the path of a SQLite file wherever a database is asked 
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import create_engine
 from sqlalchemy import event as sa_event
@@ -61,9 +64,6 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
 def sqlite_path(url: str) -> Path | None:
     """The file of a SQLite URL, None for other databases."""
     parsed = make_url(database_url(url))
@@ -79,21 +79,44 @@ def open_existing(url: str) -> Engine:
     return make_engine(url)
 
 
-def check_sqlite_file(path: Path) -> None:
-    """Raise ``FileNotFoundError`` or ``ValueError`` (naming the file) unless ``path`` is
-    a SQLite database whose pages are all there."""
+def check_sqlite_file(path: Path, *, thorough: bool = False) -> None:
+    """Raise ``FileNotFoundError`` or ``ValueError`` (naming the file, in one line) unless
+    ``path`` opens as a SQLite database; with ``thorough``, unless every page of it passes
+    SQLite's ``PRAGMA quick_check`` too.
+
+    The file is read through SQLite only, never with ``open()``: a process's POSIX locks on
+    a file belong to the process, and closing *any* descriptor of the file releases all of
+    them. A check that opened the live database beside the server's own connections made
+    the next process to close it believe it was the last one, which deleted the
+    write-ahead log under the server (every answer after that was lost on a crash).
+    SQLite keeps one descriptor per file and process, so its connections never do that.
+    """
     if not path.is_file():
         raise FileNotFoundError(f"no database at {str(path)!r}: check --db / DATABASE_URL")
-    with path.open("rb") as handle:
-        header = handle.read(100)
-    if not header.startswith(SQLITE_HEADER):
-        raise ValueError(f"{path}: not a SQLite database (it does not start with the SQLite header)")
-    if len(header) < 100:
-        raise ValueError(f"{path}: a truncated SQLite database ({len(header)} bytes, less than "
-                         "its 100-byte header)")
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    if pages and path.stat().st_size < pages * page_size:
-        raise ValueError(f"{path}: a truncated SQLite database ({path.stat().st_size} bytes, "
-                         f"its header says {pages} pages of {page_size})")
+    size = path.stat().st_size
+    if 0 < size < SQLITE_HEADER_SIZE:
+        raise ValueError(f"{path}: a truncated SQLite database ({size} bytes, less than its "
+                         f"{SQLITE_HEADER_SIZE}-byte header)")
+    try:
+        with closing(sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=rw", uri=True,
+                                     timeout=30)) as connection:
+            connection.execute("PRAGMA schema_version").fetchone()
+            if thorough:
+                problems = [row[0] for row in connection.execute("PRAGMA quick_check(5)")]
+                if problems != ["ok"]:
+                    raise ValueError(f"{path}: a damaged SQLite database (quick_check: "
+                                     f"{'; '.join(problems)[:300]})")
+    except sqlite3.DatabaseError as error:
+        raise ValueError(f"{path}: {_sqlite_refusal(error)}") from None
+
+
+SQLITE_HEADER_SIZE = 100
+
+
+def _sqlite_refusal(error: sqlite3.DatabaseError) -> str:
+    message = str(error)
+    if "not a database" in message:
+        return f"not a SQLite database (SQLite says: {message})"
+    if "malformed" in message:
+        return f"a damaged SQLite database, truncated or overwritten (SQLite says: {message})"
+    return f"cannot be read as a SQLite database (SQLite says: {message})"

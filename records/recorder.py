@@ -34,8 +34,12 @@ class EpisodeRecorder:
         participant_id: int | None = None,
         agent_run_id: int | None = None,
         info: dict[str, Any] | None = None,
+        wait_for_end: bool = True,
     ) -> None:
         self.store = store
+        self.wait_for_end = wait_for_end
+        """Whether :meth:`finished` waits until the end is stored (a real-time session's
+        tick must not: it passes False)."""
         self.problem_id = problem.id
         self.ids = {"study_id": study_id, "participant_id": participant_id,
                     "agent_run_id": agent_run_id}
@@ -51,20 +55,40 @@ class EpisodeRecorder:
         return {"episode_id": self.episode_id, "seq": self.seq - 1,
                 "problem_id": self.problem_id, **self.ids}
 
-    def applied(self, step: Any, *, source: str, **fields: Any) -> None:
+    def acknowledged(self, text: str, *, input_seq: int, received_at: float,
+                     client_time: float | None = None) -> None:
+        """An input queued for a coming tick is written now, as ``queued``: a crash before
+        its tick then leaves it in the record (a restart stores it as dropped)."""
+        self.store.write_raw_input(raw_input_row(
+            episode_id=self.episode_id, participant_id=self.ids["participant_id"],
+            received_at=received_at, client_time=client_time, text=text[:200],
+            status="queued", reason="waiting for its tick", input_seq=input_seq))
+
+    def applied(self, step: Any, *, source: str, input_seq: int | None = None,
+                **fields: Any) -> None:
         self.store.write_event(step_row(step, source=source, **self._next(), **fields))
+        self._resolved(input_seq)
 
     def failed(self, action: str, *, phase: str, source: str, error: str,
-               **fields: Any) -> None:
+               input_seq: int | None = None, **fields: Any) -> None:
         self.store.write_event(failed_step_row(action, phase=phase, source=source, error=error,
                                                **self._next(), **fields))
+        self._resolved(input_seq)
+
+    def _resolved(self, input_seq: int | None, status: str | None = None,
+                  reason: str | None = None) -> None:
+        if input_seq is not None:
+            self.store.resolve_input(self.episode_id, input_seq, status, reason)
 
     def invalid(self, *, phase: str, raw_reply: str, error: str, **fields: Any) -> None:
         self.store.write_event(invalid_turn_row(phase=phase, raw_reply=raw_reply, error=error,
                                                 source="agent", **self._next(), **fields))
 
     def refused(self, text: str, *, status: str, reason: str, received_at: float | None = None,
-                client_time: float | None = None) -> None:
+                client_time: float | None = None, input_seq: int | None = None) -> None:
+        if input_seq is not None:  # acknowledged before: its row says what became of it
+            self._resolved(input_seq, status, reason)
+            return
         self.store.write_raw_input(raw_input_row(
             episode_id=self.episode_id, participant_id=self.ids["participant_id"],
             received_at=time.time() if received_at is None else received_at,
@@ -78,7 +102,7 @@ class EpisodeRecorder:
         self.done = True
         self.store.finish_episode(self.episode_id, status=status, phase=episode.phase,
                                   score=episode.final_score,
-                                  info={**episode.outcome(), **info})
+                                  info={**episode.outcome(), **info}, wait=self.wait_for_end)
 
     def reopened(self) -> None:
         """The attempt continues after it was ended (a resumed model attempt)."""

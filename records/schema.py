@@ -293,16 +293,23 @@ FRAME = Table("frame", "Every frame the events refer to, once each.", (
           required=True),
 ))
 
-RAW_INPUT = Table("rawinput", "An input that arrived but was not applied.", (
+RAW_INPUT = Table("rawinput", "An input that arrived but was not applied, or (status "
+                  "queued) one acknowledged and still waiting for its tick.", (
     _id("Row id (internal)."),
     Field("episode_id", INT, f"Episode: {_EPISODE}; empty if none was running.", index=True),
     Field("participant_id", INT, "Participant who sent it."),
     Field("received_at", FLOAT, "Unix seconds when the server received it.", required=True),
     Field("client_time", FLOAT, "Unix seconds on the participant's corrected clock."),
     Field("text", TEXT, "The input as sent (at most 200 characters).", required=True),
-    Field("status", TEXT, "dropped (the queue was full), rejected (not allowed then, outside "
-                          "the grid), rate-limited or malformed.", required=True),
+    Field("status", TEXT, "dropped (the queue was full, or the server stopped or the "
+                          "attempt ended before its tick), rejected (not allowed then, "
+                          "outside the grid), rate-limited or malformed; queued while an "
+                          "acknowledged input waits for its tick (the row goes when the "
+                          "tick applies it, and a restart turns a queued row left by a "
+                          "crash into dropped).", required=True),
     Field("reason", TEXT, "Why, in words."),
+    Field("input_seq", INT, "The number of an acknowledged input in its attempt, from 0 "
+                            "(empty for inputs refused on arrival)."),
 ))
 
 ADMIN = Table("admin", "A researcher who may open the dashboard (gridstudy admin create).", (

@@ -7,12 +7,22 @@ transaction of bulk inserts. Frames are stored once each, keyed by
 :func:`tasks.core.frame_hash`; the writer remembers which hashes it has already written so
 that the idle ticks of a session, which repeat the same frame, cost one short row each.
 
-Episodes are few and their ids are needed at once, so :meth:`Store.start_episode` and
-:meth:`Store.finish_episode` write synchronously.
+An acknowledged input is written when it is acknowledged, as a ``rawinput`` row with
+status ``queued`` (:meth:`Store.write_raw_input`), not when its tick comes: a ``kill -9``
+then loses at most the inputs of the last flush interval. Its tick removes that row (the
+event holds the input) or sets why it was refused (:meth:`Store.resolve_input`), behind
+the rows queued before, in the same order.
 
-A failed write is retried; rows that still cannot be written are kept in
-:attr:`Store.failed` and the failure is raised by the next :meth:`Store.flush` or
-:meth:`Store.close`, so nothing is lost silently.
+An attempt's id is needed at once, so :meth:`Store.start_episode` writes synchronously
+(off gevent's loop, :mod:`records.offload`); how it ended (:meth:`Store.finish_episode`)
+is queued behind its last events, and a real-time session does not wait for it, so the
+tick that ends an attempt never waits on the disk.
+
+While the storage is away (a full disk, a stopped database) the writer keeps every row in
+order and retries until it comes back; :meth:`Store.status` says how far behind it is,
+and the server pauses its games past a bound (``docs/guarantees.md``). Rows the database
+refuses for their content are kept in :attr:`Store.failed` and raised by the next
+:meth:`Store.flush` or :meth:`Store.close`, so nothing is lost silently.
 """
 
 from __future__ import annotations
@@ -23,19 +33,25 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import inspect, text, update
+from sqlalchemy import delete, inspect, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel
 
 from records import schema
 from records.database import check_sqlite_file, database_url, make_engine, sqlite_path
 from records.models import EpisodeRow, Event, RawInput, Setting, utcnow
+from records.offload import blocking
 from records.rows import check
-from records.writer import BatchWriter, Failure, TableSpec
+from records.writer import BatchWriter, Change, Failure, TableSpec
 from tasks.core import frame_hash
 
 EVENT = TableSpec.of(Event)
 RAW_INPUT = TableSpec.of(RawInput)
+
+
+class StorageUnavailable(RuntimeError):
+    """The storage has not written what was queued within the time a caller could wait
+    (a full disk, a stopped database): the server answers 503, and nothing is lost."""
 
 
 class StoreWriteError(RuntimeError):
@@ -171,6 +187,7 @@ class Store:
         with self.session() as db:
             return db.get(Setting, name).value
 
+    @blocking
     def start_episode(
         self,
         *,
@@ -204,25 +221,36 @@ class Store:
         phase: str,
         score: float | None,
         info: dict[str, Any] | None = None,
+        wait: bool = True,
     ) -> None:
-        """Record how an attempt ended; ``info`` is merged into the episode's info."""
-        with self.session() as session:
-            row = session.get(EpisodeRow, episode_id)
+        """Record how an attempt ended; ``info`` is merged into the episode's info. Queued
+        behind the attempt's events, then waited for (an unknown episode raises
+        :class:`StoreWriteError`); with ``wait`` false it returns at once (a real-time
+        tick, which must never wait on the disk), and the next :meth:`flush` reports an
+        unknown episode."""
+        ended_at = utcnow()
+
+        def run(connection: Any) -> None:
+            found = connection.execute(select(EpisodeRow.info).where(EpisodeRow.id == episode_id))
+            row = found.first()
             if row is None:
                 raise LookupError(f"no episode {episode_id} in {self!r}; start_episode first")
-            values: dict[str, Any] = {
-                "status": status,
-                "phase": phase,
-                "score": score,
-                "ended_at": utcnow(),
-            }
+            values: dict[str, Any] = {"status": status, "phase": phase, "score": score,
+                                      "ended_at": ended_at}
             if info:
                 values["info"] = {**(row.info or {}), **info}
-            session.execute(update(EpisodeRow).where(EpisodeRow.id == episode_id).values(values))
+            connection.execute(update(EpisodeRow).where(EpisodeRow.id == episode_id)
+                               .values(values))
 
+        self._enqueue_change(Change(run, {"finish_episode": episode_id, "status": status}))
+        if wait:
+            self.flush()
+
+    @blocking
     def reopen_episode(self, episode_id: int) -> None:
         """Make an ended attempt active again (it is resumed): no end, no score; its info
         counts the resumptions."""
+        self.wait()  # its queued end is written first
         with self.session() as session:
             row = session.get(EpisodeRow, episode_id)
             if row is None:
@@ -253,16 +281,54 @@ class Store:
         self._enqueue(EVENT, rows, frames)
 
     def write_raw_input(self, record: dict[str, Any]) -> None:
-        """Enqueue one input that arrived but was not applied; never blocks."""
+        """Enqueue one input that arrived but was not applied, or (status ``queued``, with
+        its ``input_seq``) one acknowledged and waiting for its tick; never blocks."""
         check(schema.RAW_INPUT, record)
         self._enqueue(RAW_INPUT, [dict(record)], {})
+
+    def resolve_input(self, episode_id: int, input_seq: int, status: str | None = None,
+                      reason: str | None = None) -> None:
+        """What became of an acknowledged input, queued behind its row: applied (no
+        ``status``: the row goes, its event holds the input) or refused at its tick
+        (``status`` and ``reason``, such as ``dropped`` when the server stops first)."""
+        where = (RawInput.episode_id == episode_id) & (RawInput.input_seq == input_seq) & (
+            RawInput.status == "queued")
+        statement = (delete(RawInput).where(where) if status is None else
+                     update(RawInput).where(where).values(status=status, reason=reason))
+        self._enqueue_change(Change(lambda connection: connection.execute(statement),
+                                    {"episode_id": episode_id, "input_seq": input_seq,
+                                     "status": status or "applied"}))
+
+    @blocking
+    def drop_waiting_inputs(self, reason: str, episode_id: int | None = None) -> int:
+        """Store as ``dropped`` (with ``reason``) the acknowledged inputs that a stopped
+        process left ``queued``, of one attempt or (None) of every attempt; how many.
+        Called when an attempt is rebuilt after a crash, and when a lone server starts."""
+        where = RawInput.status == "queued"
+        if episode_id is not None:
+            where = where & (RawInput.episode_id == episode_id)
+        with self.engine.begin() as connection:
+            return connection.execute(update(RawInput).where(where).values(
+                status="dropped", reason=reason)).rowcount
 
     def _enqueue(self, spec: TableSpec, rows: list[dict[str, Any]], frames: dict) -> None:
         # Under the lock, so that nothing can be queued behind close()'s last flush.
         with self._lock:
-            if self._closed:
-                raise RuntimeError(f"{self!r} is closed; open a new Store to write")
+            self._refuse_closed()
             self._writer.put(spec, rows, frames)
+
+    def _enqueue_change(self, change: Change) -> None:
+        with self._lock:
+            self._refuse_closed()
+            self._writer.put_change(change)
+
+    def _refuse_closed(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed; open a new Store to write")
+
+    def status(self) -> dict[str, Any]:
+        """How far behind the writer is (:meth:`records.writer.BatchWriter.status`)."""
+        return self._writer.status()
 
     @property
     def failed(self) -> list[Failure]:
@@ -281,8 +347,16 @@ class Store:
     def wait(self, timeout: float | None = None) -> None:
         """Block until everything enqueued so far is written, reporting nothing: a
         request must never fail for another request's row (the writer logs each row it
-        gives up on, and :meth:`flush` or :meth:`close` report them)."""
-        self._writer.flush(timeout)
+        gives up on, and :meth:`flush` or :meth:`close` report them). Raises
+        :class:`StorageUnavailable` when ``timeout`` seconds pass first."""
+        try:
+            self._writer.flush(timeout)
+        except TimeoutError:
+            status = self.status()
+            raise StorageUnavailable(
+                f"the storage has not written {status['waiting']} queued row(s) within "
+                f"{timeout} s ({status['error'] or 'it is slow'}); they are kept and "
+                "retried") from None
 
     def close(self) -> None:
         """Write everything still queued, stop the writer and release connections.

@@ -6,9 +6,22 @@ oldest queued row is ``flush_interval`` seconds old, the batch reaches ``batch_s
 rows, or someone asks to flush. A batch is one transaction: frames with
 INSERT ... ON CONFLICT DO NOTHING, then each table's rows with one executemany.
 
-A batch that fails is retried with back-off; if it still fails, its rows are written one
-at a time so that one bad row cannot take its neighbours down, and the rows that fail
-even alone are kept as :class:`Failure` records for the store to raise.
+Besides rows, a producer may queue a :class:`Change`: a statement that must run after
+the rows queued before it (an input applied, an attempt finished). A batch runs its
+inserts first and then its changes, in the order they were queued, in the same
+transaction.
+
+Nothing queued is given up because the database is away. A batch that fails for a
+reason of the storage (:func:`unavailable`: the disk is full, the database is stopped or
+restarting, a lock timed out) is retried, in order, with back-off, for as long as it
+takes; meanwhile :meth:`BatchWriter.status` says so, and the server pauses its games (see
+``docs/guarantees.md``). Only a batch the database refuses for a reason of its content
+(a constraint, a value it cannot hold) is written row by row, so that one bad row cannot
+take its neighbours down; a row that fails even alone is kept as a :class:`Failure`, with
+its content, for the store to raise.
+
+The transactions run through :func:`records.offload.off_loop`: under gevent they happen
+in a native thread, so that a slow disk never holds the event loop.
 """
 
 from __future__ import annotations
@@ -19,19 +32,57 @@ import queue
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Table, insert
-from sqlalchemy.engine import Engine
+from sqlalchemy import Table, exc, insert
+from sqlalchemy.engine import Connection, Engine
 
 from records.models import Frame
+from records.offload import off_loop
 
 log = logging.getLogger(__name__)
 
 POLL = 0.25
 """Longest the writer sleeps before checking whether the program is ending."""
+BACKOFF_LIMIT = 2.0
+"""Longest wait, in seconds, between two tries of a batch while the storage is away."""
+OUTAGE_LOG_EVERY = 30.0
+"""Seconds between the log lines that say the storage is still away."""
+
+
+def unavailable(error: BaseException) -> bool:
+    """Whether ``error`` says the storage is away for now (retry) rather than that the
+    batch itself is wrong (isolate its bad rows): a full disk, a stopped or restarting
+    database, a dropped connection, a lock or pool timeout."""
+    if isinstance(error, exc.DBAPIError) and error.connection_invalidated:
+        return True
+    if isinstance(error, exc.OperationalError) and _sqlite(error):
+        # SQLite says "no such table" as an OperationalError too: that is the batch's fault
+        message = str(error.orig).lower()
+        return any(words in message for words in SQLITE_AWAY)
+    return isinstance(error, exc.OperationalError | exc.InterfaceError | exc.DisconnectionError
+                      | exc.TimeoutError | OSError)
+
+
+SQLITE_AWAY = ("disk is full", "database is locked", "database table is locked", "disk i/o",
+               "unable to open", "readonly", "busy", "interrupted", "out of memory")
+"""What SQLite says when the storage, not the batch, is the trouble."""
+
+
+def _sqlite(error: exc.DBAPIError) -> bool:
+    return type(error.orig).__module__.startswith("sqlite3")
+
+
+@dataclass(frozen=True, eq=False)
+class Change:
+    """A statement queued behind rows: ``run(connection)`` inside the batch's transaction,
+    after its inserts; ``what`` names it in a log line or a :class:`Failure`."""
+
+    run: Callable[[Connection], None]
+    what: dict[str, Any]
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,12 +121,21 @@ class Failure:
 class _Batch:
     rows: dict[TableSpec, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     frames: dict[str, Any] = field(default_factory=dict)
+    changes: list[Change] = field(default_factory=list)
     size: int = 0
+    since: float | None = None
+    """When its oldest item was queued (time.monotonic())."""
 
-    def add(self, spec: TableSpec, records: list[dict[str, Any]], frames: dict) -> None:
-        self.rows[spec].extend(records)
-        self.frames.update(frames)
-        self.size += len(records)
+    def add(self, item: tuple, queued_at: float) -> None:
+        if isinstance(item[0], Change):
+            self.changes.append(item[0])
+            self.size += 1
+        else:
+            spec, records, frames = item
+            self.rows[spec].extend(records)
+            self.frames.update(frames)
+            self.size += len(records)
+        self.since = queued_at if self.since is None else self.since
 
 
 @dataclass
@@ -168,6 +228,15 @@ class BatchWriter:
         self._lock = threading.Lock()
         self.failed: list[Failure] = []
         self._unreported: list[Failure] = []
+        self.queued = 0
+        """Rows and changes queued since the start (the producers count them)."""
+        self.written = 0
+        """Rows and changes written (or given up as failures) since the start."""
+        self._oldest: float | None = None
+        """When the oldest item not yet written was queued (the batch in hand)."""
+        self.outage: tuple[float, str] | None = None
+        """Since when (time.time()) and why the storage refuses to write, or None."""
+        self._last_log = 0.0
         # Not a daemon: if the program ends without close(), the thread notices the main
         # thread has gone, writes what is queued and stops (see _run).
         self._thread = threading.Thread(target=self._run, name="store-writer")
@@ -176,7 +245,23 @@ class BatchWriter:
     # -- producer side ------------------------------------------------------------------
 
     def put(self, spec: TableSpec, records: list[dict[str, Any]], frames: dict) -> None:
-        self._queue.put((spec, records, frames))
+        self.queued += len(records)
+        self._queue.put(((spec, records, frames), time.monotonic()))
+
+    def put_change(self, change: Change) -> None:
+        """Queue ``change`` behind everything queued so far."""
+        self.queued += 1
+        self._queue.put(((change,), time.monotonic()))
+
+    def status(self) -> dict[str, Any]:
+        """How far behind the writer is: ``waiting`` (rows and changes not yet written),
+        ``age`` (seconds since the oldest of them was queued), and while the storage
+        refuses to write, ``outage_since`` (Unix seconds) and ``error``."""
+        oldest = self._oldest
+        since, error = self.outage or (None, None)
+        return {"waiting": max(0, self.queued - self.written),
+                "age": 0.0 if oldest is None else max(0.0, time.monotonic() - oldest),
+                "outage_since": since, "error": error}
 
     def has_frame(self, key: str) -> bool:
         """True if the frame ``key`` is known to be stored (producers then omit it)."""
@@ -220,13 +305,15 @@ class BatchWriter:
                 if deadline is None or time.monotonic() < deadline:
                     continue
             elif isinstance(item, tuple):
-                batch.add(*item)
+                batch.add(*item)  # (the rows or change, when queued)
+                self._oldest = batch.since
                 deadline = deadline or time.monotonic() + self.flush_interval
                 if batch.size < self.batch_size:
                     continue
             if batch.size or batch.frames:
                 self._write_safely(batch)
-                batch, deadline = _Batch(), None
+                self.written += batch.size
+                batch, deadline, self._oldest = _Batch(), None, None
             if isinstance(item, _Marker):
                 item.done.set()
                 if item.stop:
@@ -241,6 +328,8 @@ class BatchWriter:
             for spec, records in batch.rows.items():
                 for record in records:
                     self._fail(spec.name, record, error)
+            for change in batch.changes:
+                self._fail("change", change.what, error)
 
     def _write(self, batch: _Batch) -> None:
         frames = {key: frame for key, frame in batch.frames.items() if key not in self._seen}
@@ -250,45 +339,93 @@ class BatchWriter:
                 frame_rows.append(_frame_row(key, frame))
             except (TypeError, ValueError) as error:
                 self._fail("frame", {"hash": key, "frame": frame}, error)
-        for attempt in range(self.retries):
+        refused, tries = 0, 0
+        while True:
+            tries += 1
             try:
-                with self.engine.begin() as connection:
-                    if frame_rows:
-                        self._frame_insert.run(connection, frame_rows)
-                    for spec, records in batch.rows.items():
-                        self._insert(spec).run(connection, records)
-            except Exception as error:  # any failure: retry, then isolate the bad rows
-                log.warning(
-                    "store writer: a batch of %d rows failed (attempt %d of %d): %s",
-                    batch.size, attempt + 1, self.retries, error,
-                )
-                time.sleep(0.05 * 2**attempt)
+                off_loop(self._transaction, frame_rows, batch)
+            except Exception as error:  # the storage away: wait; the rows wrong: isolate them
+                if not unavailable(error):
+                    refused += 1
+                    log.warning("store writer: a batch of %d rows failed (attempt %d of %d): "
+                                "%s", batch.size, refused, self.retries, error)
+                    if refused >= self.retries:
+                        break
+                    time.sleep(0.05 * 2**refused)
+                    continue
+                self._storage_away(error, batch)
+                time.sleep(min(BACKOFF_LIMIT, 0.05 * 2**min(tries, 6)))
             else:
                 self._seen.add_all([row["hash"] for row in frame_rows])
+                self._storage_back()
                 return
         self._write_one_by_one(batch, frame_rows)
 
+    def _transaction(self, frame_rows: list[dict[str, Any]], batch: _Batch) -> None:
+        with self.engine.begin() as connection:
+            if frame_rows:
+                self._frame_insert.run(connection, frame_rows)
+            for spec, records in batch.rows.items():
+                self._insert(spec).run(connection, records)
+            for change in batch.changes:
+                change.run(connection)
+
+    def _storage_away(self, error: BaseException, batch: _Batch) -> None:
+        """The storage refused a batch: say so once, then every :data:`OUTAGE_LOG_EVERY`
+        seconds, and keep the rows."""
+        now = time.time()
+        text = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+        if self.outage is None:
+            log.error("store writer: the storage refuses to write (%s); %d rows are kept in "
+                      "memory and retried until it comes back", text, self.status()["waiting"])
+            self.outage, self._last_log = (now, text), now
+        elif now - self._last_log >= OUTAGE_LOG_EVERY:
+            log.error("store writer: the storage has refused to write for %.0f s (%s); %d rows "
+                      "wait", now - self.outage[0], text, self.status()["waiting"])
+            self.outage, self._last_log = (self.outage[0], text), now
+
+    def _storage_back(self) -> None:
+        if self.outage is not None:
+            log.warning("store writer: the storage writes again after %.1f s; nothing was lost",
+                        time.time() - self.outage[0])
+            self.outage = None
+
     def _write_one_by_one(self, batch: _Batch, frame_rows: list[dict[str, Any]]) -> None:
         for row in frame_rows:
-            if self._write_row(self._frame_insert, "frame", row, row):
+            if self._write_row(self._frame_insert.run, "frame", [row], row):
                 self._seen.add_all([row["hash"]])
         for spec, records in batch.rows.items():
             for record in records:
-                self._write_row(self._insert(spec), spec.name, record, record)
+                self._write_row(self._insert(spec).run, spec.name, [record], record)
+        for change in batch.changes:
+            self._write_row(lambda connection, _rows, c=change: c.run(connection), "change",
+                            [], change.what)
 
     def _insert(self, spec: TableSpec) -> BulkInsert:
         if spec not in self._inserts:
             self._inserts[spec] = BulkInsert(insert(spec.table), spec.defaults, self.engine)
         return self._inserts[spec]
 
-    def _write_row(self, statement: BulkInsert, table: str, row: dict, record: dict) -> bool:
-        try:
-            with self.engine.begin() as connection:
-                statement.run(connection, [row])
-        except Exception as error:  # kept and reported, never dropped
-            self._fail(table, record, error)
-            return False
-        return True
+    def _write_row(self, run: Callable[[Connection, list], None], table: str, rows: list,
+                   record: dict) -> bool:
+        """One row (or change) alone, retried while the storage is away; False when the
+        database refuses it, which is then kept as a :class:`Failure`."""
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                off_loop(self._alone, run, rows)
+            except Exception as error:  # kept and reported, never dropped
+                if unavailable(error):
+                    time.sleep(min(BACKOFF_LIMIT, 0.05 * 2**min(tries, 6)))
+                    continue
+                self._fail(table, record, error)
+                return False
+            return True
+
+    def _alone(self, run: Callable[[Connection, list], None], rows: list) -> None:
+        with self.engine.begin() as connection:
+            run(connection, rows)
 
     def _fail(self, table: str, record: dict, error: BaseException) -> None:
         failure = Failure(table, record, f"{type(error).__name__}: {error}")

@@ -323,8 +323,20 @@ def post_action(episode_id: int):
         live.last_turn_at = time.time()
         result = live.turns.take(body["action"], error=body["error"],
                                  raw_reply=body["raw_reply"], **fields)
+        _stored_if_ended(live)
         return jsonify({"applied": result.applied, "action": result.action,
                         "error": result.error, "state": state_of(live)})
+
+
+ENDED_WAIT = 10.0
+"""Seconds an answer that ends an attempt waits for the store (then 503, kept)."""
+
+
+def _stored_if_ended(live: LiveEpisode) -> None:
+    """An answer that says the attempt ended is sent once its end is in the database, so
+    that whatever the agent reads next (its run, the export) agrees."""
+    if live.turns.ended:
+        _store().wait(ENDED_WAIT)
 
 
 @bp.post("/episodes/<int:episode_id>/end")
@@ -339,6 +351,7 @@ def end_episode(episode_id: int):
     with live.lock:
         live.turns.end(status, body["reason"] or "ended by the agent",
                        resumable=status != ABANDONED)
+        _stored_if_ended(live)
     return jsonify({"state": state_of(live)})
 
 

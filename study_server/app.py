@@ -37,8 +37,10 @@ from typing import Any
 
 from flask import Flask, abort, current_app, request, send_file
 from flask_socketio import SocketIO
+from sqlalchemy import exc as sa_exc
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from records.store import StorageUnavailable
 from study_server.workers import ROUTE_COOKIE
 
 socketio = SocketIO()
@@ -82,6 +84,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1)
     app.after_request(routing_headers)
     app.before_request(refuse_nul)
+    for error in STORAGE_ERRORS:
+        app.register_error_handler(error, storage_unavailable)
     app.add_url_rule("/vendor/socket.io.min.js", "socketio_client", socketio_client)
     return app
 
@@ -107,7 +111,7 @@ def init_store(app: Flask) -> None:
 def init_realtime(app: Flask) -> None:
     """Bind ``socketio``, attach the socket handlers and create the one scheduler
     (``app.extensions["gridstudy.realtime"]``); its loop starts with the first session."""
-    from study_server import cluster, monitor, sockets
+    from study_server import cluster, monitor, session, sockets
     from study_server.scheduler import Scheduler
 
     options = {"async_mode": app.config["ASYNC_MODE"], "serializer": sockets.JsonPacket,
@@ -120,12 +124,14 @@ def init_realtime(app: Flask) -> None:
         app.wsgi_app = sockets.quiet_websocket_errors(app.wsgi_app)
     sockets.register_handlers(socketio)
     monitor.init_monitor(app, socketio)
+    store = app.extensions["gridstudy.store"]
     app.extensions["gridstudy.realtime"] = Scheduler(
         sockets.make_deliver(socketio),
         start_task=socketio.start_background_task,
         sleep=socketio.sleep,
         idle_timeout=float(app.config["IDLE_TIMEOUT"]),
         unjoined_timeout=float(app.config["UNJOINED_TIMEOUT"]),
+        holding=lambda: session.holding(store),
     )
     cluster.init_cluster(app, socketio)
 
@@ -134,10 +140,12 @@ def shutdown(app: Flask) -> None:
     """Stop the scheduler, store every input still waiting for a tick (``dropped``: the
     episodes stay open, to resume after a restart), then write everything still queued
     (serve's exit, test teardown)."""
+    from study_server.session import STOPPED_BEFORE_TICK
+
     scheduler, store = app.extensions["gridstudy.realtime"], app.extensions["gridstudy.store"]
     scheduler.stop()
     for session in list(scheduler.sessions.values()):
-        session.engine.drain("the server stopped before this input's tick")
+        session.engine.drain(STOPPED_BEFORE_TICK)
     cluster = app.extensions["gridstudy.cluster"]
     cluster.running = False
     try:
@@ -145,6 +153,39 @@ def shutdown(app: Flask) -> None:
         cluster.leave()
     finally:
         store.close()
+
+
+RETRY_AFTER = 5
+"""Seconds a client is asked to wait (``Retry-After``) while the storage is away."""
+STORAGE_ERRORS = (StorageUnavailable, sa_exc.OperationalError, sa_exc.InterfaceError,
+                  sa_exc.DisconnectionError, sa_exc.TimeoutError)
+STORAGE_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">{refresh}
+<title>One moment</title></head><body style="font-family: sans-serif; margin: 3em">
+<h1>Saving your progress, one moment</h1><p>{what}</p></body></html>"""
+
+
+def storage_unavailable(error: Exception) -> Any:
+    """The database is away (a full disk, a stopped server, a lock held too long): 503
+    with ``Retry-After`` and plain words (JSON under ``/api/``), never a 500 with a
+    traceback. Nothing queued is lost: the store retries until it writes. Any other
+    database error is a defect and stays one."""
+    from records.writer import unavailable
+
+    if isinstance(error, sa_exc.SQLAlchemyError) and not unavailable(error):
+        raise error
+    current_app.logger.warning("503 for %s %s: the storage is unavailable (%s: %s)",
+                               request.method, request.path, type(error).__name__,
+                               str(error).splitlines()[0][:200])
+    headers = {"Retry-After": str(RETRY_AFTER), "Cache-Control": "no-store"}
+    if request.path.startswith("/api/"):
+        return {"error": "the database is unavailable for a moment; nothing was lost. "
+                         f"Retry in {RETRY_AFTER} s"}, 503, headers
+    again = request.method == "GET"
+    page = STORAGE_PAGE.format(
+        refresh=f'<meta http-equiv="refresh" content="{RETRY_AFTER}">' if again else "",
+        what="This page tries again by itself in a few seconds." if again else
+             "Please wait a few seconds, then send the page again.")
+    return page, 503, headers
 
 
 def refuse_nul() -> None:

@@ -41,6 +41,9 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Engine
 
 from records.models import LiveSession, Worker
+from records.offload import blocking
+from records.writer import unavailable
+from study_server.session import STOPPED_BEFORE_TICK
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,17 @@ dead owner's heartbeat going stale."""
 
 def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
+
+
+def _running(worker: str) -> bool:
+    """Whether the process of a worker id of this host is still there."""
+    try:
+        os.kill(int(worker.split(":")[1]), 0)
+    except ProcessLookupError:
+        return False
+    except (ValueError, IndexError, PermissionError):
+        return True
+    return True
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,7 @@ class Cluster:
 
     # -- workers ----------------------------------------------------------------------------
 
+    @blocking
     def beat(self, live: dict[str, Any] | None = None) -> None:
         """Refresh this worker's row (made at the first beat) with ``live``, what its
         monitor shows."""
@@ -104,6 +119,7 @@ class Cluster:
                     id=self.id, address=self.address, started_at=self.started_at,
                     seen_at=now, live=live or {}))
 
+    @blocking
     def peers(self) -> list[Any]:
         """The other workers alive now (their rows)."""
         with self.engine.connect() as db:
@@ -111,6 +127,7 @@ class Cluster:
                                                         Worker.id != self.id)
                                    .order_by(Worker.started_at)))
 
+    @blocking
     def leave(self) -> None:
         """A clean stop: this worker's row goes, so that its sessions are taken up at once
         (after a restart too, by the clients that rejoin them) rather than after
@@ -118,6 +135,7 @@ class Cluster:
         with self.engine.begin() as db:
             db.execute(delete(Worker).where(Worker.id == self.id))
 
+    @blocking
     def sweep(self) -> int:
         """Drop the leases of dead workers whose attempts are over (nobody will rejoin
         them); how many."""
@@ -130,6 +148,34 @@ class Cluster:
             return db.execute(delete(LiveSession).where(
                 LiveSession.worker.not_in(alive), LiveSession.episode_id.in_(over))).rowcount
 
+    @blocking
+    def drop_orphaned_inputs(self, reason: str) -> int:
+        """Store as dropped the acknowledged inputs still ``queued`` in attempts whose
+        worker is dead (killed before their tick; a worker that adopts an attempt drops
+        its own at once); how many."""
+        from records.models import RawInput
+
+        alive = select(Worker.id).where(Worker.seen_at >= self._fresh())
+        orphaned = select(LiveSession.episode_id).where(LiveSession.worker.not_in(alive))
+        with self.engine.begin() as db:
+            return db.execute(update(RawInput).where(
+                RawInput.status == "queued", RawInput.episode_id.in_(orphaned))
+                .values(status="dropped", reason=reason)).rowcount
+
+    @blocking
+    def forget_dead_here(self) -> list[str]:
+        """Forget the workers of this host whose processes are gone (a server killed and
+        started again: its predecessor's heartbeat looks fresh for a few seconds more);
+        their ids."""
+        host = socket.gethostname()
+        with self.engine.begin() as db:
+            ids = db.execute(select(Worker.id).where(Worker.id.like(f"{host}:%"))).scalars()
+            dead = [worker for worker in ids if worker != self.id and not _running(worker)]
+            if dead:
+                db.execute(delete(Worker).where(Worker.id.in_(dead)))
+        return dead
+
+    @blocking
     def forget(self, pid: int) -> None:
         """Forget the worker of process ``pid`` on this host, which has died (its
         supervisor saw it): its sessions are taken up at once, not after the timeout."""
@@ -149,12 +195,14 @@ class Cluster:
 
     # -- leases -----------------------------------------------------------------------------
 
+    @blocking
     def claim(self, token: str, episode_id: int) -> None:
         """Lease a session this worker has just made (its token is new)."""
         with self.engine.begin() as db:
             db.execute(LiveSession.__table__.insert().values(
                 token=token, episode_id=episode_id, worker=self.id, takeover=False))
 
+    @blocking
     def lease(self, token: str | None = None, *, episode_id: int | None = None) -> Lease | None:
         """The lease of a token, or of an episode's live session."""
         where = (LiveSession.token == token) if token is not None else (
@@ -166,6 +214,7 @@ class Cluster:
             return Lease(row.token, row.episode_id, row.worker, row.wanted_by,
                          self._alive(db, row.worker))
 
+    @blocking
     def take(self, token: str, previous: str) -> bool:
         """Take the lease from ``previous`` (a dead worker): true for the one worker whose
         compare-and-swap found ``previous`` still there."""
@@ -174,6 +223,7 @@ class Cluster:
                 LiveSession.token == token, LiveSession.worker == previous)
                 .values(worker=self.id, wanted_by=None, takeover=False)).rowcount == 1
 
+    @blocking
     def want(self, token: str, owner: str, takeover: bool) -> None:
         """Ask ``owner`` to hand the session over at its next heartbeat."""
         with self.engine.begin() as db:
@@ -181,6 +231,7 @@ class Cluster:
                                                  LiveSession.worker == owner)
                        .values(wanted_by=self.id, takeover=takeover))
 
+    @blocking
     def wanted(self) -> list[tuple[str, str, bool]]:
         """This worker's sessions another worker asked for: (token, by whom, takeover)."""
         with self.engine.connect() as db:
@@ -188,24 +239,28 @@ class Cluster:
                 select(LiveSession.token, LiveSession.wanted_by, LiveSession.takeover)
                 .where(LiveSession.worker == self.id, LiveSession.wanted_by.is_not(None)))]
 
+    @blocking
     def hand_over(self, token: str, to: str) -> bool:
         with self.engine.begin() as db:
             return db.execute(update(LiveSession).where(
                 LiveSession.token == token, LiveSession.worker == self.id)
                 .values(worker=to, wanted_by=None, takeover=False)).rowcount == 1
 
+    @blocking
     def decline(self, token: str) -> None:
         with self.engine.begin() as db:
             db.execute(update(LiveSession).where(LiveSession.token == token,
                                                  LiveSession.worker == self.id)
                        .values(wanted_by=None, takeover=False))
 
+    @blocking
     def held(self) -> set[str]:
         """The tokens this worker holds the lease of."""
         with self.engine.connect() as db:
             return set(db.execute(select(LiveSession.token)
                                   .where(LiveSession.worker == self.id)).scalars())
 
+    @blocking
     def release(self, tokens: Iterable[str]) -> None:
         tokens = list(tokens)
         if tokens:
@@ -226,17 +281,27 @@ def init_cluster(app: Any, socketio: Any) -> Cluster:
     store = app.extensions["gridstudy.store"]
     cluster = Cluster(store.engine, app.config.get("ADDRESS"))
     cluster.beat()
+    cluster.forget_dead_here()
+    cluster.drop_orphaned_inputs(STOPPED_BEFORE_TICK)
     app.extensions["gridstudy.cluster"] = cluster
 
     def heartbeat_forever() -> None:
+        failing_since = None
         while cluster.running:
             socketio.sleep(HEARTBEAT)
             if not cluster.running:
                 break
             try:
                 heartbeat(app, socketio)
-            except Exception:  # a database hiccup: the next beat tries again
-                log.exception("worker %s: the heartbeat failed", cluster.id)
+            except Exception as error:  # a database hiccup: the next beat tries again
+                if not unavailable(error):
+                    log.exception("worker %s: the heartbeat failed", cluster.id)
+                elif failing_since is None or time.time() - failing_since > 30:
+                    failing_since = time.time()
+                    log.warning("worker %s: the heartbeat cannot reach the database (%s); "
+                                "trying every second", cluster.id, str(error).splitlines()[0])
+            else:
+                failing_since = None
 
     socketio.start_background_task(heartbeat_forever)
     return cluster
@@ -268,26 +333,32 @@ def heartbeat(app: Any, socketio: Any) -> None:
     cluster.gone = gone
     cluster.beats += 1
     if cluster.beats % SWEEP_EVERY == 0:
+        cluster.drop_orphaned_inputs(STOPPED_BEFORE_TICK)
         cluster.sweep()
 
 
 def _stop_abandoned(app: Any) -> None:
     """Stop the sessions whose attempts were abandoned elsewhere: by a researcher on the
     dashboard of another worker, or by the assignment's abandon timeout."""
-    from records.models import EpisodeRow
-    from study_server.assignment import ABANDONED
-
     scheduler = app.extensions["gridstudy.realtime"]
     live = {s.episode_id: s for s in list(scheduler.sessions.values()) if s.episode_id}
     if not live:
         return
-    with app.extensions["gridstudy.cluster"].engine.connect() as db:
-        ended = db.execute(select(EpisodeRow.id).where(EpisodeRow.id.in_(list(live)),
-                                                       EpisodeRow.status == ABANDONED)).scalars()
-        for episode_id in list(ended):
-            session = scheduler.remove(live[episode_id].token)
-            if session is not None:
-                session.engine.drain("the attempt was ended before this input's tick")
+    for episode_id in _abandoned(app.extensions["gridstudy.cluster"].engine, list(live)):
+        session = scheduler.remove(live[episode_id].token)
+        if session is not None:
+            session.engine.drain("the attempt was ended before this input's tick")
+
+
+@blocking
+def _abandoned(engine: Engine, episode_ids: list[int]) -> list[int]:
+    """Which of ``episode_ids`` were abandoned."""
+    from records.models import EpisodeRow
+    from study_server.assignment import ABANDONED
+
+    with engine.connect() as db:
+        return list(db.execute(select(EpisodeRow.id).where(
+            EpisodeRow.id.in_(episode_ids), EpisodeRow.status == ABANDONED)).scalars())
 
 
 def _hand_over(app: Any, socketio: Any, token: str, by: str, takeover: bool) -> None:
@@ -393,26 +464,42 @@ def live_token(app: Any, episode_id: int) -> str | None:
     return session.token if session is not None else None
 
 
+REBUILD_WAIT = 10.0
+"""Seconds a join waits for this worker's queued rows before it rebuilds an attempt."""
+
+
 def _rebuild(app: Any, episode_id: int, token: str | None) -> Any:
     """Replay the attempt's stored events into a live session under ``token`` (a new one,
     leased here, when None) and add it to the scheduler."""
+    from study_server.session import limits
+
+    store = app.extensions["gridstudy.store"]
+    store.wait(REBUILD_WAIT)  # every row this worker wrote is in the database first
+    session = _replay(store, episode_id, token, limits(app.config))
+    if session is None:
+        return None
+    if token is not None:  # its lease is this worker's already
+        return app.extensions["gridstudy.realtime"].add(session)
+    return keep(app, session)
+
+
+@blocking
+def _replay(store: Any, episode_id: int, token: str | None, limits: dict[str, int]) -> Any:
+    """The live session of attempt ``episode_id`` rebuilt from its stored events (None
+    when it is gone or abandoned): read and replayed off the event loop, since a long
+    attempt's replay takes a while."""
     from sqlmodel import select as select_rows
 
     from records.models import EpisodeRow, Event
     from study_server import assignment
-    from study_server.session import GameSession, limits
+    from study_server.session import GameSession
 
-    store, config = app.extensions["gridstudy.store"], app.config
-    store.wait()  # every row this worker wrote is in the database before the replay
     with store.session() as db:
         row = db.get(EpisodeRow, episode_id)
         if row is None or row.status == assignment.ABANDONED:
             return None
         events = list(db.exec(select_rows(Event).where(Event.episode_id == episode_id)))
-        session = GameSession.resume(store, row, events, token=token, **limits(config))
-    if token is not None:  # its lease is this worker's already
-        return app.extensions["gridstudy.realtime"].add(session)
-    return keep(app, session)
+        return GameSession.resume(store, row, events, token=token, **limits)
 
 
 def keep(app: Any, session: Any) -> Any:

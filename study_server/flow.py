@@ -37,6 +37,8 @@ from records.models import EpisodeRow, Event, Participant, Signal, utcnow
 from study_server import assignment, cluster
 from tasks import registry
 
+SAVE_WAIT = 10.0
+"""Seconds a page waits for the store's queued rows before it answers 503 (kept)."""
 ENDED = ("complete", "declined", "screened-out", "failed-quiz", "timed-out", "full",
          "wrong-device")
 
@@ -124,7 +126,7 @@ class Flow:
 
     def submit(self, study_id: str, participant_id: int, form: dict[str, str]) -> str | None:
         """Evaluate the current stage's form; an error message when it must be redone."""
-        self.store.wait()  # the current episode's events, before judging it
+        self.store.wait(SAVE_WAIT)  # the current episode's events, before judging it
         page = self.page(study_id, participant_id)
         if page.stage is None:
             return None
@@ -285,7 +287,7 @@ class Flow:
             return {}
         # Written events first: the writer needs the lock a session below may take, and a
         # session rebuilt by replay needs every action logged so far.
-        self.store.wait()
+        self.store.wait(SAVE_WAIT)
         with self.store.session() as db:
             row = self._played_row(db, page)
             if row.status == assignment.ABANDONED and page.stage.plays == PLAYS_TASK:

@@ -25,6 +25,8 @@ from flask_socketio import SocketIO, join_room
 from sqlmodel import select
 
 from records.models import Participant
+from records.offload import blocking
+from records.writer import unavailable
 from study_server import assignment, auth
 
 NAMESPACE = "/monitor"
@@ -43,10 +45,19 @@ MAX_ON_PAGES = 200
 def snapshot(app: Flask, now: float | None = None) -> dict[str, Any]:
     """What is being played now on every worker (see the module's docstring)."""
     now = time.time() if now is None else now
+    app = getattr(app, "_get_current_object", lambda: app)()  # read in another thread too
     views = [local_view(app, now)]
-    views += [peer.live for peer in app.extensions["gridstudy.cluster"].peers() if peer.live]
-    rows = [row for view in views for row in view.get("sessions", [])]
-    people = _participants(app, {row["participant_id"] for row in rows})
+    storage = storage_view(app, now)
+    try:
+        views += [peer.live for peer in app.extensions["gridstudy.cluster"].peers() if peer.live]
+        rows = [row for view in views for row in view.get("sessions", [])]
+        people = _participants(app, {row["participant_id"] for row in rows})
+    except Exception as error:  # the database is away: show what this worker knows
+        if not unavailable(error):
+            raise
+        storage["reading"] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+        rows = [row for view in views for row in view.get("sessions", [])]
+        people = {}
     playing, finished = [], []
     for row in rows:
         person = people.get(row["participant_id"])
@@ -54,9 +65,15 @@ def snapshot(app: Flask, now: float | None = None) -> dict[str, Any]:
                "stage_seconds": _stage_seconds(person, now)}
         (finished if row["phase"] == "done" else playing).append(row)
     in_game = {row["participant_id"] for row in playing}
-    return {"at": now, "at_text": datetime.fromtimestamp(now, UTC).strftime("%H:%M:%S UTC"),
+    try:
+        on_pages = _on_pages(app, in_game, now)
+    except Exception as error:
+        if not unavailable(error):
+            raise
+        on_pages = []
+    return {"storage": storage,"at": now, "at_text": datetime.fromtimestamp(now, UTC).strftime("%H:%M:%S UTC"),
             "playing": sorted(playing, key=lambda r: r["episode_id"] or 0),
-            "on_pages": _on_pages(app, in_game, now),
+            "on_pages": on_pages,
             "finished": finished, "previews": sum(view.get("previews", 0) for view in views),
             "models": [model for view in views for model in view.get("models", [])],
             "workers": len(views)}
@@ -76,6 +93,17 @@ def local_view(app: Flask, now: float | None = None) -> dict[str, Any]:
                        if not live.turns.ended]}
 
 
+def storage_view(app: Flask, now: float) -> dict[str, Any]:
+    """The store's health for the monitor: rows waiting to be written, how long the oldest
+    has waited, and since when and why the storage refuses to write (None while it
+    writes)."""
+    status = app.extensions["gridstudy.store"].status()
+    since = status["outage_since"]
+    return {**status, "outage_seconds": None if since is None else round(now - since),
+            "reading": None}
+
+
+@blocking
 def _on_pages(app: Flask, in_game: set[int], now: float) -> list[dict[str, Any]]:
     """Active participants seen within :data:`SEEN_WITHIN` on a page of the flow without a
     game (consent, colour check, instructions, quiz, attention check, debrief), or on a
@@ -108,6 +136,7 @@ def _stage_seconds(person: Participant | None, now: float) -> int | None:
     return None
 
 
+@blocking
 def _participants(app: Flask, ids: set[int]) -> dict[int, Participant]:
     if not ids:
         return {}

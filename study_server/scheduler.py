@@ -6,6 +6,12 @@ there is no thread per participant. Each due session ticks once
 which the socket layer binds to that participant's room. A session nobody has been
 connected to for ``idle_timeout`` seconds is abandoned, a preview nobody joined within
 ``unjoined_timeout`` seconds too.
+
+While the store cannot keep up (``holding`` names why: a full disk, a stopped database),
+the recorded sessions do not tick: each is told once (its state carries ``paused``), its
+clock and its timers stand still, and it goes on by itself, on its schedule, once the
+store has caught up. A game played on unrecorded would be a game nobody can score.
+Previews, which record nothing, play on.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from tasks.worldtest.tick import Tick, next_deadline
 log = logging.getLogger(__name__)
 
 
-Deliver = Callable[[GameSession, Tick], None]
+Deliver = Callable[[GameSession, Tick | None], None]
+"""Sends a session's state after a tick (None: it stopped or went on; see ``paused``)."""
 
 
 class Scheduler:
@@ -44,8 +51,10 @@ class Scheduler:
         idle_timeout: float = 600.0,
         unjoined_timeout: float = 45.0,
         max_sleep: float = 0.01,
+        holding: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.deliver = deliver
+        self.holding = holding
         self.start_task = start_task
         self.sleep = sleep
         self.idle_timeout = idle_timeout
@@ -128,8 +137,10 @@ class Scheduler:
         """Tick whatever is due, then sleep until the next deadline (at most max_sleep,
         so that a session started meanwhile is never late because of the sleep)."""
         while self.running:
-            for token, deadline in self._pop_due(time.monotonic()):
-                self._tick(token, deadline)
+            due = self._pop_due(time.monotonic())
+            held = self.holding() if due else None
+            for token, deadline in due:
+                self._tick(token, deadline, held)
             self._sweep_idle()
             self.sleep(self._time_to_next())
 
@@ -148,9 +159,12 @@ class Scheduler:
                 return self.max_sleep
             return min(self.max_sleep, max(0.0, self.heap[0][0] - time.monotonic()))
 
-    def _tick(self, token: str, deadline: float) -> None:
+    def _tick(self, token: str, deadline: float, held: str | None = None) -> None:
         session = self.sessions.get(token)
         if session is None:
+            return
+        if session.recorder is not None and self._held(session, held):
+            self._reschedule(session, deadline, done=False)
             return
         lateness = time.monotonic() - deadline
         try:
@@ -164,6 +178,20 @@ class Scheduler:
             self.deliver(session, tick)
         except Exception:
             log.exception("session %s: delivering the state failed", token[:6])
+
+    def _held(self, session: GameSession, held: str | None) -> bool:
+        """Whether ``session`` stands still this tick (the store is behind); its client
+        is told when it stops and when it goes on."""
+        if (held is None) == (session.paused is None):
+            return held is not None
+        session.paused = held
+        if held is None:
+            log.info("session %s: the store caught up; playing on", session.token[:6])
+        try:
+            self.deliver(session, None)
+        except Exception:
+            log.exception("session %s: delivering the pause failed", session.token[:6])
+        return held is not None
 
     def _reschedule(self, session: GameSession, deadline: float, done: bool) -> None:
         with self.lock:

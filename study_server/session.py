@@ -26,6 +26,13 @@ from tasks.worldtest.episode import Episode
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.tick import QUEUE_SIZE, QUEUED, RATE_LIMIT, Tick, TickEngine
 
+STOPPED_BEFORE_TICK = "the server stopped before this input's tick"
+"""Why an acknowledged input that no tick applied is stored as dropped (a restart)."""
+SAVING = "Saving your progress, one moment..."
+"""What a participant reads while the game stands still for the store."""
+HOLD_AFTER = 1.0
+"""Seconds the oldest unwritten row may wait before recorded games stand still (the
+writer flushes every quarter second: this is four flushes behind)."""
 LATENESS_WINDOW = 40
 """Ticks whose lateness the monitor summarises (5 to 13 seconds at 3 to 8 FPS)."""
 
@@ -34,6 +41,12 @@ def limits(config: Any) -> dict[str, int]:
     """The input limits of a new session from an app's configuration (``QUEUE_SIZE``,
     ``RATE_LIMIT``)."""
     return {"queue_size": int(config["QUEUE_SIZE"]), "rate_limit": int(config["RATE_LIMIT"])}
+
+
+def holding(store: Any) -> str | None:
+    """Why recorded games should stand still now (:data:`SAVING`), or None: the store's
+    oldest unwritten row has waited more than :data:`HOLD_AFTER` seconds."""
+    return SAVING if store.status()["age"] > HOLD_AFTER else None
 
 
 class GameSession:
@@ -68,6 +81,9 @@ class GameSession:
         """Server time of the last input the session accepted (the monitor's idle flag)."""
         self.lateness: deque[float] = deque(maxlen=LATENESS_WINDOW)
         """How late the last ticks were, in seconds (the monitor's health)."""
+        self.paused: str | None = None
+        """Why the session stands still (the store is behind), in the participant's words;
+        None while it plays."""
 
     @classmethod
     def create(
@@ -85,7 +101,7 @@ class GameSession:
         recorder = None
         if store is not None:
             recorder = EpisodeRecorder(store, problem, study_id=study_id,
-                                       participant_id=participant_id)
+                                       participant_id=participant_id, wait_for_end=False)
         return cls(episode, recorder, study_id=study_id, participant_id=participant_id,
                    **options)
 
@@ -95,9 +111,11 @@ class GameSession:
         """The attempt of episode ``row`` rebuilt by replaying its stored ``events``, its
         rows continuing at the next ``seq`` (a restart, a failover, a handover)."""
         problem = registry.get_problem(row.problem_id)
+        store.drop_waiting_inputs(STOPPED_BEFORE_TICK, episode_id=row.id)
         rebuilt = rebuild(problem, events)
         recorder = EpisodeRecorder(store, problem, episode_id=row.id, next_seq=rebuilt.next_seq,
-                                   study_id=row.study_id, participant_id=row.participant_id)
+                                   study_id=row.study_id, participant_id=row.participant_id,
+                                   wait_for_end=False)
         session = cls(rebuilt.episode, recorder, study_id=row.study_id,
                       participant_id=row.participant_id, token=token, **options)
         inputs = [e.server_time for e in events if e.source == "input"]
@@ -141,5 +159,9 @@ class GameSession:
         self.engine.abandon(reason)
 
     def get_state(self) -> dict[str, Any]:
-        """Everything a client draws now (the episode's view, plus the session token)."""
-        return {**self.engine.view(), "token": self.token}
+        """Everything a client draws now (the episode's view, plus the session token and,
+        while it stands still, ``paused``: why)."""
+        state = {**self.engine.view(), "token": self.token}
+        if self.paused is not None:
+            state["paused"] = self.paused
+        return state

@@ -33,8 +33,11 @@ from flask import current_app, request
 from flask_socketio import SocketIO, join_room, leave_room
 from flask_socketio import emit as emit_anywhere
 from socketio.packet import Packet
+from sqlalchemy.exc import SQLAlchemyError
 
+from records.writer import unavailable
 from study_server import cluster
+from study_server.app import STORAGE_ERRORS
 from study_server.scheduler import Scheduler
 from study_server.session import GameSession
 from tasks.worldtest.tick import Tick
@@ -60,6 +63,9 @@ TOKEN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """What a session token can be (ours are 22 URL-safe characters): only such a token is
 looked up in the database, never an agent attempt's lease (``agent:<id>``) nor a string
 the database cannot hold."""
+
+JOIN_LATER = "join: saving; the database is unavailable for a moment, join again shortly"
+"""The refusal of a join that needs the database while it is away (the client retries)."""
 
 CLOCK_RESYNC = 30.0
 """Seconds after which the next input starts a new round of clock pings."""
@@ -104,7 +110,7 @@ def make_deliver(socketio: SocketIO):
 
     socketio.start_background_task(send_forever)
 
-    def deliver(session: GameSession, tick: Tick) -> None:
+    def deliver(session: GameSession, tick: Tick | None) -> None:
         outbox.put((session.token, session.get_state()))
 
     return deliver
@@ -162,8 +168,13 @@ def on_join(message: Any = None) -> dict[str, Any]:
     token = message.get("token") if isinstance(message, dict) else None
     session = _scheduler().get(token)
     if session is None and isinstance(token, str) and TOKEN.fullmatch(token):
-        session = cluster.adopt(current_app, token, takeover=message.get("takeover") is True,
-                                sleep=current_app.extensions["socketio"].sleep)
+        try:
+            session = cluster.adopt(current_app, token, takeover=message.get("takeover") is True,
+                                    sleep=current_app.extensions["socketio"].sleep)
+        except STORAGE_ERRORS as error:
+            if isinstance(error, SQLAlchemyError) and not unavailable(error):
+                raise
+            return _refuse(JOIN_LATER)
         if isinstance(session, str):
             return _refuse(session, message)
     if session is None:

@@ -132,6 +132,7 @@ class LiveServer:
         return self._rows(RawInput, episode_id, RawInput.id)
 
     def episode(self, episode_id: int) -> EpisodeRow:
+        self.store.flush(timeout=10)  # how an attempt ended is queued behind its events
         with self.store.session() as session:
             return session.get(EpisodeRow, episode_id)
 

@@ -146,16 +146,23 @@ def _echo_study_links(store: Any, base_url: str) -> None:
 @click.option("--worker", is_flag=True,
               help="One worker behind a load balancer (several machines): trusts its "
                    "X-Forwarded-* headers and prints nothing at start.")
+@click.option("--skip-check", is_flag=True,
+              help="Start without SQLite's quick_check of the database file, which reads all "
+                   "of it (about 2 s per GB on an SSD): only for a huge database checked "
+                   "otherwise.")
 def serve(host: str, port: int, db: str | None, async_mode: str, workers: int,
           message_queue: str | None, data_dir: str | None, nginx_for: tuple[str, ...],
-          worker: bool) -> None:
+          worker: bool, skip_check: bool) -> None:
     """Run the study server (HTTP pages, Socket.IO real-time play, agent API). Previews
-    are for logged-in researchers unless GRIDSTUDY_PREVIEW says otherwise."""
+    are for logged-in researchers unless GRIDSTUDY_PREVIEW says otherwise. A SQLite
+    database that fails SQLite's quick_check is refused (exit 1)."""
     from study_server.workers import nginx_config
 
     if nginx_for:
         click.echo(nginx_config(nginx_for, f"{host}:{port}", "/var/lib/gridstudy/nginx"), nl=False)
         return
+    if not skip_check:
+        check_database(db or os.environ.get("DATABASE_URL") or "gridstudy.db")
     config: dict[str, Any] = {"ASYNC_MODE": async_mode}
     if "GRIDSTUDY_PREVIEW" not in os.environ:
         config["PREVIEW"] = "researchers"
@@ -169,6 +176,22 @@ def serve(host: str, port: int, db: str | None, async_mode: str, workers: int,
     if worker:  # behind nginx, one of several: say nothing, the supervisor announces
         config.update(BEHIND_PROXY=True, ADDRESS=f"{host}:{port}")
     run(config, host, port, announce=(lambda app, url: None) if worker else None)
+
+
+def check_database(url: str) -> None:
+    """Refuse, in one line, a SQLite database whose pages SQLite's quick_check finds
+    damaged: serving it would answer participants with 500s while the dashboard looked
+    fine. A missing file is made by the server; other databases check themselves."""
+    from records.database import check_sqlite_file, sqlite_path
+
+    path = sqlite_path(url)
+    if path is None or not path.is_file() or not path.stat().st_size:
+        return
+    try:
+        check_sqlite_file(path, thorough=True)
+    except (ValueError, FileNotFoundError) as error:
+        raise click.ClickException(f"{error}. Restore it from a backup (or start with "
+                                   "--skip-check to serve it anyway)") from None
 
 
 def run_workers(workers: int, host: str, port: int, db: str | None, message_queue: str | None,

@@ -17,7 +17,9 @@ Admitting an input, in order (the first rule that applies decides):
 * ``malformed`` when the text is no action (:func:`tasks.core.parse_action` says why);
 * ``rejected`` when it clicks outside the grid;
 * ``dropped`` when ``queue_size`` inputs already wait, as a key held down would be;
-* otherwise ``queued``.
+* otherwise ``queued``, reported to the sink at once (``acknowledged``, with the input's
+  number in the attempt), so that an input is written when it is acknowledged, not when
+  its tick comes.
 
 Whether an action is allowed in the phase is decided when its tick comes, since an input
 queued before it (``go-to-test``) may change the phase. A tick applies the first queued
@@ -72,18 +74,25 @@ def next_deadline(deadline: float, period: float, now: float) -> float:
 class Sink(Protocol):
     """What a driver's engine reports to (``records.recorder.EpisodeRecorder``)."""
 
+    def acknowledged(self, text: str, *, input_seq: int, received_at: float,
+                     client_time: float | None = None) -> None:
+        """An input was queued for a coming tick (number ``input_seq`` of the attempt)."""
+
     def applied(self, step: Step, *, source: str, server_time: float | None = None,
-                client_time: float | None = None, **fields: Any) -> None:
-        """An action was applied; ``fields`` are other event fields (``latency`` ...)."""
+                client_time: float | None = None, input_seq: int | None = None,
+                **fields: Any) -> None:
+        """An action was applied (acknowledged input ``input_seq``, None for the clock's
+        noop); ``fields`` are other event fields (``latency`` ...)."""
 
     def failed(self, action: str, *, phase: str, source: str, error: str,
                server_time: float | None = None, client_time: float | None = None,
-               **fields: Any) -> None:
+               input_seq: int | None = None, **fields: Any) -> None:
         """Applying ``action`` raised; the episode was left as it was."""
 
     def refused(self, text: str, *, status: str, reason: str, received_at: float,
-                client_time: float | None = None) -> None:
-        """An input arrived but was not applied."""
+                client_time: float | None = None, input_seq: int | None = None) -> None:
+        """An input was not applied: refused on arrival, or (``input_seq``) acknowledged
+        and then refused at its tick or dropped."""
 
     def invalid(self, *, phase: str, raw_reply: str, error: str, **fields: Any) -> None:
         """A model turn named no action available then (the agent turn's report)."""
@@ -106,6 +115,8 @@ class Input:
     received_at: float
     source: str = INPUT
     fields: dict[str, Any] = field(default_factory=dict)
+    number: int | None = None
+    """Its number among the attempt's acknowledged inputs (``input_seq``)."""
 
 
 @dataclass
@@ -149,6 +160,8 @@ class TickEngine:
         self.finished = False
         self.closed: str | None = None
         """Why no input is admitted any more (the server is stopping), or None."""
+        self.acknowledged = 0
+        """Inputs queued so far: the next one's number."""
         self.tick_refusals: list[str] = []
         """The queued inputs the last tick refused (not allowed in the phase then), which
         :meth:`view` shows once so that a client can say so."""
@@ -167,12 +180,20 @@ class TickEngine:
             if self.closed is not None:
                 status, reason = REJECTED, self.closed
             if status == QUEUED:
-                self.queue.append(Input(action, client_time, now, source, dict(fields or {})))
+                self._acknowledge(Input(action, client_time, now, source, dict(fields or {}),
+                                        self.acknowledged))
             elif status == RATE_LIMITED:
                 self.limited.append((str(text), now, client_time))
             else:
                 self._refuse(str(text), status, reason, now, client_time)
             return status
+
+    def _acknowledge(self, item: Input) -> None:
+        self.acknowledged += 1
+        self.queue.append(item)
+        if self.sink is not None:
+            self.sink.acknowledged(item.action, input_seq=item.number,
+                                   received_at=item.received_at, client_time=item.client_time)
 
     def _store_limited(self, now: float | None = None) -> None:
         """One row for the rate-limited inputs of a second that is over (every second,
@@ -205,11 +226,14 @@ class TickEngine:
         return QUEUED, "", str(action)
 
     def _refuse(self, text: str, status: str, reason: str, now: float,
-                client_time: float | None) -> None:
+                client_time: float | None, input_seq: int | None = None) -> None:
         log.info("input %r %s (%s)", text[:100], status, reason)
         if self.sink is not None:
             self.sink.refused(text[:200], status=status, reason=reason, received_at=now,
-                              client_time=client_time)
+                              client_time=client_time, input_seq=input_seq)
+
+    def _refuse_queued(self, item: Input, status: str, reason: str, now: float) -> None:
+        self._refuse(item.action, status, reason, now, item.client_time, item.number)
 
     # -- the clock ------------------------------------------------------------------------
 
@@ -224,6 +248,8 @@ class TickEngine:
             action, source = (item.action, item.source) if item else ("noop", AUTO)
             client_time = item.client_time if item else None
             fields = {**fields, **item.fields} if item else fields
+            if item is not None and item.number is not None:
+                fields["input_seq"] = item.number
             try:
                 step = self.episode.apply(action)
             except Exception as error:  # an environment's runtime error must not end play
@@ -244,7 +270,7 @@ class TickEngine:
             if refusal is None:
                 return item
             self.tick_refusals.append(item.action)
-            self._refuse(item.action, REJECTED, refusal, now, item.client_time)
+            self._refuse_queued(item, REJECTED, refusal, now)
         return None
 
     def _failed(self, action: str, source: str, error: Exception, now: float,
@@ -278,8 +304,7 @@ class TickEngine:
         now = self.clock() if now is None else now
         with self.lock:
             while self.queue:
-                item = self.queue.popleft()
-                self._refuse(item.action, DROPPED, reason, now, item.client_time)
+                self._refuse_queued(self.queue.popleft(), DROPPED, reason, now)
             self._store_limited()
             self.closed = reason
 

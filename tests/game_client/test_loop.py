@@ -19,7 +19,10 @@ class Log:
     def applied(self, step, *, source, **fields):
         self.steps.append((step.index, step.action, source))
 
-    def refused(self, text, *, status, reason, received_at, client_time):
+    def acknowledged(self, text, *, input_seq, received_at, client_time):
+        pass
+
+    def refused(self, text, *, status, reason, received_at, client_time, input_seq=None):
         self.raw.append((text, status))
 
     def finished(self, episode, *, status, info):

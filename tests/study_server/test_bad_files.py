@@ -50,7 +50,7 @@ def header_only(folder: Path) -> Path:
 
 @pytest.mark.parametrize("make, message", [
     (garbled, "not a SQLite database"),
-    (truncated, "a truncated SQLite database"),
+    (truncated, "a damaged SQLite database"),
     (header_only, "a truncated SQLite database"),
 ], ids=["garbled", "truncated", "header-only"])
 @pytest.mark.parametrize("command", [

@@ -25,9 +25,9 @@ import pytest
 import socketio
 from sqlalchemy import create_engine, text
 
-from consent.screening import make_items, study_palette
 from study_server import services
 from study_server.services import free_port
+from tests.study_server.people import Person, Player, accounted, episode_of, keep_pressing
 
 STUDY = """
 id: crowd
@@ -114,49 +114,15 @@ def deployment(servers: Any, tmp_path: Path) -> Any:
     found.stop()
 
 
-class Person:
-    """One participant's browser: its own cookies (the route cookie among them)."""
-
-    def __init__(self, deployment: Deployment, pid: str, base: str | None = None) -> None:
-        self.deployment, self.pid = deployment, pid
-        self.http = httpx.Client(base_url=base or deployment.url, timeout=60,
-                                 follow_redirects=True)
-        self.served_by: list[str] = []
-
-    def get(self, path: str) -> httpx.Response:
-        return self._seen(self.http.get(path))
-
-    def post(self, form: dict[str, str]) -> httpx.Response:
-        page = self.get("/study/crowd/flow").text
-        token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-        return self._seen(self.http.post("/study/crowd/flow", data={**form, "csrf_token": token}))
-
-    def _seen(self, response: httpx.Response) -> httpx.Response:
-        self.served_by.append(response.headers.get("X-Served-By", ""))
-        return response
-
-    def consent(self) -> None:
-        self.get(f"/study/crowd?PROLIFIC_PID={self.pid}&STUDY_ID=s&SESSION_ID=x")
-        self.post({"choice": "agree"})
-
-    def screening_answers(self) -> dict[str, str]:
-        [(participant_id,)] = self.deployment.sql(
-            "SELECT id FROM participant WHERE external_id = :pid", pid=self.pid)
-        items = make_items(study_palette(PROBLEMS), 6, seed=participant_id)
-        return {f"item-{i}": str(item.answer) for i, item in enumerate(items)}
-
-    def task_token(self) -> str:
-        page = self.get("/study/crowd/flow").text
-        return re.search(r'data-token="([^"]+)"', page).group(1)
-
-    def cookie(self) -> str:
-        return "; ".join(f"{k}={v}" for k, v in self.http.cookies.items())
+def visitor(deployment: Deployment, pid: str, base: str | None = None) -> Person:
+    """One participant's browser on the deployment (or directly on one worker)."""
+    return Person(base or deployment.url, "crowd", pid, PROBLEMS, deployment.sql)
 
 
 def arrive(deployment: Deployment, count: int, prefix: str) -> list[Person]:
     """``count`` people through consent, then all answering the colour screen (which
     reserves their problems) at the same moment."""
-    people = [Person(deployment, f"{prefix}{i}") for i in range(count)]
+    people = [visitor(deployment, f"{prefix}{i}") for i in range(count)]
     for person in people:
         person.consent()
     answers = [person.screening_answers() for person in people]
@@ -179,33 +145,10 @@ def arrive(deployment: Deployment, count: int, prefix: str) -> list[Person]:
     return people
 
 
-class Player:
-    """A python-socketio client playing one session, rejoining after every reconnection
-    as the browser client does."""
-
-    def __init__(self, url: str, token: str, cookie: str) -> None:
-        self.token, self.states, self.refusals = token, [], []
-        self.client = socketio.Client(reconnection=True, reconnection_delay=0.2,
-                                      reconnection_delay_max=1)
-        self.client.on("state", lambda state: self.states.append((time.time(), state)))
-        self.client.on("refused", self.refusals.append)
-        self.client.on("connect", lambda: self.client.emit("join", {"token": token}))
-        self.client.connect(url, transports=["websocket"], headers={"Cookie": cookie},
-                            wait_timeout=30)
-
-    def press(self, action: str) -> None:
-        if self.client.connected:
-            self.client.emit("input", {"token": self.token, "action": action,
-                                       "client_time": time.time()})
-
-    def states_after(self, moment: float) -> list[dict]:
-        return [state for at, state in self.states if at > moment]
-
-
 def playing_on(deployment: Deployment, worker: str, pid: str) -> tuple[str, Player]:
     """A participant who walked the flow on ``worker`` (host:port, directly) and plays
     their task there: the session's token and the player, once its first state came."""
-    person = Person(deployment, pid, base=f"http://{worker}")
+    person = visitor(deployment, pid, base=f"http://{worker}")
     person.consent()
     person.post(person.screening_answers())
     token = person.task_token()
@@ -227,7 +170,7 @@ def test_forty_people_at_once_across_two_workers_fill_the_study_exactly(deployme
     served = Counter(address for person in people for address in person.served_by if address)
     assert set(served) == set(deployment.workers), served  # both workers took part
 
-    late = Person(deployment, "late")
+    late = visitor(deployment, "late")
     late.consent()
     ending = late.post(late.screening_answers()).text
     assert "have just been filled" in ending and "CROWD000" in ending
@@ -463,7 +406,7 @@ def test_an_agents_attempt_goes_on_at_the_other_worker_when_its_worker_dies(depl
 def test_a_participant_in_the_browser_plays_on_when_their_worker_dies(deployment, page):
     """Chromium through nginx: the game page's Socket.IO client reconnects, rejoins, and
     the game goes on at the other worker; the page says so."""
-    person = Person(deployment, "browser")
+    person = visitor(deployment, "browser")
     person.consent()
     person.post(person.screening_answers())
     page.context.add_cookies([{"name": name, "value": value, "url": deployment.url}
@@ -493,3 +436,62 @@ def test_a_participant_in_the_browser_plays_on_when_their_worker_dies(deployment
                             "ORDER BY seq", e=episode_id)
     assert [row[0] for row in events] == list(range(len(events)))
     assert [row[1] for row in events if row[2] == "input"] == ["right", "left"]
+
+
+def test_postgresql_stopped_for_ten_seconds_loses_nothing(servers, tmp_path):
+    """Six people playing on two workers, pressing about four keys a second; PostgreSQL
+    stops (fast shutdown) for ten seconds and starts again. Nothing acknowledged is lost,
+    no attempt has a hole, nobody is answered 500 meanwhile (503 with Retry-After), and
+    the games go on by themselves."""
+    _, redis = servers
+    base = Path(tempfile.mkdtemp(prefix="gridstudy-outage-"))
+    base.chmod(0o711)  # PostgreSQL runs as its own user when the tests run as root
+    postgres = services.start_postgres(base / "postgres", durable=False)
+    deployment = Deployment((postgres, redis), tmp_path)
+    try:
+        people = arrive(deployment, 6, "o")
+        players = [Player(deployment.url, p.task_token(), p.cookie()) for p in people]
+        time.sleep(1)
+        episodes = [episode_of(deployment.sql, player.token) for player in players]
+        stop = threading.Event()
+        presser = keep_pressing(players, rate=4.0, stop=stop)
+        from study_server import tokens
+
+        api_token = tokens.create(deployment.engine, "outage")
+        time.sleep(2)
+        deployment.engine.dispose()
+        postgres.process.send_signal(signal.SIGINT)  # fast shutdown: clients cut off
+        postgres.process.wait(30)
+        stopped_at = time.time()
+        time.sleep(3)
+        newcomer = visitor(deployment, "newcomer").arrive()
+        assert newcomer.status_code == 503 and newcomer.headers["Retry-After"], newcomer.text
+        agent = httpx.post(f"{deployment.url}/api/agent/runs", json={"model": "m"},
+                           headers={"Authorization": f"Bearer {api_token}"}, timeout=30)
+        assert agent.status_code == 503 and "unavailable" in agent.json()["error"]
+        time.sleep(max(0.0, stopped_at + 10 - time.time()))
+        postgres = services.start_postgres(base / "postgres", port=postgres.port, durable=False)
+        back_at = time.time()
+        ticks = {id(p): (p.states[-1][1]["tick"] if p.states else -1) for p in players}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all(
+                any(s["tick"] > ticks[id(p)] and not s.get("paused")
+                    for s in p.states_after(back_at)) for p in players):
+            time.sleep(0.2)
+        assert all(any(s["tick"] > ticks[id(p)] for s in p.states_after(back_at))
+                   for p in players)  # on by themselves
+        assert visitor(deployment, "after").arrive().status_code == 200
+        time.sleep(2)
+        stop.set()
+        presser.join()
+        for player in players:
+            player.close()
+        deployment.stop()
+        for player, episode_id in zip(players, episodes):
+            counted = accounted(deployment.sql, episode_id)
+            assert counted["stored"] == len(player.queued()), (counted, len(player.queued()))
+            assert counted["queued"] == 0 and counted["holes"] == [], counted
+        assert not [s for p in people for s in p.statuses if s >= 500 and s != 503]
+    finally:
+        deployment.stop()
+        postgres.stop()

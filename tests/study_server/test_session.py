@@ -56,6 +56,7 @@ def test_a_finished_cd_session_records_when_it_triggered_the_change(store, test_
         session.enqueue_action(action)
         tick = session.tick()
     assert tick.done and session.get_state()["score"] == 1.0
+    store.flush()  # a real-time session's end is queued behind its events, never waited for
     with store.session() as db:
         info = db.get(EpisodeRow, session.episode_id).info
     assert (info["test_triggered"], info["test_t_star"], info["test_chosen"]) == (True, 4, 4)
@@ -66,6 +67,7 @@ def test_an_abandoned_session_ends_its_row_with_the_reason(store, test_problems)
     session.tick()
     session.enqueue_action("right")
     session.abandon()
+    store.flush()
     with store.session() as db:
         row = db.get(EpisodeRow, session.episode_id)
     assert (row.status, row.score, row.info["reason"]) == (

@@ -148,8 +148,11 @@ def test_finish_episode_merges_info_and_refuses_unknown_episodes(store):
     with store.session() as session:
         row = session.get(EpisodeRow, episode_id)
     assert (row.status, row.agent_run_id, row.info) == ("abandoned", 3, {"model": "m", "resets": 2})
-    with pytest.raises(LookupError, match="no episode 999"):
+    with pytest.raises(StoreWriteError, match="no episode 999"):
         store.finish_episode(999, status="done", phase="done", score=0.0)
+    store.finish_episode(999, status="done", phase="done", score=0.0, wait=False)
+    with pytest.raises(StoreWriteError, match="no episode 999"):
+        store.flush()
 
 
 def test_session_rolls_back_a_failed_unit_of_work(store):

@@ -34,6 +34,7 @@ class ServerDriver:
         self.session = GameSession.create(problem, store, **limits)
         self.clock = clock
         self.episode_id = self.session.episode_id
+        self.engine = self.session.engine
 
     def send(self, text, client_time):
         return self.session.enqueue_action(text, client_time=client_time, now=self.clock())
@@ -52,6 +53,7 @@ class LocalDriver:
         recorder = EpisodeRecorder(store, problem)
         self.loop = GameLoop(Episode(problem), recorder=recorder, clock=clock, **limits)
         self.episode_id = recorder.episode_id
+        self.engine = self.loop.engine
 
     def send(self, text, client_time):
         return self.loop.enqueue(text, client_time)
@@ -156,6 +158,10 @@ def play(driver_name, case, problems, tmp_path):
                              .order_by(Event.seq)).all()
             raw = db.exec(select(RawInput).order_by(RawInput.id)).all()
             row = db.get(EpisodeRow, driver.episode_id)
+    # An input still waiting for its tick is in the record already, as queued, and only it.
+    waiting = [r.input_seq for r in raw if r.status == "queued"]
+    assert waiting == [item.number for item in driver.engine.queue]
+    raw = [r for r in raw if r.status != "queued"]
     columns = ("seq", "tick", "action", "source", "applied", "phase", "next_phase", "score",
                "frame_hash", "error", "server_time", "client_time")
     return (statuses, [tuple(getattr(e, c) for c in columns) for e in events],

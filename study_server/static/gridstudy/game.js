@@ -100,6 +100,11 @@
     socket.on("state", function (state) { self.update(state); });
     socket.on("refused", function (m) {
       if (/another connection/.test(m.reason || "")) { self.offerTakeover(); return; }
+      if (/^join: saving/.test(m.reason || "")) {  // the database is away: join again soon
+        self.say("Saving your progress, one moment...");
+        setTimeout(function () { socket.emit("join", { token: self.token }); }, 2000);
+        return;
+      }
       self.refused(m.reason || "");
     });
     socket.on("taken-over", function () {
@@ -250,7 +255,12 @@
       this.showPhase(state);
       this.el.guide.textContent = state.guide || "";
     }
-    if (first || this.lost) { this.say(this.hint()); }  // back after a reconnection
+    if (state.paused) {  // the server is saving: the world and its timer stand still
+      this.say(state.paused);
+    } else if (first || this.lost || this.root.dataset.paused) {
+      this.say(this.hint());  // back after a reconnection or a pause
+    }
+    if (state.paused) { this.root.dataset.paused = "1"; } else { delete this.root.dataset.paused; }
     this.lost = false;
     if (state.refused && state.refused.length) { this.refused("rejected"); }
     this.updateButtons(state.buttons || []);

@@ -1,0 +1,294 @@
+"""The durability promises of ``docs/guarantees.md``, each attacked with the fault that
+would break it, on ``gridstudy serve`` itself (gevent, one process, a SQLite file):
+
+* a dashboard export, then another process opening the database, then ``kill -9``;
+* the disk filling up under players, then room again;
+* ``kill -9`` while people press about four keys a second, then a restart;
+* a damaged database file at start.
+
+Each case reads the database afterwards against the clients' own ledger of what the
+server acknowledged. (PostgreSQL stopped under several workers is in
+``test_cluster.py``, beside its PostgreSQL; SIGTERM in ``test_serve_signals.py``.)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from records.store import Store
+from study_server import auth
+from study_server.session import STOPPED_BEFORE_TICK
+from tests.conftest import start_serve
+from tests.study_server.people import Person, Player, accounted, episode_of, keep_pressing
+
+STUDY = """
+id: faults
+title: Faults
+problems: [ant_trail/planning, crate_push/planning, key_and_door/planning]
+tutorials: {planning: sun_and_ice/planning}
+attempts_per_problem: 20
+problems_per_participant: 1
+completion_code: DONE123
+screenout_code: OUT000
+stages: [consent, screening, tasks]
+consent: {version: "1", text: "You are invited to play."}
+"""
+PROBLEMS = ["ant_trail/planning", "crate_push/planning", "key_and_door/planning"]
+FLUSH_WINDOW = 0.5
+"""What a kill -9 may lose: the writer's flush interval (0.25 s) and one write."""
+
+
+class Served:
+    """``gridstudy serve`` on a SQLite file holding the study; ``sql`` reads the file
+    from this (another) process, as any tool would."""
+
+    def __init__(self, db: Path, log: Path) -> None:
+        self.db, self.log = db, log
+        if not db.exists():
+            study = db.parent / "study.yaml"
+            study.write_text(STUDY)
+            subprocess.run([sys.executable, "-m", "study_server.cli", "study", "create",
+                            str(study), "--db", str(db)], check=True, capture_output=True)
+            with Store(str(db)) as store:
+                auth.create_admin(store.engine, "researcher", "correct horse battery")
+        self.start()
+
+    def start(self) -> None:
+        self.process, self.url = start_serve(self.db, "gevent", log=self.log)
+
+    def sql(self, query: str, **params: Any) -> list[Any]:
+        with closing(sqlite3.connect(self.db, timeout=30)) as db:
+            return db.execute(query, params).fetchall()
+
+    def person(self, pid: str) -> Person:
+        return Person(self.url, "faults", pid, PROBLEMS, self.sql)
+
+    def playing(self, pid: str) -> tuple[Player, int]:
+        """A participant through consent and the colour screen, playing their first
+        game; the player and the attempt, once the first state came."""
+        person = self.person(pid)
+        person.consent()
+        person.post(person.screening_answers())
+        token = person.task_token()
+        player = Player(self.url, token, person.cookie())
+        deadline = time.monotonic() + 15
+        while not player.states and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert player.states, f"{pid}'s game never started: {self.log.read_text()[-2000:]}"
+        return player, episode_of(self.sql, token)
+
+    def kill(self) -> float:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+        return time.time()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(60)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Any:
+    found = Served(tmp_path / "g.db", tmp_path / "serve.log")
+    yield found
+    found.stop()
+
+
+def researcher(url: str) -> httpx.Client:
+    import re
+
+    client = httpx.Client(base_url=url, timeout=30, follow_redirects=True)
+    page = client.get("/dashboard/login").text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    client.post("/dashboard/login", data={"username": "researcher", "csrf_token": token,
+                                          "password": "correct horse battery"})
+    return client
+
+
+def csrf(client: httpx.Client, path: str) -> str:
+    import re
+
+    return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text).group(1)
+
+
+def detached_logs(pid: int) -> list[str]:
+    """Files the process holds open that were deleted under it (a detached log)."""
+    found = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.endswith("(deleted)"):
+            found.append(target)
+    return found
+
+
+def test_an_export_then_another_process_then_kill_9_keeps_every_answer(served):
+    """The reproduction of the export that detached the write-ahead log: p2 and p3 must
+    survive the crash, and other processes must see them before it."""
+    served.person("p1").consent()
+    client = researcher(served.url)
+    export = client.post("/dashboard/export", data={"study": "faults",
+                                                    "csrf_token": csrf(client, "/dashboard/")})
+    assert export.status_code == 200 and export.content[:2] == b"PK"
+    subprocess.run([sys.executable, "-c", f"import sqlite3; sqlite3.connect({str(served.db)!r})"
+                    ".execute('select 1').fetchall()"], check=True)
+    subprocess.run([str(Path(sys.executable).parent / "gridstudy"), "token", "list", "--db",
+                    str(served.db)], check=True, capture_output=True)
+    assert detached_logs(served.process.pid) == []
+    served.person("p2").consent()
+    served.person("p3").consent()
+    seen = {row[0] for row in served.sql("SELECT external_id FROM participant")}
+    assert seen == {"p1", "p2", "p3"}  # other processes read what the server wrote
+    served.kill()
+    assert {row[0] for row in served.sql("SELECT external_id FROM participant")} == seen
+
+
+def test_kill_9_loses_no_input_acknowledged_before_the_flush_window(served):
+    """People pressing about four keys a second; ``kill -9``; a restart. Every input the
+    server answered ``queued`` before the last flush window is in the record (applied,
+    or dropped with the reason), no attempt has a hole, nothing stays ``queued``."""
+    games = [served.playing(f"k{i}") for i in range(4)]
+    stop = threading.Event()
+    presser = keep_pressing([player for player, _ in games], rate=4.0, stop=stop)
+    time.sleep(4)
+    killed = served.kill()
+    stop.set()
+    presser.join()
+    for player, _ in games:
+        player.close()
+    served.start()  # the restart stores the inputs the crash left waiting as dropped
+    try:
+        for player, episode_id in games:
+            counted = accounted(served.sql, episode_id)
+            before = len(player.queued(before=killed - FLUSH_WINDOW))
+            assert counted["stored"] >= before, (counted, before)
+            assert counted["stored"] <= len(player.queued())
+            assert counted["queued"] == 0 and counted["holes"] == [], counted
+        reasons = {row[0] for row in served.sql(
+            "SELECT reason FROM rawinput WHERE status = 'dropped' AND input_seq IS NOT NULL")}
+        assert reasons <= {STOPPED_BEFORE_TICK}
+    finally:
+        served.stop()
+
+
+def test_a_damaged_database_is_refused_at_start_in_one_line(tmp_path):
+    db = tmp_path / "g.db"
+    Served(db, tmp_path / "first.log").stop()
+    with closing(sqlite3.connect(db)) as raw:  # a few hundred pages of rows
+        raw.execute("create table filler (x)")
+        raw.executemany("insert into filler values (?)", [("x" * 2000,)] * 400)
+        raw.commit()
+    data = bytearray(db.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 8192] = os.urandom(8192)
+    db.write_bytes(bytes(data))
+    gridstudy = str(Path(sys.executable).parent / "gridstudy")
+    refused = subprocess.run([gridstudy, "serve", "--db", str(db), "--port", "0"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1, refused.stderr
+    [line] = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert line.startswith("Error: ") and "g.db" in line and "damaged SQLite database" in line
+    assert "--skip-check" in line
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Any:
+    """A 16 MB filesystem of its own (tmpfs), so that the test can fill it up for real."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if made.returncode:
+        pytest.fail(f"the full-disk case needs a filesystem it can fill (mount -t tmpfs, as "
+                    f"root): {made.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(folder: Path) -> Path:
+    """Fill the filesystem of ``folder`` to the last byte; the filler's path."""
+    filler = folder / "filler"
+    descriptor = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        for size in (1 << 20, 65536, 4096, 1):
+            try:
+                while True:
+                    os.write(descriptor, b"\0" * size)
+            except OSError:
+                continue
+    finally:
+        os.close(descriptor)
+    return filler
+
+
+def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
+    """The disk fills up for ten seconds under six players: the games stand still with a
+    plain message, new visitors get 503 with Retry-After (never 500), the dashboard says
+    so; when room comes back everything goes on by itself; every acknowledged input is
+    stored, no attempt has a hole."""
+    served = Served(small_disk / "g.db", tmp_path / "serve.log")
+    try:
+        games = [served.playing(f"d{i}") for i in range(6)]
+        players = [player for player, _ in games]
+        watcher = researcher(served.url)
+        stop = threading.Event()
+        presser = keep_pressing(players, rate=4.0, stop=stop)
+        time.sleep(2)
+        filler = fill(small_disk)
+        full_at = time.time()
+        time.sleep(3)
+        newcomer = served.person("late").arrive()
+        assert newcomer.status_code == 503, newcomer.text[:300]
+        assert newcomer.headers["Retry-After"] and "Saving your progress" in newcomer.text
+        board = watcher.get("/dashboard/")
+        assert board.status_code in (200, 503)
+        if board.status_code == 200:
+            assert "data-storage-outage" in board.text
+        time.sleep(7)
+        paused = [p for p in players if any(s.get("paused") for s in p.states_after(full_at))]
+        assert paused == players  # every game stood still, and said so
+        ticks = [p.states[-1][1]["tick"] for p in players]
+        time.sleep(1)
+        assert [p.states[-1][1]["tick"] for p in players] == ticks  # no tick while full
+        filler.unlink()
+        room_at = time.time()
+
+        def playing_on(player: Player, tick: int) -> bool:
+            after = [s for s in player.states_after(room_at) if not s.get("paused")]
+            return bool(after) and after[-1]["tick"] > tick
+
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not all(map(playing_on, players, ticks)):
+            time.sleep(0.2)
+        assert all(map(playing_on, players, ticks))  # on by itself, the message gone
+        assert served.person("later").arrive().status_code == 200
+        time.sleep(2)
+        stop.set()
+        presser.join()
+        for player in players:
+            player.close()
+        served.stop()
+        for player, episode_id in games:
+            counted = accounted(served.sql, episode_id)
+            assert counted["stored"] == len(player.queued()), (counted, len(player.queued()))
+            assert counted["queued"] == 0 and counted["holes"] == [], counted
+        log = served.log.read_text()
+        assert "refuses to write" in log and "Traceback" not in log
+    finally:
+        (small_disk / "filler").unlink(missing_ok=True)
+        served.stop()
