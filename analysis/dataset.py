@@ -288,6 +288,8 @@ class Dataset:
     source: str
     episodes: list[EpisodeRecord]
     frames: FrameSource
+    scope: tuple[str, ...] = ()
+    """What the report covers, in sentences (``analysis.scope``): shown first."""
 
     def __iter__(self) -> Iterator[EpisodeRecord]:
         return iter(self.episodes)

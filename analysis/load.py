@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,16 +37,31 @@ from records.database import open_existing
 
 @dataclass(frozen=True)
 class Selection:
-    """Which episodes :func:`load` keeps."""
+    """Which episodes :func:`load` keeps.
+
+    ``study`` None keeps every study; ``outside`` keeps the model runs recorded outside
+    any study (``study_id`` empty); ``agent_runs`` keeps these runs' episodes whatever
+    their study.
+    """
 
     study: frozenset[str] | None = None
     problems: frozenset[str] | None = None
     agent_kind: frozenset[str] | None = None
     included_only: bool = False
+    agent_runs: frozenset[int] | None = None
+    outside: bool = True
+
+    def in_scope(self, episode: EpisodeRecord) -> bool:
+        """Whether the episode belongs to the chosen studies or runs."""
+        if self.agent_runs is not None and episode.agent_run_id in self.agent_runs:
+            return True
+        if episode.study_id is None:
+            return self.outside
+        return self.study is None or episode.study_id in self.study
 
     def keeps(self, episode: EpisodeRecord) -> bool:
         return (
-            (self.study is None or episode.study_id in self.study)
+            self.in_scope(episode)
             and (self.problems is None or episode.problem_id in self.problems)
             and (self.agent_kind is None or episode.agent_kind in self.agent_kind)
             and (not self.included_only or episode.is_included)
@@ -59,25 +75,64 @@ def load(
     problems: Iterable[str] | None = None,
     agent_kind: str | Iterable[str] | None = None,
     included_only: bool = False,
+    agent_runs: Iterable[int] | None = None,
+    outside: bool | None = None,
 ) -> Dataset:
     """Load episodes with their events from a database (a URL, or a SQLite file) or
     from an export directory.
 
     ``study``, ``problems`` and ``agent_kind`` (``human``, ``llm`` ...) restrict what is
-    loaded; each takes one value or several.
+    loaded; each takes one value or several. ``agent_runs`` adds these agent runs'
+    episodes; ``outside`` keeps the model runs recorded outside any study (by default
+    only when no study is named).
     """
-    selection = Selection(_set(study), _set(problems), _set(agent_kind), included_only)
+    studies = _set(study)
+    runs = None if agent_runs is None else frozenset(int(r) for r in agent_runs)
+    selection = Selection(studies, _set(problems), _set(agent_kind), included_only, runs,
+                          studies is None if outside is None else outside)
+    url, path = located(source)
+    return read_database(url, selection) if url else read_export(path, selection)
+
+
+def located(source: str | Path) -> tuple[str | None, Path]:
+    """``(database URL, None)`` or ``(None, export directory)`` for ``source``."""
     path = Path(source)
-    if "://" not in str(source):
-        if path.is_file():
-            return read_database(f"sqlite:///{path}", selection)
-        if not path.is_dir():
-            raise FileNotFoundError(
-                f"{source}: neither a database URL (sqlite:///file.db, postgresql://...) "
-                "nor an export directory"
-            )
-        return read_export(path, selection)
-    return read_database(str(source), selection)
+    if "://" in str(source):
+        return str(source), path
+    if path.is_file():
+        return f"sqlite:///{path}", path
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"{source}: neither a database URL (sqlite:///file.db, postgresql://...) "
+            "nor an export directory"
+        )
+    return None, path
+
+
+def study_counts(source: str | Path) -> dict[str | None, int]:
+    """Episodes per study in ``source`` (a database or an export directory), without
+    loading them; ``None`` counts the model runs recorded outside any study."""
+    url, path = located(source)
+    if url is None:
+        if not (path / "episodes.csv").is_file():
+            raise FileNotFoundError(f"{path} is not a gridstudy export: missing episodes.csv")
+        with (path / "episodes.csv").open(newline="") as rows:
+            found = Counter(row.get("study_id") or None for row in csv.DictReader(rows))
+        return dict(found)
+    from sqlalchemy import MetaData, Table, func, select
+    from sqlalchemy.exc import NoSuchTableError
+
+    engine = open_existing(url)
+    try:
+        with engine.connect() as connection:
+            try:
+                episode = Table("episode", MetaData(), autoload_with=connection)
+            except NoSuchTableError:
+                raise ValueError(f"{url} is not a gridstudy database: no table episode") from None
+            query = select(episode.c.study_id, func.count()).group_by(episode.c.study_id)
+            return {study: n for study, n in connection.execute(query).all()}
+    finally:
+        engine.dispose()
 
 
 def _set(value: str | Iterable[str] | None) -> frozenset[str] | None:
@@ -203,8 +258,6 @@ def _episode_query(meta: Any, selection: Selection) -> Any:
         .outerjoin(person, person.c.id == episode.c.participant_id)
         .order_by(episode.c.id)
     )
-    if selection.study is not None:
-        query = query.where(episode.c.study_id.in_(sorted(selection.study)))
     if selection.problems is not None:
         query = query.where(episode.c.problem_id.in_(sorted(selection.problems)))
     return query

@@ -179,6 +179,7 @@ def render_page(dataset: Dataset, results: Sequence[Result]) -> str:
     return template.substitute(
         source=html.escape(dataset.source),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        scope="".join(f'<p class="scope">{html.escape(line)}</p>' for line in dataset.scope),
         headline="\n".join(render_section(r) for r in first),
         warnings="".join(f'<p class="warning">{html.escape(w)}</p>'
                          for w in warning_lines(dataset)),
