@@ -47,7 +47,7 @@ from analysis.metrics import (
 )
 from analysis.metrics.explore_exploit import explore_exploit
 from analysis.metrics.parameters import parameters_of
-from analysis.metrics.scores import task_interval
+from analysis.metrics.scores import MIN_N, task_interval
 from analysis.readings import Row, agent_of
 
 T_MAX = 50
@@ -236,7 +236,7 @@ def warning_lines(dataset: Dataset) -> list[str]:
         more = f" and {len(thin) - 5} more" if len(thin) > 5 else ""
         lines.append(f"Warning: small n: {len(thin)} problem(s) have fewer than {SMALL_N} "
                      f"counted attempts by people ({shown}{more}); their 80th percentile is "
-                     "loosely determined (see each interval).")
+                     f"loosely determined, and below {MIN_N} it has no interval (n too small).")
     excluded = [e for e in dataset if e.is_human and not e.is_included]
     if excluded:
         total = sum(1 for e in dataset if e.is_human)

@@ -44,9 +44,10 @@ def test_command_says_what_it_wrote(written):
 def test_csv_numbers(written):
     out, _ = written
     human = [r for r in read(out / "problem_scores.csv") if r["agent"] == "human"]
-    assert [(r["problem"], r["n"], float(r["score"]), r["ci_low"], r["ci_high"])
-            for r in human] == [("test/report-easy", "3", pytest.approx(0.6), "0.0", "1.0"),
-                                ("test/report-hard", "2", pytest.approx(0.8), "0.0", "1.0")]
+    assert [(r["problem"], r["n"], float(r["score"]), r["ci_low"], r["interval"])
+            for r in human] == [
+        ("test/report-easy", "3", pytest.approx(0.6), "", "n too small (< 5)"),
+        ("test/report-hard", "2", pytest.approx(0.8), "", "n too small (< 5)")]
     auv = {r["agent"]: float(r["auv"]) for r in read(out / "auv.csv")
            if r["challenge"] == "planning"}
     assert auv == {"human": pytest.approx(0.2), "llm:m-1": pytest.approx(5 / 12),
@@ -81,7 +82,7 @@ def test_header_lists_data_and_parameters(written):
             '<td>1</td>') in page
     assert '<td class="text">auv</td><td class="text">t_max=3</td>' in page
     assert ('<td class="text">percentile_interval</td><td class="text">q=80, resamples=1000, '
-            'seed=0, level=0.95</td>') in page
+            'seed=0, level=0.95, min_n=5</td>') in page
 
 
 def test_empty_database_reports_no_data(tmp_path):
