@@ -48,7 +48,7 @@ from analysis.metrics import (
 from analysis.metrics.explore_exploit import explore_exploit
 from analysis.metrics.parameters import parameters_of
 from analysis.metrics.scores import MIN_N, task_interval
-from analysis.readings import Row, agent_of
+from analysis.readings import Row, agent_of, base_agent
 
 T_MAX = 50
 """Default AUV horizon in scored steps (004 leaves it to the problem family)."""
@@ -75,20 +75,23 @@ class Result:
     note: str | None
 
 
-def sections(t_max: int = T_MAX, k: int = 1) -> list[Section]:
-    """The report's sections in page order, with the parameters the CLI chose."""
+def sections(t_max: int = T_MAX, k: int = 1, colours: dict[str, str] | None = None
+             ) -> list[Section]:
+    """The report's sections in page order, with the parameters the CLI chose; every
+    figure draws each agent in its one colour of ``colours`` (``figures.agent_colours``)."""
     percentile = ((percentile_score, {}), (percentile_interval, {}))
     perplexity = ((perplexity_auc, {}), (final_perplexity, {}))
+    c = colours
     return [
         Section("task_type_scores", "People against each model, per task type, with 95% "
                 "intervals (002 Fig. 4)", tables.headline,
-                lambda d, rows: figures.task_type_figure(rows),
+                lambda d, rows: figures.task_type_figure(rows, c),
                 ((percentile_score, {}), (task_interval, {}))),
         Section("problem_scores", "Score by problem: humans' 80th percentile with n, mean and "
                 "bootstrap 95% interval", tables.problem_scores,
-                lambda d, rows: figures.human_interval_figure(rows), percentile),
+                lambda d, rows: figures.human_interval_figure(rows, c), percentile),
         Section("environment_scores", "Score by environment (002 Table E.1, Fig. 6a)",
-                tables.environment_scores, lambda d, rows: figures.environment_figure(rows),
+                tables.environment_scores, lambda d, rows: figures.environment_figure(rows, c),
                 percentile),
         Section("action_types", "Action-type distribution (002 Fig. 5)", tables.action_types,
                 lambda d, rows: figures.action_type_figure(rows),
@@ -96,18 +99,18 @@ def sections(t_max: int = T_MAX, k: int = 1) -> list[Section]:
         Section("unique_actions", "Unique clicks and directional actions (002 Table E.2)",
                 tables.unique_actions, metrics=((unique_action_counts, {}),)),
         Section("reset_rates", "Reset frequency (002 Fig. 6d)", tables.reset_rates,
-                lambda d, rows: figures.reset_figure(rows), ((reset_frequency, {}),)),
+                lambda d, rows: figures.reset_figure(rows, c), ((reset_frequency, {}),)),
         Section("perplexity", "Normalized perplexity: AUC and final value (002 Fig. 6b, 6c), "
                 "and the curves over normalized time",
                 tables.perplexity,
-                lambda d, rows: figures.perplexity_figure(tables.perplexity_curves(d)),
+                lambda d, rows: figures.perplexity_figure(tables.perplexity_curves(d), c),
                 perplexity),
         Section("score_cost", "Score versus cost, grounding accuracy (002 Fig. 3)",
-                tables.score_cost, lambda d, rows: figures.score_cost_figure(rows)),
+                tables.score_cost, lambda d, rows: figures.score_cost_figure(rows, c)),
         Section("random_baseline", "Random-agent baseline (002 Table E.3)",
                 tables.random_baseline_rows, metrics=((random_baseline, {}),)),
         Section("progress", "Progress rate, easy and hard problems (001)", tables.progress_rows,
-                lambda d, rows: figures.progress_figure(tables.progress_curves(d)),
+                lambda d, rows: figures.progress_figure(tables.progress_curves(d), c),
                 ((progress_curve, {}),)),
         Section("auv", "Test-time improvement: AUV and loop ratio (004); loop_ratio by "
                 "Eq. 2-4, loop_ratio_printed_alg1 by Algorithm 1 as printed in App. C.3",
@@ -115,14 +118,22 @@ def sections(t_max: int = T_MAX, k: int = 1) -> list[Section]:
                 metrics=((auv, {"t_max": t_max}), (pooled_loop_ratio, {}))),
         Section("memory_index", "AUV by history setting and the memory index (004 Eq. 5)",
                 partial(tables.memory_rows, t_max=t_max),
-                lambda d, rows: figures.memory_figure(tables.memory_curves(d, t_max)),
+                lambda d, rows: figures.memory_figure(tables.memory_curves(d, t_max), c),
                 metrics=((auv, {"t_max": t_max}), (memory_index, {}))),
         Section("at_k", f"pass@{k}, discovery@{k}, interaction@{k} (003)",
                 partial(curiosity.at_k_rows, k=k), metrics=((at_k, {"k": k}),)),
         Section("explore_exploit", "Exploration and exploitation error (000 Fig. 1)",
-                tables.explore_exploit_rows, lambda d, rows: figures.explore_exploit_figure(rows),
+                tables.explore_exploit_rows,
+                lambda d, rows: figures.explore_exploit_figure(rows, c),
                 ((explore_exploit, {}),)),
     ]
+
+
+def report_colours(dataset: Dataset) -> dict[str, str]:
+    """Every agent of the dataset (and each history ablation's base model) with its one
+    colour for every figure of the report."""
+    agents = {agent_of(e) for e in dataset}
+    return figures.agent_colours(agents | {base_agent(e) for e in dataset})
 
 
 def run_section(section: Section, dataset: Dataset) -> Result:
@@ -141,7 +152,7 @@ def write_report(dataset: Dataset, out: Path, *, t_max: int = T_MAX, k: int = 1,
                  progress: bool = True) -> Path:
     """Write every table as CSV and ``report.html`` into ``out``; return the page's path."""
     out.mkdir(parents=True, exist_ok=True)
-    chosen = sections(t_max, k)
+    chosen = sections(t_max, k, report_colours(dataset))
     results = [run_section(s, dataset)
                for s in tqdm(chosen, desc="report", unit="section", file=sys.stderr,
                              disable=not progress)]

@@ -14,6 +14,7 @@ MODULES = [
     # and analysis.metrics.checks (whose own docstrings then hold no example)
     "tasks.worldtest.baseline",
     "analysis.scope",
+    "analysis.figures",
 ]
 
 

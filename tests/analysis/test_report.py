@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import csv
+from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
 
+from analysis import figures
 from analysis.cli import report
 from records.store import Store
 from tests.analysis.report_study import fill
@@ -133,3 +136,45 @@ def test_the_first_screen_answers_the_question_then_warns(written):
     assert headline < page.index("Warning: small n") < page.index("<h2>Data used</h2>")
     assert "People against each model, per task type" in page[headline:headline + 300]
     assert page.index("<h2>Data used</h2>") < page.index('id="problem_scores"')
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def legend_colours(svg: Path) -> dict[str, str]:
+    """Agent (a legend label up to its first " (") -> the colour of its legend handle, as
+    the SVG file itself gives them."""
+    root = ElementTree.parse(svg).getroot()
+    by_id = {e.get("id"): e for e in root.iter() if e.get("id", "").startswith("legend-")}
+    found = {}
+    for key, handle in by_id.items():
+        if not key.startswith("legend-handle-"):
+            continue
+        text = " ".join(t.text for t in by_id[key.replace("handle", "label")].iter(f"{SVG}text"))
+        styles = [dict(part.split(": ") for part in e.get("style").split("; "))
+                  for e in handle.iter() if e.get("style")]
+        paint = [s["fill"] if s.get("fill", "none") != "none" else s["stroke"] for s in styles]
+        found[text.split(" (")[0]] = paint[0]
+    return found
+
+
+def test_every_figure_gives_each_agent_one_colour_and_keeps_its_text(written):
+    out, _ = written
+    svgs = sorted((out / "figures").glob("*.svg"))
+    assert len(svgs) == FIGURES
+    seen: dict[str, set[str]] = {}
+    for svg in svgs:
+        if svg.stem == "action_types":  # its legend is the action types, in greys
+            continue
+        for agent, paint in legend_colours(svg).items():
+            seen.setdefault(agent, set()).add(paint)
+    assert {"human", "llm:m-1", "llm:m-2", "random"} <= set(seen)
+    assert all(len(paints) == 1 for paints in seen.values()), seen
+    assert seen["human"] == {figures.HUMAN_COLOUR.lower()}
+    assert len({next(iter(p)) for p in seen.values()}) == len(seen)  # no two agents alike
+    for svg in svgs:
+        text = svg.read_text()
+        assert "font-family: 'DejaVu Sans'" in text and "<text" in text  # text, fonts named
+        assert "per_100_actions" not in text
+    scores = (out / "figures" / "task_type_scores.svg").read_text()
+    assert "human (80th percentile per" in scores
