@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -38,7 +39,7 @@ def report(url: str, out: str, study: tuple[str, ...], all_studies: bool,
            agent_runs: tuple[int, ...], outside: bool, t_max: int, k: int, quiet: bool) -> None:
     """Write report.html (figures embedded) and every table as CSV into OUT."""
     from analysis import scope
-    from analysis.load import load, study_counts
+    from analysis.load import load, located, study_counts
     from analysis.report import warning_lines, write_report
 
     source = source_of(url)
@@ -48,7 +49,38 @@ def report(url: str, out: str, study: tuple[str, ...], all_studies: bool,
     except (FileNotFoundError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     dataset.scope = chosen.lines
-    page = write_report(dataset, Path(out), t_max=t_max, k=k, progress=not quiet)
+    payments = study_payments(located(source)[0])
+    page = write_report(dataset, Path(out), t_max=t_max, k=k, progress=not quiet,
+                        payments=payments)
     for line in warning_lines(dataset):
         click.echo(line, err=True)
     click.echo(f"wrote {page} ({len(dataset)} episodes)")
+
+
+def study_payments(url: str | None) -> Any:
+    """Each study's payment decisions (counts per decision and ``bonus_total``) as the
+    study's own rule gives them, ``study_server.payments.payment_rows``, so the report's
+    flow and ``gridstudy payments`` cannot disagree; ``None`` for an export, which holds
+    no study file. Like ``study_server/cli.py``, this command line is where a room may
+    reach another: the analysis itself never imports the server."""
+    if url is None:
+        return None
+    from collections import Counter
+
+    from sqlmodel import Session
+
+    from records.database import open_existing
+    from study_server.payments import payment_rows
+
+    engine = open_existing(url)
+
+    def decided(study_id: str) -> dict[str, Any] | str:
+        with Session(engine) as db:
+            try:
+                _, rows = payment_rows(db, study_id)
+            except (LookupError, ValueError, TypeError, KeyError) as error:
+                return f"not available: study {study_id} has no readable study file ({error})"
+        return {**Counter(row.decision for row in rows),
+                "bonus_total": round(sum(row.bonus for row in rows), 2)}
+
+    return decided

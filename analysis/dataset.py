@@ -290,6 +290,9 @@ class Dataset:
     frames: FrameSource
     scope: tuple[str, ...] = ()
     """What the report covers, in sentences (``analysis.scope``): shown first."""
+    participants: Any = None
+    """The selected studies' participants (a DataFrame typed from the schema), when the
+    loader read them."""
 
     def __iter__(self) -> Iterator[EpisodeRecord]:
         return iter(self.episodes)

@@ -381,3 +381,29 @@ def memory_figure(curves: dict[tuple[str, str, str], Row],
     axes.set_ylabel(label("share_solved"))
     legend_outside(axes)
     return figure
+
+
+def flow_figure(rows: Sequence[Row]) -> Figure | None:
+    """The participant flow as a funnel, one panel per study: participants still in after
+    each step (people's colour), the number who left there and why beside each bar."""
+    studies = list(dict.fromkeys(r["study"] for r in rows))
+    if not studies:
+        return None
+    steps = max(sum(1 for r in rows if r["study"] == s) for s in studies)
+    figure = Figure(figsize=(SIZE[0] * min(len(studies), 2), 1.0 + 0.32 * steps))
+    for i, study in enumerate(studies):
+        axes = figure.add_subplot(1, len(studies), i + 1)
+        mine = [r for r in rows if r["study"] == study]
+        y = np.arange(len(mine))[::-1]
+        axes.barh(y, [r["participants"] for r in mine], color=HUMAN_COLOUR)
+        axes.set_yticks(y, [r["step"] for r in mine], fontsize="small")
+        top = max(r["participants"] for r in mine) or 1
+        for at, row in zip(y, mine, strict=True):
+            note = f"{row['participants']}" + (f"  (-{row['dropped']}: {row['reason']})"
+                                               if row["dropped"] else "")
+            axes.text(row["participants"] + top * 0.02, at, note, va="center", fontsize="x-small")
+        axes.set_xlim(0, top * 2.2)  # room for the reasons, right of the bars
+        axes.set_xlabel(label("participants"))
+        axes.set_title(f"Participant flow: {study}")
+        axes.spines[["top", "right"]].set_visible(False)
+    return figure

@@ -91,7 +91,9 @@ def frames(dataset: Dataset) -> Frames:
                      {"agent": "string", "counted": "boolean"})
     events = typed(event_columns, EVENT_FIELDS, {"agent": "string"})
     turns = events[events["source"] == "agent"].reset_index(drop=True)
-    return Frames(episodes, events, turns, participants(dataset.source))
+    people = dataset.participants
+    return Frames(episodes, events, turns,
+                  participants(dataset.source) if people is None else people)
 
 
 def participants(source: str) -> pd.DataFrame:

@@ -160,7 +160,17 @@ def read_export(path: Path, selection: Selection) -> Dataset:
         episodes = [episode_record(row, frames) for row in csv.DictReader(rows)]
     episodes = [e for e in episodes if selection.keeps(e)]
     attach_events(episodes, _export_events(path, {e.episode_id for e in episodes}))
-    return Dataset(str(path), episodes, frames)
+    file = path / "participants.jsonl"
+    people = [json.loads(line) for line in file.open()] if file.is_file() else []
+    return Dataset(str(path), episodes, frames, participants=_participants(people, selection))
+
+
+def _participants(rows: Iterable[dict[str, Any]], selection: Selection) -> Any:
+    """The participants of the selected studies as a typed DataFrame."""
+    from analysis.frames import typed
+
+    kept = [r for r in rows if selection.study is None or r.get("study_id") in selection.study]
+    return typed(kept, schema.PARTICIPANT.fields)
 
 
 def _export_events(path: Path, ids: set[int]) -> dict[Any, Events]:
@@ -239,9 +249,11 @@ def read_database(url: str, selection: Selection) -> Dataset:
         episodes = [_db_episode(dict(row), frames) for row in rows]
         episodes = [e for e in episodes if selection.keeps(e)]
         attach_events(episodes, _db_events(connection, meta, [e.episode_id for e in episodes]))
+        people = connection.execute(select(meta.tables["participant"])).mappings()
+        participants = _participants((dict(r) for r in people), selection)
     for episode in episodes:
         episode.n_events = len(episode.events)
-    return Dataset(url, episodes, frames)
+    return Dataset(url, episodes, frames, participants=participants)
 
 
 def _episode_query(meta: Any, selection: Selection) -> Any:

@@ -28,7 +28,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
-from analysis import curiosity, figures, tables
+from analysis import curiosity, figures, flow, tables
 from analysis.dataset import Dataset
 from analysis.metrics import (
     action_type_distribution,
@@ -63,6 +63,8 @@ class Section:
     table: Callable[[Dataset], list[Row]]
     figure: Callable[[Dataset, list[Row]], Figure | None] | None = None
     metrics: tuple[tuple[Callable[..., Any], dict[str, Any]], ...] = ()
+    beside: tuple[tuple[str, Callable[[Dataset], list[Row]]], ...] = ()
+    """Further tables shown under this one, each written as ``<name>.csv`` too."""
 
 
 @dataclass
@@ -73,12 +75,14 @@ class Result:
     rows: list[Row]
     image: Figure | None
     note: str | None
+    beside: tuple[tuple[str, list[Row]], ...] = ()
 
 
-def sections(t_max: int = T_MAX, k: int = 1, colours: dict[str, str] | None = None
-             ) -> list[Section]:
+def sections(t_max: int = T_MAX, k: int = 1, colours: dict[str, str] | None = None,
+             payments: flow.Payments | None = None) -> list[Section]:
     """The report's sections in page order, with the parameters the CLI chose; every
-    figure draws each agent in its one colour of ``colours`` (``figures.agent_colours``)."""
+    figure draws each agent in its one colour of ``colours`` (``figures.agent_colours``);
+    the participant flow counts payments with ``payments`` (each study's decisions)."""
     percentile = ((percentile_score, {}), (percentile_interval, {}))
     perplexity = ((perplexity_auc, {}), (final_perplexity, {}))
     c = colours
@@ -87,6 +91,11 @@ def sections(t_max: int = T_MAX, k: int = 1, colours: dict[str, str] | None = No
                 "intervals (002 Fig. 4)", tables.headline,
                 lambda d, rows: figures.task_type_figure(rows, c),
                 ((percentile_score, {}), (task_interval, {}))),
+        Section("participant_flow", "Participant flow: arrivals to inclusion, each drop with "
+                "its reason; completion time and payments", participant_flow,
+                lambda d, rows: figures.flow_figure(rows),
+                beside=(("participant_summary",
+                         lambda d: flow.summary_rows(_people(d), payments)),)),
         Section("problem_scores", "Score by problem: humans' 80th percentile with n, mean and "
                 "bootstrap 95% interval", tables.problem_scores,
                 lambda d, rows: figures.human_interval_figure(rows, c), percentile),
@@ -136,6 +145,17 @@ def report_colours(dataset: Dataset) -> dict[str, str]:
     return figures.agent_colours(agents | {base_agent(e) for e in dataset})
 
 
+def participant_flow(dataset: Dataset) -> list[Row]:
+    """The flow of the selected studies' participants (``analysis.flow``)."""
+    return flow.flow_rows(_people(dataset))
+
+
+def _people(dataset: Dataset) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame() if dataset.participants is None else dataset.participants
+
+
 def run_section(section: Section, dataset: Dataset) -> Result:
     """The section's rows and figure; a refusal becomes the note shown in its place."""
     try:
@@ -145,20 +165,26 @@ def run_section(section: Section, dataset: Dataset) -> Result:
     if not rows:
         return Result(section, [], None, "No data for this section in the selected episodes.")
     image = section.figure(dataset, rows) if section.figure else None
-    return Result(section, rows, image, None)
+    beside = tuple((name, table(dataset)) for name, table in section.beside)
+    return Result(section, rows, image, None, beside)
 
 
 def write_report(dataset: Dataset, out: Path, *, t_max: int = T_MAX, k: int = 1,
-                 progress: bool = True) -> Path:
-    """Write every table as CSV and ``report.html`` into ``out``; return the page's path."""
+                 progress: bool = True, payments: flow.Payments | None = None) -> Path:
+    """Write every table as CSV and ``report.html`` into ``out``; return the page's path.
+    ``payments`` gives each study's payment decisions (``gridstudy report`` reads them
+    with the study's own rule); without it the flow says they were not read."""
     out.mkdir(parents=True, exist_ok=True)
-    chosen = sections(t_max, k, report_colours(dataset))
+    chosen = sections(t_max, k, report_colours(dataset), payments)
     results = [run_section(s, dataset)
                for s in tqdm(chosen, desc="report", unit="section", file=sys.stderr,
                              disable=not progress)]
     for result in results:
         if result.rows:
             write_csv(out / f"{result.section.name}.csv", result.rows)
+        for name, rows in result.beside:
+            if rows:
+                write_csv(out / f"{name}.csv", rows)
         if result.image is not None:
             figures.save(result.image, out / "figures", result.section.name)
     for name, rows in (("attempt_outcomes", tables.attempt_outcomes(dataset)),
@@ -183,15 +209,17 @@ def write_csv(path: Path, rows: Sequence[Row]) -> None:
 
 
 def render_page(dataset: Dataset, results: Sequence[Result]) -> str:
-    """The HTML page: the first section (people against each model per task type), the
-    warnings, the data used, metric parameters, then the other sections."""
+    """The HTML page: what it covers, the first section (people against each model per
+    task type), the warnings, the participant flow, the data used, metric parameters,
+    then the other sections."""
     template = Template(resources.files("analysis").joinpath("templates/report.html").read_text())
-    first, rest = results[:1], results[1:]
+    first, second, rest = results[:1], results[1:2], results[2:]
     return template.substitute(
         source=html.escape(dataset.source),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         scope="".join(f'<p class="scope">{html.escape(line)}</p>' for line in dataset.scope),
         headline="\n".join(render_section(r) for r in first),
+        flow="\n".join(render_section(r) for r in second),
         warnings="".join(f'<p class="warning">{html.escape(w)}</p>'
                          for w in warning_lines(dataset)),
         header=data_used(dataset),
@@ -301,6 +329,7 @@ def render_section(result: Result) -> str:
         data = base64.b64encode(figures.png(result.image)).decode("ascii")
         parts.append(f'<img alt="{html.escape(section.title)}" src="data:image/png;base64,{data}">')
     parts.append(html_table(result.rows))
+    parts.extend(html_table(rows) for _, rows in result.beside)
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -14,8 +14,8 @@ from analysis.cli import report
 from records.store import Store
 from tests.analysis.report_study import fill
 
-FIGURES = 9
-"""Scores by task type, by problem and by environment, action types, resets by
+FIGURES = 10
+"""Scores by task type, the participant flow, by problem and by environment, action types, resets by
 environment, perplexity, score vs cost, progress, AUV by history setting (the task-DAG
 episode has no exploitation step, so no error scatter)."""
 
@@ -95,7 +95,7 @@ def test_empty_database_reports_no_data(tmp_path):
                                          "--quiet"])
     assert result.exit_code == 0, result.output
     page = (tmp_path / "out" / "report.html").read_text()
-    assert page.count("No data for this section") == 14
+    assert page.count("No data for this section") == 15  # the flow too
     assert list((tmp_path / "out").iterdir()) == [tmp_path / "out" / "report.html"]
 
 
