@@ -1,7 +1,7 @@
 """The participant flow a Methods section reports: how many arrived, where each left and
 why, how many completed and were included, how long they took and what they were paid.
 
-Read from the ``participant`` table (``analysis.frames.participants``): a participant's
+Read from the ``participant`` table (``Dataset.participants``): a participant's
 ``status`` says how the visit ended (``consent.definition.ENDINGS``), and excluded
 participants carry their ``exclusion_reason``. The steps follow the flow's order
 (``consent.stages``): consent, the device check, colour screening, the reservation of

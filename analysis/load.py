@@ -6,7 +6,8 @@ database is read by table name (episode, event, frame, agentrun, participant) wi
 SQLAlchemy alone, so analysis needs nothing from the server; an export directory
 (``gridstudy export``) is read from its files. Both give equal records.
 
-The records themselves are :mod:`analysis.dataset`'s; frames are fetched when asked.
+The records themselves are :mod:`analysis.dataset`'s, and so are their DataFrames
+(``episodes``, ``events``, ``turns``, ``participants``); grid frames are fetched when asked.
 Excluded attempts stay in the dataset with their reasons; ``included_only=True`` drops
 them.
 """
@@ -151,23 +152,24 @@ def attach_events(episodes: list[EpisodeRecord], events: dict[Any, Events]) -> N
 
 
 def read_export(path: Path, selection: Selection) -> Dataset:
-    """Read ``episodes.csv``, ``events.parquet`` (or ``events.jsonl``) and, lazily, frames."""
+    """Read ``episodes.csv``, ``events.parquet`` (or ``events.jsonl``),
+    ``participants.jsonl`` and, lazily, the grid frames."""
     missing = [name for name in ("episodes.csv", "frames.jsonl") if not (path / name).is_file()]
     if missing:
         raise FileNotFoundError(f"{path} is not a gridstudy export: missing {', '.join(missing)}")
-    frames = FrameSource(_frames_file(path / "frames.jsonl"))
+    grid_frames = FrameSource(_frames_file(path / "frames.jsonl"))
     with (path / "episodes.csv").open(newline="") as rows:
-        episodes = [episode_record(row, frames) for row in csv.DictReader(rows)]
+        episodes = [episode_record(row, grid_frames) for row in csv.DictReader(rows)]
     episodes = [e for e in episodes if selection.keeps(e)]
     attach_events(episodes, _export_events(path, {e.episode_id for e in episodes}))
     file = path / "participants.jsonl"
     people = [json.loads(line) for line in file.open()] if file.is_file() else []
-    return Dataset(str(path), episodes, frames, participants=_participants(people, selection))
+    return Dataset(str(path), episodes, grid_frames, _participants(people, selection))
 
 
 def _participants(rows: Iterable[dict[str, Any]], selection: Selection) -> Any:
     """The participants of the selected studies as a typed DataFrame."""
-    from analysis.frames import typed
+    from analysis.dataframes import typed
 
     kept = [r for r in rows if selection.study is None or r.get("study_id") in selection.study]
     return typed(kept, schema.PARTICIPANT.fields)
@@ -243,17 +245,17 @@ def read_database(url: str, selection: Selection) -> Dataset:
             raise KeyError(f"frame {key} is not in the database")
         return json.loads(data)
 
-    frames = FrameSource(fetch)
+    grid_frames = FrameSource(fetch)
     with engine.connect() as connection:
         rows = connection.execute(_episode_query(meta, selection)).mappings()
-        episodes = [_db_episode(dict(row), frames) for row in rows]
+        episodes = [_db_episode(dict(row), grid_frames) for row in rows]
         episodes = [e for e in episodes if selection.keeps(e)]
         attach_events(episodes, _db_events(connection, meta, [e.episode_id for e in episodes]))
         people = connection.execute(select(meta.tables["participant"])).mappings()
         participants = _participants((dict(r) for r in people), selection)
     for episode in episodes:
         episode.n_events = len(episode.events)
-    return Dataset(url, episodes, frames, participants=participants)
+    return Dataset(url, episodes, grid_frames, participants)
 
 
 def _episode_query(meta: Any, selection: Selection) -> Any:
@@ -275,10 +277,10 @@ def _episode_query(meta: Any, selection: Selection) -> Any:
     return query
 
 
-def _db_episode(row: dict[str, Any], frames: FrameSource) -> EpisodeRecord:
+def _db_episode(row: dict[str, Any], grid_frames: FrameSource) -> EpisodeRecord:
     kind = row.pop("run_kind")
     row["agent_kind"] = schema.agent_kind(kind, row["agent_run_id"], row["participant_id"])
-    return episode_record(row, frames)
+    return episode_record(row, grid_frames)
 
 
 def _db_events(connection: Any, meta: Any, ids: list[int]) -> dict[Any, Events]:

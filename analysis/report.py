@@ -95,7 +95,7 @@ def sections(t_max: int = T_MAX, k: int = 1, colours: dict[str, str] | None = No
                 "its reason; completion time and payments", participant_flow,
                 lambda d, rows: figures.flow_figure(rows),
                 beside=(("participant_summary",
-                         lambda d: flow.summary_rows(_people(d), payments)),)),
+                         lambda d: flow.summary_rows(d.participants, payments)),)),
         Section("problem_scores", "Score by problem: humans' 80th percentile with n, mean and "
                 "bootstrap 95% interval", tables.problem_scores,
                 lambda d, rows: figures.human_interval_figure(rows, c), percentile),
@@ -147,13 +147,9 @@ def report_colours(dataset: Dataset) -> dict[str, str]:
 
 def participant_flow(dataset: Dataset) -> list[Row]:
     """The flow of the selected studies' participants (``analysis.flow``)."""
-    return flow.flow_rows(_people(dataset))
+    return flow.flow_rows(dataset.participants)
 
 
-def _people(dataset: Dataset) -> Any:
-    import pandas as pd
-
-    return pd.DataFrame() if dataset.participants is None else dataset.participants
 
 
 def run_section(section: Section, dataset: Dataset) -> Result:

@@ -166,7 +166,7 @@ def synthetic_dataset(events: list[Events], seed: int = 0) -> Any:
     from analysis.dataset import Dataset, EpisodeRecord, FrameSource
 
     rng = np.random.default_rng(seed)
-    frames = FrameSource(lambda key: [["black"]])
+    grid_frames = FrameSource(lambda key: [["black"]])
     episodes = []
     for episode_id, columns in enumerate(events):
         human = episode_id % 2 == 0
@@ -181,8 +181,8 @@ def synthetic_dataset(events: list[Events], seed: int = 0) -> Any:
             score=float(rng.random() < 0.4), included=True, exclusion_reason=None,
             participant_status=None, participant_exclusion_reason=None,
             started_at=datetime(2026, 1, 1, tzinfo=UTC), ended_at=None, info={}, events=columns,
-            frames=frames))
-    return Dataset("synthetic", episodes, frames)
+            grid_frames=grid_frames))
+    return Dataset("synthetic", episodes, grid_frames)
 
 
 def _report(episodes: int, actions: int, rows: list[tuple[str, float]]) -> None:

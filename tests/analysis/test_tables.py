@@ -202,7 +202,7 @@ def test_the_same_model_at_both_clocks_and_with_pictures_is_kept_apart(dataset):
 
     from analysis.readings import agent_of
 
-    model = next(e for e in dataset.episodes if e.agent_kind == "llm" and e.model == "m-1")
+    model = next(e for e in dataset.records if e.agent_kind == "llm" and e.model == "m-1")
     at = {name: agent_of(dataclasses.replace(model, agent_config=config)) for name, config in {
         "default": {}, "turns": {"clock": "turns", "observation": "text"},
         "realtime": {"clock": "realtime"}, "image": {"observation": "image"},

@@ -94,7 +94,7 @@ def test_export_download_is_read_back_by_analysis(app, tmp_path):
     assert response.status_code == 200 and response.mimetype == "application/zip"
     zipfile.ZipFile(io.BytesIO(response.data)).extractall(tmp_path / "export")
     dataset = load(tmp_path / "export")
-    episodes = list(dataset.episodes)
+    episodes = list(dataset.records)
     assert [e.problem_id for e in episodes].count(problem_id) == 1
     played = next(e for e in episodes if e.problem_id == problem_id)
     assert [event.action for event in played.events][:2] == ["go-to-test", "right"]
