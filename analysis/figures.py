@@ -294,7 +294,9 @@ def perplexity_figure(curves: dict[str, list[list[tuple[float, float]]]],
     return figure
 
 
-def _on_grid(curve: list[tuple[float, float]], grid: np.ndarray) -> np.ndarray:
+def _on_grid(curve: Sequence[tuple[float, float]], grid: np.ndarray) -> np.ndarray:
+    if hasattr(curve, "positions"):  # a metrics.perplexity.Curve: its arrays, as they are
+        return np.interp(grid, curve.positions, curve.values)
     xs, ys = zip(*curve)
     return np.interp(grid, xs, ys)
 

@@ -189,8 +189,7 @@ def _export_events(path: Path, ids: set[int]) -> dict[Any, Events]:
                               filters=[("episode_id", "in", ids)])
         table = table.take(pc.sort_indices(table, [("episode_id", "ascending"),
                                                    ("seq", "ascending")]))
-        columns = [table.column(name).to_pylist() for name in names]
-        rows: Iterable[Sequence[Any]] = zip(*columns, strict=True)
+        rows: Iterable[Sequence[Any]] = _table_rows(table, names)
     elif (path / "events.jsonl").is_file():
         with (path / "events.jsonl").open() as lines:
             found = [json.loads(line) for line in lines]
@@ -200,6 +199,14 @@ def _export_events(path: Path, ids: set[int]) -> dict[Any, Events]:
     else:
         raise FileNotFoundError(f"{path} holds neither events.parquet nor events.jsonl")
     return events_by_episode(names, rows)
+
+
+def _table_rows(table: Any, names: list[str], chunk: int = 200_000) -> Iterable[Sequence[Any]]:
+    """The rows of an Arrow table as tuples, converted ``chunk`` rows at a time so that a
+    large export is never held as Python objects all at once."""
+    for start in range(0, table.num_rows, chunk):
+        part = table.slice(start, chunk)
+        yield from zip(*(part.column(name).to_pylist() for name in names), strict=True)
 
 
 def _frames_file(path: Path) -> Any:
@@ -291,8 +298,9 @@ def _db_events(connection: Any, meta: Any, ids: list[int]) -> dict[Any, Events]:
     names = [f.name for f in EVENT_FIELDS]
     columns = [event.c[name] for name in names]
     found: dict[Any, Events] = {}
+    shared: dict[Any, Any] = {}  # each distinct frame hash, action ... held once
     for start in range(0, len(ids), 500):
         query = (select(*columns).where(event.c.episode_id.in_(ids[start:start + 500]))
                  .order_by(event.c.episode_id, event.c.seq, event.c.id))
-        found.update(events_by_episode(names, connection.execute(query).all()))
+        found.update(events_by_episode(names, connection.execute(query), shared))
     return found

@@ -15,6 +15,7 @@ MODULES = [
     "tasks.worldtest.baseline",
     "analysis.scope",
     "analysis.figures",
+    "analysis.dataset",
 ]
 
 

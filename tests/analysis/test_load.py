@@ -139,3 +139,22 @@ def test_loading_never_imports_the_server(stored):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout == "[]\n"
+
+
+@pytest.mark.parametrize("which", ["database", "export"])
+def test_events_are_held_as_arrays_and_codes(stored, which):
+    """Ten million events must fit in a laptop's memory: no column is a list of Python
+    objects, and a frame hash seen in several episodes is one object."""
+    from analysis.dataset import Coded, Numbers, Same
+
+    url, out, _ = stored
+    data = load(url if which == "database" else out)
+    kinds = {type(column) for e in data for column in e.events.columns.values()}
+    assert kinds <= {Same, Numbers, Coded} and Coded in kinds and Numbers in kinds
+    seen: dict[str, list[int]] = {}
+    for episode in data:
+        for key in set(episode.events.column("frame_hash")) - {None}:
+            seen.setdefault(key, []).append(id(next(k for k in episode.events.column("frame_hash")
+                                                    if k == key)))
+    shared = [ids for ids in seen.values() if len(ids) > 1]
+    assert shared and all(len(set(ids)) == 1 for ids in shared)
