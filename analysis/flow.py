@@ -1,39 +1,23 @@
 """The participant flow a Methods section reports: how many arrived, where each left and
 why, how many completed and were included, how long they took and what they were paid.
 
-Read from the ``participant`` table (``Dataset.participants``): a participant's
-``status`` says how the visit ended (``consent.definition.ENDINGS``), and excluded
-participants carry their ``exclusion_reason``. The steps follow the flow's order
-(``consent.stages``): consent, the device check, colour screening, the reservation of
-problems (a full study), the comprehension quiz, the time limit, the end of the visit,
-then exclusion. Each step keeps the participants who did not leave at it, so the last
-count is the participants included. Payments are not decided here: the report is given
-each study's decisions by the study's own payment rule (``gridstudy report`` reads
+The steps of one study are :func:`records.flow.flow_steps` (the dashboard draws the same
+ones), read from the ``participant`` table of the chosen studies
+(``Dataset.participants``). Payments are not decided here: the report is given each
+study's decisions by the study's own payment rule (``gridstudy report`` reads
 ``study_server.payments``), so the flow and the payments agree.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
 
 from analysis.readings import Row
+from records.flow import COMPLETE, EXCLUDED, flow_steps
 
-DROPS = (
-    ("consented", "declined", "declined consent"),
-    ("on a suitable device", "wrong-device", "ended on a device the study cannot be played on"),
-    ("passed screening", "screened-out", "failed the colour-vision screening"),
-    ("given problems", "full", "the study was full"),
-    ("passed the quiz", "failed-quiz", "failed the comprehension quiz"),
-    ("finished in time", "timed-out", "ran out of the study's time limit"),
-    ("finished", "active", "still taking part"),
-)
-"""(step reached by those who stay, status of those who leave there, the reason in words),
-in the flow's order; exclusion comes last, one drop per reason."""
-INCLUDED, EXCLUDED, COMPLETE = "included", "excluded", "complete"
 DECISIONS = ("approve", "reject", "screened-out", "return", "pending")
 """The payment decisions the flow's payment columns count (``study_server.payments``)."""
 
@@ -42,33 +26,16 @@ Payments = Callable[[str], dict[str, Any] | str]
 
 
 def flow_rows(participants: pd.DataFrame) -> list[Row]:
-    """Per study, one row per step of the flow: the participants still in after it
-    (``participants``), and those who left at it (``dropped``) with their ``status`` and
-    ``reason``. Steps nobody left at are kept, so every study lists every step."""
+    """Per study, one row per step of the flow (:func:`records.flow.flow_steps`): the
+    participants still in after it, and those who left at it with their status and
+    reason."""
     rows = []
     for study, people in by_study(participants):
-        statuses = Counter(people["status"].astype("string").fillna("active"))
-        remaining = len(people)
-        rows.append(_row(study, "arrived", remaining, 0, None, None))
-        drops = [(step, status, why, statuses.pop(status, 0)) for step, status, why in DROPS]
-        statuses.pop(COMPLETE, 0)
-        excluded = people[people["status"] == EXCLUDED]["exclusion_reason"]
-        statuses.pop(EXCLUDED, 0)
-        reasons = Counter(excluded.astype("string").fillna("excluded"))
-        drops += [("not excluded", EXCLUDED, why, n) for why, n in sorted(reasons.items())]
-        drops += [(f"not {status}", status, f"ended as {status}", n)  # a status not listed
-                  for status, n in sorted(statuses.items())]
-        for step, status, why, n in drops:
-            remaining -= n
-            rows.append(_row(study, step, remaining, n, status, why))
-        rows.append(_row(study, INCLUDED, remaining, 0, None, None))
+        pairs = zip(people["status"].astype("object").where(people["status"].notna(), None),
+                    people["exclusion_reason"].astype("object")
+                    .where(people["exclusion_reason"].notna(), None), strict=True)
+        rows += [{"study": study, **step} for step in flow_steps(pairs)]
     return rows
-
-
-def _row(study: str, step: str, remaining: int, dropped: int, status: str | None,
-         reason: str | None) -> Row:
-    return {"study": study, "step": step, "participants": remaining, "dropped": dropped,
-            "status": status, "reason": reason}
 
 
 def by_study(participants: pd.DataFrame) -> Iterable[tuple[str, pd.DataFrame]]:

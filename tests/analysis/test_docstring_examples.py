@@ -16,6 +16,7 @@ MODULES = [
     "analysis.scope",
     "analysis.figures",
     "analysis.dataset",
+    "records.flow",
 ]
 
 
