@@ -134,7 +134,7 @@ class Curve(Sequence):
 
 
 def perplexity_curves(episodes: Sequence[Iterable[Any]], window: int = WINDOW,
-                      include: Iterable[str] = ()) -> list[list[tuple[float, float]] | None]:
+                      include: Iterable[str] = ()) -> list[Curve | None]:
     """:func:`normalized_perplexity_curve` of each of many episodes (each a :class:`Curve`,
     equal to that list of points), computed together; events held as columns keep their
     curve, so the AUC and the final value that follow are read, not computed again."""
@@ -192,7 +192,7 @@ def _compute_curve(actions: Iterable[Any], window: int, include: tuple[str, ...]
 
 def normalized_perplexity_curve(
     actions: Iterable[Any], window: int = WINDOW, include: Iterable[str] = ()
-) -> list[tuple[float, float]] | None:
+) -> Curve | None:
     """The points ``(x_i, value_i)`` of the normalized-perplexity curve, or ``None``.
 
     ``actions``: action texts (taken as interaction-phase) or event records (filtered to
@@ -200,15 +200,16 @@ def normalized_perplexity_curve(
     stride 1. ``include`` (default none): add ``"noop"`` and/or ``"reset"`` to the
     alphabet. Window ``i`` of ``n`` sits at ``x_i = i / (n - 1)``; a single window at 0.
 
-    >>> normalized_perplexity_curve(["up", "up", "down", "down", "noop"], window=2)
+    The points come as a :class:`Curve`, a sequence of pairs held as two arrays (equal
+    to the list of pairs).
+
+    >>> list(normalized_perplexity_curve(["up", "up", "down", "down", "noop"], window=2))
     [(0.0, 0.0), (0.5, 1.0), (1.0, 0.0)]
     >>> normalized_perplexity_curve(["noop", "reset"]) is None
     True
     """
     curve = _curve(actions, window, include)
-    if curve is None:
-        return None
-    return list(zip(curve[0].tolist(), curve[1].tolist()))
+    return None if curve is None else Curve(*curve)
 
 
 def perplexity_auc(
