@@ -40,7 +40,7 @@ def choose(counts: dict[str | None, int], study: Iterable[str] = (), all_studies
     """
     study, runs = sorted(set(study)), sorted(set(agent_runs))
     studies = sorted(s for s in counts if s is not None)
-    held = ", ".join(f"{s}: {counts[s]} episodes" for s in studies) or "none"
+    held = ", ".join(f"{s}: {episodes(counts[s])}" for s in studies) or "none"
     if study and all_studies:
         raise ValueError("--study and --all-studies contradict each other: give one of them")
     unknown = [s for s in study if s not in counts]
@@ -55,11 +55,16 @@ def choose(counts: dict[str | None, int], study: Iterable[str] = (), all_studies
              else f"Study: {chosen[0]}." if chosen else "No study in the source."]
     unstudied = counts.get(None, 0)
     if unstudied and outside:
-        lines.append(f"Included: {unstudied} episodes of model runs outside any study.")
+        lines.append(f"Included: {episodes(unstudied)} of model runs outside any study.")
     elif unstudied:
-        lines.append(f"Left out: {unstudied} episodes of model runs outside any study (add them "
+        lines.append(f"Left out: {episodes(unstudied)} of model runs outside any study (add them "
                      "with --agent-run ID or --runs-outside-studies).")
     if runs:
         lines.append(f"Included: agent run(s) {', '.join(map(str, runs))} (--agent-run).")
     options = {"study": chosen or None, "outside": outside, "agent_runs": runs or None}
     return Scope(options, tuple(lines))
+
+
+def episodes(n: int) -> str:
+    """``1 episode``, ``2 episodes``."""
+    return f"{n} episode" + ("" if n == 1 else "s")

@@ -50,7 +50,7 @@ def test_counts_per_study(database):
 def test_refuses_to_pool_without_a_flag(database, tmp_path):
     result = run(database, tmp_path)
     assert result.exit_code == 1
-    assert ("the source holds 2 studies (pilot: 1 episodes, report: 17 episodes): report one "
+    assert ("the source holds 2 studies (pilot: 1 episode, report: 17 episodes): report one "
             "with --study ID, or pool them with --all-studies") in result.output
     assert not (tmp_path / "out").exists()
 
@@ -69,7 +69,7 @@ def test_all_studies_is_said_first(database, tmp_path):
     result = run(database, tmp_path, "--all-studies")
     assert result.exit_code == 0, result.output
     assert result.stdout.endswith("(18 episodes)\n")
-    assert ('<p class="scope">Pooled studies (--all-studies): pilot: 1 episodes, report: 17 '
+    assert ('<p class="scope">Pooled studies (--all-studies): pilot: 1 episode, report: 17 '
             'episodes.</p>') in first_screen(tmp_path)
 
 
@@ -81,7 +81,7 @@ def test_runs_outside_studies_join_by_choice(database, tmp_path, options):
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    (("--study", "nope"), "no study nope in the source; it holds: pilot: 1 episodes, "
+    (("--study", "nope"), "no study nope in the source; it holds: pilot: 1 episode, "
                           "report: 17 episodes"),
     (("--study", "pilot", "--all-studies"), "--study and --all-studies contradict each other"),
 ])
