@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from analysis import metrics
-from analysis.dataset import EVENT_FIELDS, Coded, Events, Numbers, Same
+from analysis.columns import Coded, Numbers, Same
+from analysis.dataset import EVENT_FIELDS, Events
 
 SIZE = 16
 MOVES = ("up", "down", "left", "right")

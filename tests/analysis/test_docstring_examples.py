@@ -15,7 +15,7 @@ MODULES = [
     "tasks.worldtest.baseline",
     "analysis.scope",
     "analysis.figures",
-    "analysis.dataset",
+    "analysis.columns",
     "records.flow",
 ]
 

@@ -145,7 +145,7 @@ def test_loading_never_imports_the_server(stored):
 def test_events_are_held_as_arrays_and_codes(stored, which):
     """Ten million events must fit in a laptop's memory: no column is a list of Python
     objects, and a frame hash seen in several episodes is one object."""
-    from analysis.dataset import Coded, Numbers, Same
+    from analysis.columns import Coded, Numbers, Same
 
     url, out, _ = stored
     data = load(url if which == "database" else out)
