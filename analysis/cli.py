@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -20,22 +21,66 @@ def source_of(text: str) -> str:
               help="Database URL, SQLite file or export directory (default: $DATABASE_URL).")
 @click.option("--out", required=True, type=click.Path(file_okay=False),
               help="Directory to write report.html and the tables' CSV files into.")
-@click.option("--study", multiple=True, help="Report only this study (repeatable).")
+@click.option("--study", multiple=True,
+              help="Report this study (repeatable); required when the source holds several.")
+@click.option("--all-studies", is_flag=True,
+              help="Pool every study of the source (the report's first screen says so).")
+@click.option("--agent-run", "agent_runs", multiple=True, type=int,
+              help="Add this agent run's episodes, e.g. a model run outside any study "
+                   "(repeatable).")
+@click.option("--runs-outside-studies", "outside", is_flag=True,
+              help="Add every model run recorded outside any study.")
 @click.option("--t-max", default=50, show_default=True, type=click.IntRange(min=1),
               help="AUV horizon in scored steps (004).")
 @click.option("--k", default=1, show_default=True, type=click.IntRange(min=1),
               help="k of pass@k, discovery@k and interaction@k (003).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def report(url: str, out: str, study: tuple[str, ...], t_max: int, k: int, quiet: bool) -> None:
+def report(url: str, out: str, study: tuple[str, ...], all_studies: bool,
+           agent_runs: tuple[int, ...], outside: bool, t_max: int, k: int, quiet: bool) -> None:
     """Write report.html (figures embedded) and every table as CSV into OUT."""
-    from analysis.load import load
+    from analysis import scope
+    from analysis.load import load, located, study_counts
     from analysis.report import warning_lines, write_report
 
+    source = source_of(url)
     try:
-        dataset = load(source_of(url), study=study or None)
+        chosen = scope.choose(study_counts(source), study, all_studies, agent_runs, outside)
+        dataset = load(source, **chosen.options)
     except (FileNotFoundError, ValueError) as error:
         raise click.ClickException(str(error)) from None
-    page = write_report(dataset, Path(out), t_max=t_max, k=k, progress=not quiet)
+    dataset.scope = chosen.lines
+    payments = study_payments(located(source)[0])
+    page = write_report(dataset, Path(out), t_max=t_max, k=k, progress=not quiet,
+                        payments=payments)
     for line in warning_lines(dataset):
         click.echo(line, err=True)
     click.echo(f"wrote {page} ({len(dataset)} episodes)")
+
+
+def study_payments(url: str | None) -> Any:
+    """Each study's payment decisions (counts per decision and ``bonus_total``) as the
+    study's own rule gives them, ``study_server.payments.payment_rows``, so the report's
+    flow and ``gridstudy payments`` cannot disagree; ``None`` for an export, which holds
+    no study file. Like ``study_server/cli.py``, this command line is where a room may
+    reach another: the analysis itself never imports the server."""
+    if url is None:
+        return None
+    from collections import Counter
+
+    from sqlmodel import Session
+
+    from records.database import open_existing
+    from study_server.payments import payment_rows
+
+    engine = open_existing(url)
+
+    def decided(study_id: str) -> dict[str, Any] | str:
+        with Session(engine) as db:
+            try:
+                _, rows = payment_rows(db, study_id)
+            except (LookupError, ValueError, TypeError, KeyError) as error:
+                return f"not available: study {study_id} has no readable study file ({error})"
+        return {**Counter(row.decision for row in rows),
+                "bonus_total": round(sum(row.bonus for row in rows), 2)}
+
+    return decided

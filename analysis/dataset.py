@@ -6,8 +6,10 @@ it (``EPISODE_VIEW``: the attempt, who made it, whether it counts). A field adde
 schema appears here, in the database and in the export at once. A person's attempt and
 a model's differ only in ``agent_kind``.
 
-Frames are not loaded with the events: ``episode.frame(event)`` or ``dataset.frame(hash)``
-fetch one when asked, and remember it. Excluded attempts stay in the dataset with their
+Grid frames are not loaded with the events: ``episode.frame(event)`` or
+``dataset.frame(hash)`` fetch one when asked, and remember it. The same data as typed
+pandas DataFrames are the dataset's ``episodes``, ``events``, ``turns`` and
+``participants`` (:mod:`analysis.dataframes`). Excluded attempts stay in the dataset with their
 reasons (:attr:`EpisodeRecord.exclusion_reasons`) so that a report can say what it left
 out.
 """
@@ -20,6 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.columns import Same, compact
 from records import schema
 from records.rebuild import replays
 
@@ -81,59 +84,40 @@ def event_sum(episode: EpisodeRecord, name: str, empty: Any = 0) -> Any:
     return sum(present) if present else empty
 
 
-def events_by_episode(names: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict[Any, Events]:
+def events_by_episode(names: Sequence[str], rows: Iterable[Sequence[Any]],
+                      shared: dict[Any, Any] | None = None) -> dict[Any, Events]:
     """Rows of event fields named ``names`` (a query's or a file's, ordered by episode and
-    seq) as :class:`Events` per episode id; booleans parsed as :func:`event_record` does."""
-    grouped: dict[Any, list[Sequence[Any]]] = {}
+    seq) as :class:`Events` per episode id, each column held compactly
+    (:func:`compact`; texts interned in ``shared``, one dictionary per load, so a frame
+    hash seen in many episodes is held once); booleans parsed as :func:`event_record`
+    does."""
     at = list(names).index("episode_id")
-    for row in rows:
-        grouped.setdefault(row[at], []).append(row)
-    return {episode_id: _columns(names, chunk) for episode_id, chunk in grouped.items()}
+    shared = {} if shared is None else shared
+    found: dict[Any, Events] = {}
+    for episode_id, chunk in itertools.groupby(rows, key=lambda row: row[at]):
+        if episode_id in found:
+            raise ValueError(f"events of episode {episode_id} are not together: order the "
+                             "rows by episode and seq")
+        found[episode_id] = _columns(names, list(chunk), shared)  # one episode at a time
+    return found
 
 
-def _columns(names: Sequence[str], rows: list[Sequence[Any]]) -> Events:
+def _columns(names: Sequence[str], rows: list[Sequence[Any]], shared: dict[Any, Any]) -> Events:
     columns: dict[str, Sequence[Any]] = {}
     for name, values in zip(names, zip(*rows, strict=True), strict=True):
         if name in _BOOLEANS:
             parse = schema.EVENT.field(name).parse
             values = [None if v is None else parse(v) for v in values]
-        first = values[0]
-        if all(v == first and type(v) is type(first) for v in values):
-            columns[name] = Same(first, len(values))
-        else:
-            columns[name] = list(values)
+        columns[name] = compact(schema.EVENT.field(name).type, values, shared)
     return Events(columns)
 
 
-def episode_record(row: dict[str, Any], frames: FrameSource) -> EpisodeRecord:
+def episode_record(row: dict[str, Any], grid_frames: FrameSource) -> EpisodeRecord:
     """An EpisodeRecord from a mapping with every episode field (CSV text or a DB row)."""
     values = {f.name: f.parse(row.get(f.name)) for f in schema.EPISODE_VIEW.fields}
     values["agent_kind"] = values["agent_kind"] or "unknown"
     values["n_events"] = values["n_events"] or 0
-    return EpisodeRecord(**values, frames=frames)
-
-
-class Same:
-    """A column holding one value ``length`` times (an episode's id, study, problem, and
-    the fields a person's events leave empty), in the room of one."""
-
-    __slots__ = ("value", "length")
-
-    def __init__(self, value: Any, length: int) -> None:
-        self.value, self.length = value, length
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __iter__(self) -> Iterator[Any]:
-        return itertools.repeat(self.value, self.length)
-
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            return [self.value] * len(range(*index.indices(self.length)))
-        if not -self.length <= index < self.length:
-            raise IndexError("column index out of range")
-        return self.value
+    return EpisodeRecord(**values, grid_frames=grid_frames)
 
 
 class Events(Sequence):
@@ -232,7 +216,7 @@ class EpisodeRecord(_EpisodeFields):
 
     events: Sequence[EventRecord] = field(default_factory=list)
     """A list of records, or :class:`Events` (columns) as the loaders give."""
-    frames: FrameSource | None = field(default=None, compare=False, repr=False)
+    grid_frames: FrameSource | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_human(self) -> bool:
@@ -276,37 +260,83 @@ class EpisodeRecord(_EpisodeFields):
         key = event if isinstance(event, str) else event.frame_hash
         if key is None:
             return None
-        if self.frames is None:
+        if self.grid_frames is None:
             raise LookupError("this record was built without a frame source; use load()")
-        return self.frames(key)
+        return self.grid_frames(key)
 
 
-@dataclass
 class Dataset:
-    """The episodes a load selected, and the frames they refer to."""
+    """What one :func:`analysis.load.load` selected, as tables and as records.
 
-    source: str
-    episodes: list[EpisodeRecord]
-    frames: FrameSource
+    ``episodes``, ``events``, ``turns`` and ``participants`` are pandas DataFrames typed
+    from the schema (:mod:`analysis.dataframes`; the first three are built on first use
+    and kept). ``records`` are the :class:`EpisodeRecord` objects the metrics read, each
+    with its events; iterating the dataset gives them. ``grid_frames`` fetches the stored
+    grid frames by hash (``dataset.frame(hash)``).
+    """
+
+    def __init__(self, source: str, records: list[EpisodeRecord], grid_frames: FrameSource,
+                 participants: Any = None, scope: tuple[str, ...] = ()) -> None:
+        self.source, self.records, self.grid_frames = source, records, grid_frames
+        self.scope = scope
+        """What the report covers, in sentences (``analysis.scope``): shown first."""
+        self._participants = participants
+        self._tables: Any = None
+
+    def __repr__(self) -> str:
+        return f"Dataset({self.source!r}, {len(self.records)} episodes)"
 
     def __iter__(self) -> Iterator[EpisodeRecord]:
-        return iter(self.episodes)
+        return iter(self.records)
 
     def __len__(self) -> int:
-        return len(self.episodes)
+        return len(self.records)
+
+    def _dataframes(self) -> Any:
+        if self._tables is None:
+            from analysis.dataframes import dataframes
+
+            self._tables = dataframes(self)
+        return self._tables
+
+    @property
+    def episodes(self) -> Any:
+        """One row per attempt (episodes.csv's columns, ``agent`` and ``counted``)."""
+        return self._dataframes().episodes
+
+    @property
+    def events(self) -> Any:
+        """One row per event (events.jsonl's columns and ``agent``)."""
+        return self._dataframes().events
+
+    @property
+    def turns(self) -> Any:
+        """The model turns: events whose ``source`` is ``agent``."""
+        return self._dataframes().turns
+
+    @property
+    def participants(self) -> Any:
+        """The selected studies' participants (participants.jsonl's columns); none when
+        the dataset was not loaded from a source."""
+        if self._participants is None:
+            from analysis.dataframes import typed
+
+            self._participants = typed([], schema.PARTICIPANT.fields)
+        return self._participants
 
     def frame(self, key: str) -> Frame:
-        return self.frames(key)
+        """The grid frame stored under hash ``key``."""
+        return self.grid_frames(key)
 
     def included(self) -> list[EpisodeRecord]:
-        return [e for e in self.episodes if e.is_included]
+        return [e for e in self.records if e.is_included]
 
     def excluded(self) -> dict[int, tuple[str, ...]]:
         """Episode id -> reasons, for every episode left out of aggregation."""
-        return {e.episode_id: e.exclusion_reasons for e in self.episodes if not e.is_included}
+        return {e.episode_id: e.exclusion_reasons for e in self.records if not e.is_included}
 
     def by_problem(self) -> dict[str, list[EpisodeRecord]]:
         out: dict[str, list[EpisodeRecord]] = {}
-        for episode in self.episodes:
+        for episode in self.records:
             out.setdefault(episode.problem_id, []).append(episode)
         return out

@@ -10,6 +10,14 @@ One style for all: the Okabe-Ito colour-blind-safe palette (:data:`PALETTE`), pe
 first and then the models in name order (:func:`ordered`), long agent names wrapped,
 confidence intervals drawn with caps, and every legend outside the axes, on the right,
 so that it never covers data.
+
+**One colour per agent.** :func:`agent_colours` gives every agent of a report its colour
+once (people always :data:`HUMAN_COLOUR`), and every figure of the report draws with that
+one mapping, so a model keeps its colour from figure to figure. Axis labels come from
+:data:`LABELS` (column name -> words), never a raw column name. SVG keeps its text as
+text (``svg.fonttype: none``) in the fonts :data:`FONTS` names, so a figure can be edited
+and searched; the PDF embeds TrueType fonts. Each legend entry carries an SVG id
+(``legend-handle-N``, ``legend-label-N``) so that a reader or a test can find it.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -35,6 +44,41 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
            "#000000")
 """Okabe and Ito's colours, which people with any common colour-vision deficiency tell
 apart; the first goes to people."""
+HUMAN_COLOUR = PALETTE[0]
+MORE_COLOURS = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677",
+                "#882255", "#AA4499")
+"""Paul Tol's muted colours, for the models after Okabe and Ito's seven."""
+KIND_COLOURS = ("#3b3b3b", "#7a7a7a", "#b3b3b3", "#e3e3e3")
+"""Greys for the action types, so that no action type wears an agent's colour."""
+FONTS = ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica"]
+"""The fonts figures name, first found first (DejaVu Sans ships with matplotlib)."""
+STYLE = {"svg.fonttype": "none", "pdf.fonttype": 42, "font.family": "sans-serif",
+         "font.sans-serif": FONTS}
+"""Settings in force while a figure is rendered: text stays text."""
+HUMAN_SCORE = "human (80th percentile per problem)"
+"""The legend's name for people on a score figure: what the bar is."""
+LABELS = {
+    "score": "score (people: 80th percentile per problem; models: mean)",
+    "mean_score": "mean score",
+    "per_100_actions": "resets per 100 exploration actions",
+    "cost_per_attempt": "cost per attempt (USD, incomplete attempts included)",
+    "normalized_time": "normalized time",
+    "normalized_perplexity": "normalized perplexity",
+    "share_of_unique_actions": "share of unique actions",
+    "test_step": "test step",
+    "progress_rate": "progress rate",
+    "exploration_error": "exploration error",
+    "exploitation_error": "exploitation error",
+    "scored_steps": "scored steps",
+    "share_solved": "share solved",
+    "challenge": "task type",
+    "env": "environment",
+    "problem": "problem",
+    "participants": "participants",
+    "stage": "stage of the flow",
+    "included_per_problem": "included attempts per problem",
+}
+"""Column names and quantities as the figures' axes say them."""
 NAME_WIDTH = 28
 """Characters after which an agent's name is wrapped in a legend or on an axis."""
 
@@ -47,8 +91,33 @@ def png(figure: Figure) -> bytes:
 def _render(figure: Figure, kind: str) -> bytes:
     FigureCanvasAgg(figure)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format=kind, dpi=DPI, bbox_inches="tight")
+    with rc_context(STYLE):
+        figure.savefig(buffer, format=kind, dpi=DPI, bbox_inches="tight")
     return buffer.getvalue()
+
+
+def label(name: str) -> str:
+    """The words for a column name (:data:`LABELS`); a name not listed, spaced."""
+    return LABELS.get(name, name.replace("_", " "))
+
+
+def agent_colours(agents: Iterable[str]) -> dict[str, str]:
+    """Each agent's one colour: people :data:`HUMAN_COLOUR`, the others in name order
+    through the rest of the palette (repeating only past sixteen models).
+
+    >>> agent_colours(["llm:b", "human", "llm:a"])
+    {'human': '#0072B2', 'llm:a': '#E69F00', 'llm:b': '#009E73'}
+    """
+    rest = (*PALETTE[1:], *MORE_COLOURS)
+    models = [a for a in ordered(agents) if a != HUMAN]
+    return {HUMAN: HUMAN_COLOUR, **{a: rest[i % len(rest)] for i, a in enumerate(models)}}
+
+
+def colour_of(colours: dict[str, str] | None, agent: str, among: Iterable[str]) -> str:
+    """``agent``'s colour in the report's mapping, or in one made of ``among``."""
+    if colours is None or agent not in colours:
+        colours = agent_colours([*among, agent])
+    return colours[agent]
 
 
 def save(figure: Figure, folder: Path, name: str) -> list[Path]:
@@ -77,10 +146,6 @@ def wrapped(name: str) -> str:
     return "\n".join(textwrap.wrap(str(name), NAME_WIDTH)) or str(name)
 
 
-def colour(index: int) -> str:
-    return PALETTE[index % len(PALETTE)]
-
-
 def new_axes(title: str) -> tuple[Figure, Any]:
     figure = Figure(figsize=SIZE)
     axes = figure.add_subplot()
@@ -90,15 +155,22 @@ def new_axes(title: str) -> tuple[Figure, Any]:
 
 
 def legend_outside(axes: Any, title: str | None = None) -> None:
-    """The legend to the right of the axes, never over the data."""
+    """The legend to the right of the axes, never over the data; each entry's handle and
+    label carry SVG ids ``legend-handle-N`` and ``legend-label-N``."""
     if axes.get_legend_handles_labels()[0]:
-        axes.legend(fontsize="small", title=title, loc="upper left",
-                    bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+        legend = axes.legend(fontsize="small", title=title, loc="upper left",
+                             bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+        for i, (handle, text) in enumerate(zip(legend.legend_handles, legend.get_texts(),
+                                               strict=True)):
+            handle.set_gid(f"legend-handle-{i}")
+            text.set_gid(f"legend-label-{i}")
 
 
 def grouped_bars(rows: Sequence[Row], group: str, series: str, value: str, title: str,
-                 errors: tuple[str, str] | None = None) -> Figure | None:
-    """Bars of ``value`` for each ``group`` (x axis), one bar per ``series`` in it."""
+                 errors: tuple[str, str] | None = None, colours: dict[str, str] | None = None,
+                 human: str = HUMAN) -> Figure | None:
+    """Bars of ``value`` for each ``group`` (x axis), one bar per ``series`` (an agent, in
+    its colour) in it; ``human`` is the legend's name for people."""
     if not rows:
         return None
     groups = sorted({r[group] for r in rows}, key=natural)
@@ -113,13 +185,15 @@ def grouped_bars(rows: Sequence[Row], group: str, series: str, value: str, title
         heights = [np.nan if g not in found or found[g][value] is None else found[g][value]
                    for g in groups]  # no value: no bar (not a bar of zero)
         x = np.arange(len(groups)) + i * width
-        axes.bar(x, heights, width, label=wrapped(name), color=colour(i),
+        axes.bar(x, heights, width, label=wrapped(human if name == HUMAN else name),
+                 color=colour_of(colours, name, names),
                  yerr=_error_bars(found, groups, value, errors), capsize=3,
                  error_kw={"elinewidth": 1.2, "ecolor": "#333333"})
     axes.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, [wrapped(g) for g in groups],
                     rotation=90 if crowded else 20, ha="center" if crowded else "right",
                     fontsize="small" if crowded else None)
-    axes.set_ylabel(value)
+    axes.set_ylabel(label(value))
+    axes.set_xlabel(label(group))
     legend_outside(axes)
     return figure
 
@@ -136,12 +210,13 @@ def _error_bars(found: dict, groups: list, value: str, errors: tuple[str, str] |
     return bars if bars.any() else None  # no interval at all: no caps sitting on the bars
 
 
-def task_type_figure(rows: Sequence[Row]) -> Figure | None:
+def task_type_figure(rows: Sequence[Row], colours: dict[str, str] | None = None
+                     ) -> Figure | None:
     """Aggregate score per task type and agent (002 Fig. 4), with intervals when the rows
     have them (``tables.headline``)."""
     errors = ("ci_low", "ci_high") if rows and "ci_low" in rows[0] else None
     return grouped_bars(rows, "challenge", "agent", "score", "Score by task type",
-                        errors=errors)
+                        errors=errors, colours=colours, human=HUMAN_SCORE)
 
 
 MAX_PROBLEMS = 30
@@ -151,7 +226,8 @@ CROWDED = 8
 (``problem_scores.csv``), and a figure of hundreds of bars is read by nobody."""
 
 
-def human_interval_figure(rows: Sequence[Row]) -> Figure | None:
+def human_interval_figure(rows: Sequence[Row], colours: dict[str, str] | None = None
+                          ) -> Figure | None:
     """Per problem score with the humans' bootstrap 95% interval (the first
     :data:`MAX_PROBLEMS` problems by id when there are more; the title says so)."""
     problems = sorted({r["problem"] for r in rows}, key=natural)
@@ -160,18 +236,21 @@ def human_interval_figure(rows: Sequence[Row]) -> Figure | None:
         shown = set(problems[:MAX_PROBLEMS])
         rows = [r for r in rows if r["problem"] in shown]
         title += f": first {MAX_PROBLEMS} of {len(problems)}, all in problem_scores.csv"
-    return grouped_bars(rows, "problem", "agent", "score", title, errors=("ci_low", "ci_high"))
+    return grouped_bars(rows, "problem", "agent", "score", title, errors=("ci_low", "ci_high"),
+                        colours=colours, human=HUMAN_SCORE)
 
 
-def environment_figure(rows: Sequence[Row]) -> Figure | None:
+def environment_figure(rows: Sequence[Row], colours: dict[str, str] | None = None
+                       ) -> Figure | None:
     """Mean score per environment and agent (002 Fig. 6a)."""
-    return grouped_bars(rows, "env", "agent", "score", "Score by environment")
+    return grouped_bars(rows, "env", "agent", "score", "Score by environment", colours=colours,
+                        human=HUMAN_SCORE)
 
 
-def reset_figure(rows: Sequence[Row]) -> Figure | None:
+def reset_figure(rows: Sequence[Row], colours: dict[str, str] | None = None) -> Figure | None:
     """Resets per 100 interaction-phase actions, per environment and agent (002 Fig. 6d)."""
     return grouped_bars(rows, "env", "agent", "per_100_actions",
-                        "Resets per 100 exploration actions, by environment")
+                        "Resets per 100 exploration actions, by environment", colours=colours)
 
 
 def action_type_figure(rows: Sequence[Row]) -> Figure | None:
@@ -185,40 +264,45 @@ def action_type_figure(rows: Sequence[Row]) -> Figure | None:
     for i, kind in enumerate(KINDS):
         shares = np.array([by_agent[a][kind] for a in agents], dtype=float)
         axes.bar([wrapped(a) for a in agents], shares, bottom=bottom, label=kind,
-                 color=colour(i))
+                 color=KIND_COLOURS[i % len(KIND_COLOURS)], edgecolor="#222222", linewidth=0.5)
         bottom += shares
     axes.tick_params(axis="x", labelrotation=20)
-    axes.set_ylabel("share of unique actions")
+    axes.set_ylabel(label("share_of_unique_actions"))
     legend_outside(axes, "action type")
     return figure
 
 
-def perplexity_figure(curves: dict[str, list[list[tuple[float, float]]]]) -> Figure | None:
+def perplexity_figure(curves: dict[str, list[list[tuple[float, float]]]],
+                      colours: dict[str, str] | None = None) -> Figure | None:
     """Mean normalized-perplexity curve per agent over normalized time (002 Fig. 6)."""
     if not curves:
         return None
     figure, axes = new_axes("Normalized perplexity of exploration")
     grid = np.linspace(0.0, 1.0, 51)
-    for i, agent in enumerate(ordered(curves)):
+    for agent in ordered(curves):
         values = np.array([_on_grid(c, grid) for c in curves[agent]])
         mean = values.mean(axis=0)
-        axes.plot(grid, mean, label=wrapped(agent), color=colour(i))
+        tint = colour_of(colours, agent, curves)
+        axes.plot(grid, mean, label=wrapped(agent), color=tint)
         if len(values) > 1:  # the spread of the mean: one standard error either side
             half = values.std(axis=0, ddof=1) / np.sqrt(len(values))
-            axes.fill_between(grid, mean - half, mean + half, color=colour(i), alpha=0.2,
+            axes.fill_between(grid, mean - half, mean + half, color=tint, alpha=0.2,
                               linewidth=0)
-    axes.set_xlabel("normalized time")
-    axes.set_ylabel("normalized perplexity")
+    axes.set_xlabel(label("normalized_time"))
+    axes.set_ylabel(label("normalized_perplexity"))
     legend_outside(axes)
     return figure
 
 
-def _on_grid(curve: list[tuple[float, float]], grid: np.ndarray) -> np.ndarray:
+def _on_grid(curve: Sequence[tuple[float, float]], grid: np.ndarray) -> np.ndarray:
+    if hasattr(curve, "positions"):  # a metrics.perplexity.Curve: its arrays, as they are
+        return np.interp(grid, curve.positions, curve.values)
     xs, ys = zip(*curve)
     return np.interp(grid, xs, ys)
 
 
-def score_cost_figure(rows: Sequence[Row]) -> Figure | None:
+def score_cost_figure(rows: Sequence[Row], colours: dict[str, str] | None = None
+                      ) -> Figure | None:
     """Mean score against cost per attempt, one point per priced model (002 Fig. 3)."""
     if not rows:
         return None
@@ -227,67 +311,101 @@ def score_cost_figure(rows: Sequence[Row]) -> Figure | None:
         return None
     figure, axes = new_axes("Score versus cost")
     by_agent = {r["agent"]: r for r in priced}
-    for i, agent in enumerate(ordered(by_agent)):
+    for agent in ordered(by_agent):
         row = by_agent[agent]
         axes.scatter(row["cost_per_attempt"], row["score"], label=wrapped(agent),
-                     color=colour(i))
-    axes.set_xlabel("cost per attempt (USD, incomplete attempts included)")
-    axes.set_ylabel("mean score")
+                     color=colour_of(colours, agent, by_agent))
+    axes.set_xlabel(label("cost_per_attempt"))
+    axes.set_ylabel(label("mean_score"))
     legend_outside(axes)
     return figure
 
 
-def progress_figure(curves: dict[str, list[list[float]]]) -> Figure | None:
+def progress_figure(curves: dict[str, list[list[float]]],
+                    colours: dict[str, str] | None = None) -> Figure | None:
     """Mean progress rate against test step, per agent (001); a finished episode keeps
     its last value."""
     if not curves:
         return None
     figure, axes = new_axes("Progress rate by step")
-    for i, agent in enumerate(ordered(curves)):
+    for agent in ordered(curves):
         agent_curves = curves[agent]
         length = max(map(len, agent_curves))
         padded = [c + [c[-1]] * (length - len(c)) for c in agent_curves]
-        axes.plot(range(length), np.mean(padded, axis=0), label=wrapped(agent), color=colour(i))
-    axes.set_xlabel("test step")
-    axes.set_ylabel("progress rate")
+        axes.plot(range(length), np.mean(padded, axis=0), label=wrapped(agent),
+                  color=colour_of(colours, agent, curves))
+    axes.set_xlabel(label("test_step"))
+    axes.set_ylabel(label("progress_rate"))
     legend_outside(axes)
     return figure
 
 
-def explore_exploit_figure(rows: Sequence[Row]) -> Figure | None:
+def explore_exploit_figure(rows: Sequence[Row], colours: dict[str, str] | None = None
+                           ) -> Figure | None:
     """Exploration against exploitation error per agent, success as the label (000 Fig. 1)."""
     points = [r for r in rows if r["exploration_error"] is not None
               and r["exploitation_error"] is not None]
     if not points:
         return None
     figure, axes = new_axes("Exploration and exploitation error")
-    for i, row in enumerate(sorted(points, key=lambda r: (r["agent"] != HUMAN, r["agent"]))):
-        axes.scatter(row["exploration_error"], row["exploitation_error"], color=colour(i),
+    agents = [r["agent"] for r in points]
+    for row in sorted(points, key=lambda r: (r["agent"] != HUMAN, r["agent"])):
+        axes.scatter(row["exploration_error"], row["exploitation_error"],
+                     color=colour_of(colours, row["agent"], agents),
                      label=wrapped(f"{row['agent']} (success {row['success']:.2f})"))
-    axes.set_xlabel("exploration error")
-    axes.set_ylabel("exploitation error")
+    axes.set_xlabel(label("exploration_error"))
+    axes.set_ylabel(label("exploitation_error"))
     legend_outside(axes)
     return figure
 
 
-def memory_figure(curves: dict[tuple[str, str, str], Row]) -> Figure | None:
+def memory_figure(curves: dict[tuple[str, str, str], Row],
+                  colours: dict[str, str] | None = None) -> Figure | None:
     """Success curves by history setting (004 Fig. 2): the share of episodes solved
-    within each number of steps, one colour per model and challenge, one line style
-    per history setting; the legend gives each curve's AUV."""
+    within each number of steps, the model's colour, one marker per challenge, one line
+    style per history setting; the legend gives each curve's AUV."""
     if not curves:
         return None
     figure, axes = new_axes("Success by step, per history setting (AUV in the legend)")
-    runs = ordered(f"{base} ({challenge})" for base, challenge, _ in curves)
-    styles = ("-", "--", ":", "-.")
+    bases = [base for base, _, _ in curves]
+    challenges = sorted({challenge for _, challenge, _ in curves})
+    styles, markers = ("-", "--", ":", "-."), ("o", "s", "^", "D", "v")
     settings: list[str] = []
     for (base, challenge, setting), run in curves.items():
         if setting not in settings:
             settings.append(setting)
         axes.plot(range(len(run["curve"])), run["curve"],
-                  color=colour(runs.index(f"{base} ({challenge})")),
+                  color=colour_of(colours, base, bases),
+                  marker=markers[challenges.index(challenge) % len(markers)], markersize=3,
                   linestyle=styles[settings.index(setting) % len(styles)],
                   label=wrapped(f"{base} ({challenge}), history {setting}: AUV {run['auv']:.2f}"))
-    axes.set_xlabel("scored steps")
-    axes.set_ylabel("share solved")
+    axes.set_xlabel(label("scored_steps"))
+    axes.set_ylabel(label("share_solved"))
     legend_outside(axes)
+    return figure
+
+
+def flow_figure(rows: Sequence[Row]) -> Figure | None:
+    """The participant flow as a funnel, one panel per study: participants still in after
+    each step (people's colour), the number who left there and why beside each bar."""
+    studies = list(dict.fromkeys(r["study"] for r in rows))
+    if not studies:
+        return None
+    steps = max(sum(1 for r in rows if r["study"] == s) for s in studies)
+    figure = Figure(figsize=(SIZE[0] * min(len(studies), 2), 1.0 + 0.32 * steps))
+    for i, study in enumerate(studies):
+        axes = figure.add_subplot(1, len(studies), i + 1)
+        mine = [r for r in rows if r["study"] == study]
+        y = np.arange(len(mine))[::-1]
+        axes.barh(y, [r["participants"] for r in mine], color=HUMAN_COLOUR)
+        axes.set_yticks(y, [r["step"] for r in mine], fontsize="small")
+        top = max(r["participants"] for r in mine) or 1
+        for at, row in zip(y, mine, strict=True):
+            note = f"{row['participants']}" + (f"  (-{row['dropped']}: {row['reason']})"
+                                               if row["dropped"] else "")
+            axes.text(row["participants"] + top * 0.02, at, note, va="center", fontsize="x-small")
+        axes.set_xlim(0, top * 2.2)  # room for the reasons, right of the bars
+        axes.set_xlabel(label("participants"))
+        axes.set_title(f"Participant flow: {study}")
+        axes.spines[["top", "right"]].set_visible(False)
     return figure

@@ -6,7 +6,8 @@ database is read by table name (episode, event, frame, agentrun, participant) wi
 SQLAlchemy alone, so analysis needs nothing from the server; an export directory
 (``gridstudy export``) is read from its files. Both give equal records.
 
-The records themselves are :mod:`analysis.dataset`'s; frames are fetched when asked.
+The records themselves are :mod:`analysis.dataset`'s, and so are their DataFrames
+(``episodes``, ``events``, ``turns``, ``participants``); grid frames are fetched when asked.
 Excluded attempts stay in the dataset with their reasons; ``included_only=True`` drops
 them.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,16 +38,31 @@ from records.database import open_existing
 
 @dataclass(frozen=True)
 class Selection:
-    """Which episodes :func:`load` keeps."""
+    """Which episodes :func:`load` keeps.
+
+    ``study`` None keeps every study; ``outside`` keeps the model runs recorded outside
+    any study (``study_id`` empty); ``agent_runs`` keeps these runs' episodes whatever
+    their study.
+    """
 
     study: frozenset[str] | None = None
     problems: frozenset[str] | None = None
     agent_kind: frozenset[str] | None = None
     included_only: bool = False
+    agent_runs: frozenset[int] | None = None
+    outside: bool = True
+
+    def in_scope(self, episode: EpisodeRecord) -> bool:
+        """Whether the episode belongs to the chosen studies or runs."""
+        if self.agent_runs is not None and episode.agent_run_id in self.agent_runs:
+            return True
+        if episode.study_id is None:
+            return self.outside
+        return self.study is None or episode.study_id in self.study
 
     def keeps(self, episode: EpisodeRecord) -> bool:
         return (
-            (self.study is None or episode.study_id in self.study)
+            self.in_scope(episode)
             and (self.problems is None or episode.problem_id in self.problems)
             and (self.agent_kind is None or episode.agent_kind in self.agent_kind)
             and (not self.included_only or episode.is_included)
@@ -59,25 +76,64 @@ def load(
     problems: Iterable[str] | None = None,
     agent_kind: str | Iterable[str] | None = None,
     included_only: bool = False,
+    agent_runs: Iterable[int] | None = None,
+    outside: bool | None = None,
 ) -> Dataset:
     """Load episodes with their events from a database (a URL, or a SQLite file) or
     from an export directory.
 
     ``study``, ``problems`` and ``agent_kind`` (``human``, ``llm`` ...) restrict what is
-    loaded; each takes one value or several.
+    loaded; each takes one value or several. ``agent_runs`` adds these agent runs'
+    episodes; ``outside`` keeps the model runs recorded outside any study (by default
+    only when no study is named).
     """
-    selection = Selection(_set(study), _set(problems), _set(agent_kind), included_only)
+    studies = _set(study)
+    runs = None if agent_runs is None else frozenset(int(r) for r in agent_runs)
+    selection = Selection(studies, _set(problems), _set(agent_kind), included_only, runs,
+                          studies is None if outside is None else outside)
+    url, path = located(source)
+    return read_database(url, selection) if url else read_export(path, selection)
+
+
+def located(source: str | Path) -> tuple[str | None, Path]:
+    """``(database URL, None)`` or ``(None, export directory)`` for ``source``."""
     path = Path(source)
-    if "://" not in str(source):
-        if path.is_file():
-            return read_database(f"sqlite:///{path}", selection)
-        if not path.is_dir():
-            raise FileNotFoundError(
-                f"{source}: neither a database URL (sqlite:///file.db, postgresql://...) "
-                "nor an export directory"
-            )
-        return read_export(path, selection)
-    return read_database(str(source), selection)
+    if "://" in str(source):
+        return str(source), path
+    if path.is_file():
+        return f"sqlite:///{path}", path
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"{source}: neither a database URL (sqlite:///file.db, postgresql://...) "
+            "nor an export directory"
+        )
+    return None, path
+
+
+def study_counts(source: str | Path) -> dict[str | None, int]:
+    """Episodes per study in ``source`` (a database or an export directory), without
+    loading them; ``None`` counts the model runs recorded outside any study."""
+    url, path = located(source)
+    if url is None:
+        if not (path / "episodes.csv").is_file():
+            raise FileNotFoundError(f"{path} is not a gridstudy export: missing episodes.csv")
+        with (path / "episodes.csv").open(newline="") as rows:
+            found = Counter(row.get("study_id") or None for row in csv.DictReader(rows))
+        return dict(found)
+    from sqlalchemy import MetaData, Table, func, select
+    from sqlalchemy.exc import NoSuchTableError
+
+    engine = open_existing(url)
+    try:
+        with engine.connect() as connection:
+            try:
+                episode = Table("episode", MetaData(), autoload_with=connection)
+            except NoSuchTableError:
+                raise ValueError(f"{url} is not a gridstudy database: no table episode") from None
+            query = select(episode.c.study_id, func.count()).group_by(episode.c.study_id)
+            return {study: n for study, n in connection.execute(query).all()}
+    finally:
+        engine.dispose()
 
 
 def _set(value: str | Iterable[str] | None) -> frozenset[str] | None:
@@ -96,16 +152,27 @@ def attach_events(episodes: list[EpisodeRecord], events: dict[Any, Events]) -> N
 
 
 def read_export(path: Path, selection: Selection) -> Dataset:
-    """Read ``episodes.csv``, ``events.parquet`` (or ``events.jsonl``) and, lazily, frames."""
+    """Read ``episodes.csv``, ``events.parquet`` (or ``events.jsonl``),
+    ``participants.jsonl`` and, lazily, the grid frames."""
     missing = [name for name in ("episodes.csv", "frames.jsonl") if not (path / name).is_file()]
     if missing:
         raise FileNotFoundError(f"{path} is not a gridstudy export: missing {', '.join(missing)}")
-    frames = FrameSource(_frames_file(path / "frames.jsonl"))
+    grid_frames = FrameSource(_frames_file(path / "frames.jsonl"))
     with (path / "episodes.csv").open(newline="") as rows:
-        episodes = [episode_record(row, frames) for row in csv.DictReader(rows)]
+        episodes = [episode_record(row, grid_frames) for row in csv.DictReader(rows)]
     episodes = [e for e in episodes if selection.keeps(e)]
     attach_events(episodes, _export_events(path, {e.episode_id for e in episodes}))
-    return Dataset(str(path), episodes, frames)
+    file = path / "participants.jsonl"
+    people = [json.loads(line) for line in file.open()] if file.is_file() else []
+    return Dataset(str(path), episodes, grid_frames, _participants(people, selection))
+
+
+def _participants(rows: Iterable[dict[str, Any]], selection: Selection) -> Any:
+    """The participants of the selected studies as a typed DataFrame."""
+    from analysis.dataframes import typed
+
+    kept = [r for r in rows if selection.study is None or r.get("study_id") in selection.study]
+    return typed(kept, schema.PARTICIPANT.fields)
 
 
 def _export_events(path: Path, ids: set[int]) -> dict[Any, Events]:
@@ -122,8 +189,7 @@ def _export_events(path: Path, ids: set[int]) -> dict[Any, Events]:
                               filters=[("episode_id", "in", ids)])
         table = table.take(pc.sort_indices(table, [("episode_id", "ascending"),
                                                    ("seq", "ascending")]))
-        columns = [table.column(name).to_pylist() for name in names]
-        rows: Iterable[Sequence[Any]] = zip(*columns, strict=True)
+        rows: Iterable[Sequence[Any]] = _table_rows(table, names)
     elif (path / "events.jsonl").is_file():
         with (path / "events.jsonl").open() as lines:
             found = [json.loads(line) for line in lines]
@@ -133,6 +199,14 @@ def _export_events(path: Path, ids: set[int]) -> dict[Any, Events]:
     else:
         raise FileNotFoundError(f"{path} holds neither events.parquet nor events.jsonl")
     return events_by_episode(names, rows)
+
+
+def _table_rows(table: Any, names: list[str], chunk: int = 200_000) -> Iterable[Sequence[Any]]:
+    """The rows of an Arrow table as tuples, converted ``chunk`` rows at a time so that a
+    large export is never held as Python objects all at once."""
+    for start in range(0, table.num_rows, chunk):
+        part = table.slice(start, chunk)
+        yield from zip(*(part.column(name).to_pylist() for name in names), strict=True)
 
 
 def _frames_file(path: Path) -> Any:
@@ -178,15 +252,17 @@ def read_database(url: str, selection: Selection) -> Dataset:
             raise KeyError(f"frame {key} is not in the database")
         return json.loads(data)
 
-    frames = FrameSource(fetch)
+    grid_frames = FrameSource(fetch)
     with engine.connect() as connection:
         rows = connection.execute(_episode_query(meta, selection)).mappings()
-        episodes = [_db_episode(dict(row), frames) for row in rows]
+        episodes = [_db_episode(dict(row), grid_frames) for row in rows]
         episodes = [e for e in episodes if selection.keeps(e)]
         attach_events(episodes, _db_events(connection, meta, [e.episode_id for e in episodes]))
+        people = connection.execute(select(meta.tables["participant"])).mappings()
+        participants = _participants((dict(r) for r in people), selection)
     for episode in episodes:
         episode.n_events = len(episode.events)
-    return Dataset(url, episodes, frames)
+    return Dataset(url, episodes, grid_frames, participants)
 
 
 def _episode_query(meta: Any, selection: Selection) -> Any:
@@ -203,17 +279,15 @@ def _episode_query(meta: Any, selection: Selection) -> Any:
         .outerjoin(person, person.c.id == episode.c.participant_id)
         .order_by(episode.c.id)
     )
-    if selection.study is not None:
-        query = query.where(episode.c.study_id.in_(sorted(selection.study)))
     if selection.problems is not None:
         query = query.where(episode.c.problem_id.in_(sorted(selection.problems)))
     return query
 
 
-def _db_episode(row: dict[str, Any], frames: FrameSource) -> EpisodeRecord:
+def _db_episode(row: dict[str, Any], grid_frames: FrameSource) -> EpisodeRecord:
     kind = row.pop("run_kind")
     row["agent_kind"] = schema.agent_kind(kind, row["agent_run_id"], row["participant_id"])
-    return episode_record(row, frames)
+    return episode_record(row, grid_frames)
 
 
 def _db_events(connection: Any, meta: Any, ids: list[int]) -> dict[Any, Events]:
@@ -224,8 +298,9 @@ def _db_events(connection: Any, meta: Any, ids: list[int]) -> dict[Any, Events]:
     names = [f.name for f in EVENT_FIELDS]
     columns = [event.c[name] for name in names]
     found: dict[Any, Events] = {}
+    shared: dict[Any, Any] = {}  # each distinct frame hash, action ... held once
     for start in range(0, len(ids), 500):
         query = (select(*columns).where(event.c.episode_id.in_(ids[start:start + 500]))
                  .order_by(event.c.episode_id, event.c.seq, event.c.id))
-        found.update(events_by_episode(names, connection.execute(query).all()))
+        found.update(events_by_episode(names, connection.execute(query), shared))
     return found

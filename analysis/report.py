@@ -28,7 +28,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
-from analysis import curiosity, figures, tables
+from analysis import curiosity, figures, flow, tables
 from analysis.dataset import Dataset
 from analysis.metrics import (
     action_type_distribution,
@@ -47,8 +47,8 @@ from analysis.metrics import (
 )
 from analysis.metrics.explore_exploit import explore_exploit
 from analysis.metrics.parameters import parameters_of
-from analysis.metrics.scores import task_interval
-from analysis.readings import Row, agent_of
+from analysis.metrics.scores import MIN_N, task_interval
+from analysis.readings import Row, agent_of, base_agent
 
 T_MAX = 50
 """Default AUV horizon in scored steps (004 leaves it to the problem family)."""
@@ -63,6 +63,8 @@ class Section:
     table: Callable[[Dataset], list[Row]]
     figure: Callable[[Dataset, list[Row]], Figure | None] | None = None
     metrics: tuple[tuple[Callable[..., Any], dict[str, Any]], ...] = ()
+    beside: tuple[tuple[str, Callable[[Dataset], list[Row]]], ...] = ()
+    """Further tables shown under this one, each written as ``<name>.csv`` too."""
 
 
 @dataclass
@@ -73,22 +75,32 @@ class Result:
     rows: list[Row]
     image: Figure | None
     note: str | None
+    beside: tuple[tuple[str, list[Row]], ...] = ()
 
 
-def sections(t_max: int = T_MAX, k: int = 1) -> list[Section]:
-    """The report's sections in page order, with the parameters the CLI chose."""
+def sections(t_max: int = T_MAX, k: int = 1, colours: dict[str, str] | None = None,
+             payments: flow.Payments | None = None) -> list[Section]:
+    """The report's sections in page order, with the parameters the CLI chose; every
+    figure draws each agent in its one colour of ``colours`` (``figures.agent_colours``);
+    the participant flow counts payments with ``payments`` (each study's decisions)."""
     percentile = ((percentile_score, {}), (percentile_interval, {}))
     perplexity = ((perplexity_auc, {}), (final_perplexity, {}))
+    c = colours
     return [
         Section("task_type_scores", "People against each model, per task type, with 95% "
                 "intervals (002 Fig. 4)", tables.headline,
-                lambda d, rows: figures.task_type_figure(rows),
+                lambda d, rows: figures.task_type_figure(rows, c),
                 ((percentile_score, {}), (task_interval, {}))),
+        Section("participant_flow", "Participant flow: arrivals to inclusion, each drop with "
+                "its reason; completion time and payments", participant_flow,
+                lambda d, rows: figures.flow_figure(rows),
+                beside=(("participant_summary",
+                         lambda d: flow.summary_rows(d.participants, payments)),)),
         Section("problem_scores", "Score by problem: humans' 80th percentile with n, mean and "
                 "bootstrap 95% interval", tables.problem_scores,
-                lambda d, rows: figures.human_interval_figure(rows), percentile),
+                lambda d, rows: figures.human_interval_figure(rows, c), percentile),
         Section("environment_scores", "Score by environment (002 Table E.1, Fig. 6a)",
-                tables.environment_scores, lambda d, rows: figures.environment_figure(rows),
+                tables.environment_scores, lambda d, rows: figures.environment_figure(rows, c),
                 percentile),
         Section("action_types", "Action-type distribution (002 Fig. 5)", tables.action_types,
                 lambda d, rows: figures.action_type_figure(rows),
@@ -96,18 +108,18 @@ def sections(t_max: int = T_MAX, k: int = 1) -> list[Section]:
         Section("unique_actions", "Unique clicks and directional actions (002 Table E.2)",
                 tables.unique_actions, metrics=((unique_action_counts, {}),)),
         Section("reset_rates", "Reset frequency (002 Fig. 6d)", tables.reset_rates,
-                lambda d, rows: figures.reset_figure(rows), ((reset_frequency, {}),)),
+                lambda d, rows: figures.reset_figure(rows, c), ((reset_frequency, {}),)),
         Section("perplexity", "Normalized perplexity: AUC and final value (002 Fig. 6b, 6c), "
                 "and the curves over normalized time",
                 tables.perplexity,
-                lambda d, rows: figures.perplexity_figure(tables.perplexity_curves(d)),
+                lambda d, rows: figures.perplexity_figure(tables.perplexity_curves(d), c),
                 perplexity),
         Section("score_cost", "Score versus cost, grounding accuracy (002 Fig. 3)",
-                tables.score_cost, lambda d, rows: figures.score_cost_figure(rows)),
+                tables.score_cost, lambda d, rows: figures.score_cost_figure(rows, c)),
         Section("random_baseline", "Random-agent baseline (002 Table E.3)",
                 tables.random_baseline_rows, metrics=((random_baseline, {}),)),
         Section("progress", "Progress rate, easy and hard problems (001)", tables.progress_rows,
-                lambda d, rows: figures.progress_figure(tables.progress_curves(d)),
+                lambda d, rows: figures.progress_figure(tables.progress_curves(d), c),
                 ((progress_curve, {}),)),
         Section("auv", "Test-time improvement: AUV and loop ratio (004); loop_ratio by "
                 "Eq. 2-4, loop_ratio_printed_alg1 by Algorithm 1 as printed in App. C.3",
@@ -115,14 +127,29 @@ def sections(t_max: int = T_MAX, k: int = 1) -> list[Section]:
                 metrics=((auv, {"t_max": t_max}), (pooled_loop_ratio, {}))),
         Section("memory_index", "AUV by history setting and the memory index (004 Eq. 5)",
                 partial(tables.memory_rows, t_max=t_max),
-                lambda d, rows: figures.memory_figure(tables.memory_curves(d, t_max)),
+                lambda d, rows: figures.memory_figure(tables.memory_curves(d, t_max), c),
                 metrics=((auv, {"t_max": t_max}), (memory_index, {}))),
         Section("at_k", f"pass@{k}, discovery@{k}, interaction@{k} (003)",
                 partial(curiosity.at_k_rows, k=k), metrics=((at_k, {"k": k}),)),
         Section("explore_exploit", "Exploration and exploitation error (000 Fig. 1)",
-                tables.explore_exploit_rows, lambda d, rows: figures.explore_exploit_figure(rows),
+                tables.explore_exploit_rows,
+                lambda d, rows: figures.explore_exploit_figure(rows, c),
                 ((explore_exploit, {}),)),
     ]
+
+
+def report_colours(dataset: Dataset) -> dict[str, str]:
+    """Every agent of the dataset (and each history ablation's base model) with its one
+    colour for every figure of the report."""
+    agents = {agent_of(e) for e in dataset}
+    return figures.agent_colours(agents | {base_agent(e) for e in dataset})
+
+
+def participant_flow(dataset: Dataset) -> list[Row]:
+    """The flow of the selected studies' participants (``analysis.flow``)."""
+    return flow.flow_rows(dataset.participants)
+
+
 
 
 def run_section(section: Section, dataset: Dataset) -> Result:
@@ -134,20 +161,26 @@ def run_section(section: Section, dataset: Dataset) -> Result:
     if not rows:
         return Result(section, [], None, "No data for this section in the selected episodes.")
     image = section.figure(dataset, rows) if section.figure else None
-    return Result(section, rows, image, None)
+    beside = tuple((name, table(dataset)) for name, table in section.beside)
+    return Result(section, rows, image, None, beside)
 
 
 def write_report(dataset: Dataset, out: Path, *, t_max: int = T_MAX, k: int = 1,
-                 progress: bool = True) -> Path:
-    """Write every table as CSV and ``report.html`` into ``out``; return the page's path."""
+                 progress: bool = True, payments: flow.Payments | None = None) -> Path:
+    """Write every table as CSV and ``report.html`` into ``out``; return the page's path.
+    ``payments`` gives each study's payment decisions (``gridstudy report`` reads them
+    with the study's own rule); without it the flow says they were not read."""
     out.mkdir(parents=True, exist_ok=True)
-    chosen = sections(t_max, k)
+    chosen = sections(t_max, k, report_colours(dataset), payments)
     results = [run_section(s, dataset)
                for s in tqdm(chosen, desc="report", unit="section", file=sys.stderr,
                              disable=not progress)]
     for result in results:
         if result.rows:
             write_csv(out / f"{result.section.name}.csv", result.rows)
+        for name, rows in result.beside:
+            if rows:
+                write_csv(out / f"{name}.csv", rows)
         if result.image is not None:
             figures.save(result.image, out / "figures", result.section.name)
     for name, rows in (("attempt_outcomes", tables.attempt_outcomes(dataset)),
@@ -172,14 +205,17 @@ def write_csv(path: Path, rows: Sequence[Row]) -> None:
 
 
 def render_page(dataset: Dataset, results: Sequence[Result]) -> str:
-    """The HTML page: the first section (people against each model per task type), the
-    warnings, the data used, metric parameters, then the other sections."""
+    """The HTML page: what it covers, the first section (people against each model per
+    task type), the warnings, the participant flow, the data used, metric parameters,
+    then the other sections."""
     template = Template(resources.files("analysis").joinpath("templates/report.html").read_text())
-    first, rest = results[:1], results[1:]
+    first, second, rest = results[:1], results[1:2], results[2:]
     return template.substitute(
         source=html.escape(dataset.source),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        scope="".join(f'<p class="scope">{html.escape(line)}</p>' for line in dataset.scope),
         headline="\n".join(render_section(r) for r in first),
+        flow="\n".join(render_section(r) for r in second),
         warnings="".join(f'<p class="warning">{html.escape(w)}</p>'
                          for w in warning_lines(dataset)),
         header=data_used(dataset),
@@ -235,7 +271,7 @@ def warning_lines(dataset: Dataset) -> list[str]:
         more = f" and {len(thin) - 5} more" if len(thin) > 5 else ""
         lines.append(f"Warning: small n: {len(thin)} problem(s) have fewer than {SMALL_N} "
                      f"counted attempts by people ({shown}{more}); their 80th percentile is "
-                     "loosely determined (see each interval).")
+                     f"loosely determined, and below {MIN_N} it has no interval (n too small).")
     excluded = [e for e in dataset if e.is_human and not e.is_included]
     if excluded:
         total = sum(1 for e in dataset if e.is_human)
@@ -289,6 +325,7 @@ def render_section(result: Result) -> str:
         data = base64.b64encode(figures.png(result.image)).decode("ascii")
         parts.append(f'<img alt="{html.escape(section.title)}" src="data:image/png;base64,{data}">')
     parts.append(html_table(result.rows))
+    parts.extend(html_table(rows) for _, rows in result.beside)
     parts.append("</section>")
     return "\n".join(parts)
 

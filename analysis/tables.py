@@ -12,6 +12,7 @@ reason in place of the table.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ from analysis.metrics.loops import EQUATIONS, PRINTED_ALGORITHM
 from analysis.metrics.perplexity import perplexity_curves as perplexity_curves_of
 from analysis.metrics.progress import grounding_counts
 from analysis.metrics.records import KINDS
+from analysis.metrics.scores import MIN_N, TooFew
 from analysis.readings import (
     FULL_HISTORY,
     HUMAN,
@@ -66,22 +68,33 @@ from tasks.worldtest.challenge import MATCH, REACHES_GOAL, SUBGOAL, TRIGGERS_CHA
 
 
 def problem_scores(dataset: Dataset, q: float = 80, resamples: int = 1000,
-                   seed: int = 0) -> list[Row]:
+                   seed: int = 0, min_n: int = MIN_N) -> list[Row]:
     """Per problem and agent: attempts, mean, and the agent's score. The human score is
     the ``q``-th percentile of the attempts with its bootstrap 95% interval; a model's is
-    its mean score."""
+    its mean score. Fewer than ``min_n`` attempts give no interval ("n too small")."""
     rows = []
     for (problem, agent), episodes in group(counted(dataset), problem_of, agent_of).items():
         scores = [score_of(e) for e in episodes]
         row = {"problem": problem, "challenge": episodes[0].challenge,
                "env": episodes[0].env_id, "agent": agent, "n": len(scores),
                "mean": float(np.mean(scores)), "score": float(np.mean(scores)),
-               "ci_low": None, "ci_high": None}
+               "ci_low": None, "ci_high": None, "interval": None}
         if agent == HUMAN:
             row["score"] = percentile_score(scores, q)
-            row["ci_low"], row["ci_high"] = percentile_interval(scores, q, resamples, seed)
+            row |= interval(lambda s=scores: percentile_interval(s, q, resamples, seed, min_n=min_n),
+                            min_n)
         rows.append(row)
     return rows
+
+
+def interval(compute: Callable[[], tuple[float, float]], min_n: int = MIN_N) -> Row:
+    """``ci_low``, ``ci_high`` and ``interval`` (what they are): the bootstrap interval
+    ``compute`` gives, or none and "n too small" when it refuses too few attempts."""
+    try:
+        low, high = compute()
+    except TooFew:
+        return {"ci_low": None, "ci_high": None, "interval": f"n too small (< {min_n})"}
+    return {"ci_low": low, "ci_high": high, "interval": "bootstrap 95%"}
 
 
 def _mean_by(rows: list[Row], *keys: str) -> list[Row]:
@@ -100,7 +113,8 @@ def task_type_scores(dataset: Dataset, q: float = 80) -> list[Row]:
     return _mean_by(problem_scores(dataset, q), "challenge", "agent")
 
 
-def headline(dataset: Dataset, q: float = 80, resamples: int = 1000, seed: int = 0) -> list[Row]:
+def headline(dataset: Dataset, q: float = 80, resamples: int = 1000, seed: int = 0,
+             min_n: int = MIN_N) -> list[Row]:
     """The report's first answer: per task type, people's score (the mean over problems
     of each problem's ``q``-th percentile) and each model's (the mean over problems of
     its mean), with the problems, the attempts and a stratified bootstrap 95% interval
@@ -116,10 +130,12 @@ def headline(dataset: Dataset, q: float = 80, resamples: int = 1000, seed: int =
         human = agent == HUMAN
         per_problem = [percentile_score(s, q) if human else float(np.mean(s))
                        for s in problems.values()]
-        low, high = task_interval(problems.values(), q if human else None, resamples, seed)
         rows.append({"challenge": challenge, "agent": agent, "problems": len(problems),
                      "attempts": sum(map(len, problems.values())),
-                     "score": float(np.mean(per_problem)), "ci_low": low, "ci_high": high})
+                     "score": float(np.mean(per_problem)),
+                     **interval(lambda p=problems, q_=q if human else None:
+                                task_interval(p.values(), q_, resamples, seed, min_n=min_n),
+                                min_n)})
     return rows
 
 

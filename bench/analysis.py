@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from analysis import metrics
-from analysis.dataset import EVENT_FIELDS, Events, Same
+from analysis.columns import Coded, Numbers, Same
+from analysis.dataset import EVENT_FIELDS, Events
 
 SIZE = 16
 MOVES = ("up", "down", "left", "right")
@@ -40,36 +41,42 @@ def _action_codes(rng: np.random.Generator, count: int) -> np.ndarray:
 
 
 def build_events(episodes: int, actions: int, seed: int = 0) -> list[Events]:
-    """``episodes * actions`` events as columns, one :class:`Events` per episode (the
-    way the loaders hold them): each explores, then goes to test. Even episodes are a
-    person's; odd ones one of two model runs' (with its full history, or none), whose
-    turns carry tokens and cost and sometimes do not parse."""
+    """``episodes * actions`` events as columns, one :class:`Events` per episode held as
+    the loaders hold them (numbers as arrays, texts and flags as codes into their
+    values, a value shared by the whole episode once): each explores, then goes to test.
+    Even episodes are a person's; odd ones one of two model runs' (with its full history,
+    or none), whose turns carry tokens and cost and sometimes do not parse."""
     rng = np.random.default_rng(seed)
-    codes = _action_codes(rng, episodes * actions).reshape(episodes, actions)
+    codes = _action_codes(rng, episodes * actions).reshape(episodes, actions).astype(np.uint16)
     switch = rng.integers(actions * 6 // 10, actions * 9 // 10, size=episodes)
     valid = rng.random((episodes, actions)) > 0.05
-    vocabulary = np.array(VOCABULARY, dtype=object)
+    texts = [*VOCABULARY, "go-to-test", None]  # action codes index this one list
+    go, refused = len(VOCABULARY), len(VOCABULARY) + 1
     seq = np.arange(actions)
-    hashes = np.array([f"f{i % 7}" for i in range(actions)], dtype=object)
+    hashes = [*(f"f{i}" for i in range(7)), None]  # frame hashes as codes, as loaded
+    hash_codes = (seq % 7).astype(np.uint8)
+    times = seq.astype(float)
     found = []
     for episode in range(episodes):
         ok = valid[episode]
-        texts = vocabulary[codes[episode]]
-        texts[switch[episode]] = "go-to-test"
-        texts[~ok] = None
+        action = codes[episode].copy()
+        action[switch[episode]] = go
+        action[~ok] = refused
         human = episode % 2 == 0
         model = (lambda value: Same(None, actions)) if human else (lambda value: Same(value, actions))
+        flags = Coded(ok.astype(np.uint8), [False, True])
         columns = {**{name: Same(None, actions) for name in BLANK},
-                   "episode_id": Same(episode, actions), "seq": seq.tolist(),
+                   "episode_id": Same(episode, actions), "seq": Numbers(seq.copy()),
                    "study_id": Same("bench", actions), "problem_id": Same("bench", actions),
                    "participant_id": Same(episode if human else None, actions),
                    "agent_run_id": Same(None if human else 1 + episode % 4 // 2, actions),
-                   "phase": np.where(seq <= switch[episode], "interaction", "test").tolist(),
-                   "tick": seq.tolist(), "action": texts.tolist(),
+                   "phase": Coded((seq > switch[episode]).astype(np.uint8),
+                                  ["interaction", "test"]),
+                   "tick": Numbers(seq.copy()), "action": Coded(action, texts),
                    "source": Same("input" if human else "agent", actions),
-                   "applied": ok.tolist(), "server_time": seq.astype(float).tolist(),
-                   "frame_hash": np.where(ok, hashes, None).tolist(),
-                   "parse_valid": Same(None, actions) if human else ok.tolist(),
+                   "applied": flags, "server_time": Numbers(times.copy()),
+                   "frame_hash": Coded(np.where(ok, hash_codes, 7).astype(np.uint8), hashes),
+                   "parse_valid": Same(None, actions) if human else flags,
                    "prompt_tokens": model(900), "completion_tokens": model(40),
                    "cost": model(0.001)}
         found.append(Events(columns))
@@ -129,7 +136,8 @@ def _trajectories(episodes: list[Events], rows: list[tuple[str, float]]) -> None
     _timed("progress_curve (match)",
            lambda: [metrics.progress_curve("planning", f, goal) for f in frames], rows)
     nodes = list(range(8))
-    achieved = [[set(range(min(8, i // 40))) for i in range(len(s))] for s in states]
+    reached = [set(range(n)) for n in range(9)]  # the few distinct sets, shared by reference
+    achieved = [[reached[min(8, i // 40)] for i in range(len(s))] for s in states]
     _timed("progress_curve (subgoal)",
            lambda: [metrics.progress_curve("explore", a, nodes) for a in achieved], rows)
 
@@ -166,7 +174,7 @@ def synthetic_dataset(events: list[Events], seed: int = 0) -> Any:
     from analysis.dataset import Dataset, EpisodeRecord, FrameSource
 
     rng = np.random.default_rng(seed)
-    frames = FrameSource(lambda key: [["black"]])
+    grid_frames = FrameSource(lambda key: [["black"]])
     episodes = []
     for episode_id, columns in enumerate(events):
         human = episode_id % 2 == 0
@@ -181,8 +189,8 @@ def synthetic_dataset(events: list[Events], seed: int = 0) -> Any:
             score=float(rng.random() < 0.4), included=True, exclusion_reason=None,
             participant_status=None, participant_exclusion_reason=None,
             started_at=datetime(2026, 1, 1, tzinfo=UTC), ended_at=None, info={}, events=columns,
-            frames=frames))
-    return Dataset("synthetic", episodes, frames)
+            grid_frames=grid_frames))
+    return Dataset("synthetic", episodes, grid_frames)
 
 
 def _report(episodes: int, actions: int, rows: list[tuple[str, float]]) -> None:

@@ -34,7 +34,7 @@ from consent import quality
 from consent.definition import from_stored
 from records import schema
 from records.models import Audit, EpisodeRow, Event, Frame, Participant, Signal, Study
-from study_server import assignment, auth, monitor, tokens
+from study_server import assignment, auth, monitor, study_figures, tokens
 from study_server.payments import approvals_csv, bonuses_csv, payment_rows
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
@@ -148,6 +148,9 @@ def study_summary(db: Session, study: Study) -> dict[str, Any]:
         "study": study, "definition": definition, "participants": participants, "excluded": excluded,
         "fill": [(p, done.get(p, 0), fill[p], definition.attempts_per_problem) for p in problems],
         "payments": payments, "bonus_total": sum(row.bonus for row in payments),
+        "figures": {"fill": study_figures.fill_over_time(db, study.id, problems,
+                                                         definition.attempts_per_problem),
+                    "flow": study_figures.participant_flow(db, study.id)},
         "definition_yaml": yaml.safe_dump(study.definition, sort_keys=False, allow_unicode=True),
     }
 

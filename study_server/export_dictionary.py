@@ -68,7 +68,7 @@ def dictionary_markdown() -> str:
         lines += [f"| `{f.name}` | {f.type} | {f.doc} |" for f in fields]
         lines.append("")
     lines += ["## In Python", "",
-              "`analysis.frames.frames(analysis.load.load(PATH))` gives episodes.csv, "
+              "`analysis.load.load(PATH)` gives episodes.csv, "
               "events.jsonl (and the model turns apart) and participants.jsonl as pandas "
               "DataFrames with the columns above, typed (integer: Int64, float: float64, "
               "text: string, boolean: boolean, timestamp: UTC datetime64, JSON: objects), "

@@ -53,10 +53,17 @@ from analysis.metrics.progress import (
     subgoal_fraction,
 )
 from analysis.metrics.records import interaction_actions
-from analysis.metrics.scores import cd_score, percentile_interval, percentile_score, task_interval
+from analysis.metrics.scores import (
+    TooFew,
+    cd_score,
+    percentile_interval,
+    percentile_score,
+    task_interval,
+)
 from analysis.metrics.tti import auv, auv_by_window, memory_index, success_curve
 
 __all__ = [
+    "TooFew",
     "action_type_distribution",
     "at_k",
     "auv",

@@ -72,28 +72,72 @@ def _values(windows: np.ndarray, width: int) -> np.ndarray:
 
 
 def _many_window_values(sequences: list[np.ndarray], window: int) -> list[np.ndarray]:
-    """:func:`window_values` of each sequence, the windows of all the sequences at least
-    ``window`` long computed together (per-episode array calls cost more than the work)."""
+    """:func:`window_values` of each sequence, the windows of the sequences at least
+    ``window`` long computed together, about :data:`BATCH_WINDOWS` at a time (per-episode
+    array calls cost more than the work; all the windows at once cost memory)."""
     out: list[np.ndarray | None] = [None] * len(sequences)
-    full = [i for i, codes in enumerate(sequences) if codes.size >= window]
+    batch: list[int] = []
+    size = 0
     for i, codes in enumerate(sequences):
         if codes.size < window:
             out[i] = window_values(codes, window)
-    if full:
-        windows = np.concatenate([sliding_window_view(sequences[i], window) for i in full])
-        values = np.concatenate([_values(windows[start:start + BATCH_WINDOWS], window)
-                                 for start in range(0, len(windows), BATCH_WINDOWS)])
-        ends = np.cumsum([sequences[i].size - window + 1 for i in full])
-        for i, part in zip(full, np.split(values, ends[:-1]), strict=True):
-            out[i] = part
+            continue
+        batch.append(i)
+        size += codes.size - window + 1
+        if size >= BATCH_WINDOWS:
+            _batch_values(sequences, batch, window, out)
+            batch, size = [], 0
+    if batch:
+        _batch_values(sequences, batch, window, out)
     return out
 
 
+def _batch_values(sequences: list[np.ndarray], batch: list[int], window: int,
+                  out: list[np.ndarray | None]) -> None:
+    windows = np.concatenate([sliding_window_view(sequences[i], window) for i in batch])
+    values = np.concatenate([_values(windows[start:start + BATCH_WINDOWS], window)
+                             for start in range(0, len(windows), BATCH_WINDOWS)])
+    ends = np.cumsum([sequences[i].size - window + 1 for i in batch])
+    for i, part in zip(batch, np.split(values, ends[:-1]), strict=True):
+        out[i] = part
+
+
+class Curve(Sequence):
+    """One episode's curve as the points ``(x_i, value_i)``, held as two arrays
+    (``positions``, ``values``): a list of pairs costs about a hundred bytes a point."""
+
+    __slots__ = ("positions", "values")
+
+    def __init__(self, positions: np.ndarray, values: np.ndarray) -> None:
+        self.positions, self.values = positions, values
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return list(self)[index]
+        return float(self.positions[index]), float(self.values[index])
+
+    def __iter__(self) -> Any:
+        return zip(self.positions.tolist(), self.values.tolist(), strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return list(self) == list(other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"Curve({list(self)!r})"
+
+
 def perplexity_curves(episodes: Sequence[Iterable[Any]], window: int = WINDOW,
-                      include: Iterable[str] = ()) -> list[list[tuple[float, float]] | None]:
-    """:func:`normalized_perplexity_curve` of each of many episodes, computed together;
-    events held as columns keep their curve, so the AUC and the final value that follow
-    are read, not computed again."""
+                      include: Iterable[str] = ()) -> list[Curve | None]:
+    """:func:`normalized_perplexity_curve` of each of many episodes (each a :class:`Curve`,
+    equal to that list of points), computed together; events held as columns keep their
+    curve, so the AUC and the final value that follow are read, not computed again."""
     require_whole("window", window, unit="symbols per window")
     include = check_include(include)
     key = ("perplexity", window, tuple(sorted(include)))
@@ -108,7 +152,7 @@ def perplexity_curves(episodes: Sequence[Iterable[Any]], window: int = WINDOW,
         curves[i] = (_positions(found), found)
     for i in todo:
         derived(episodes[i], key, lambda curve=curves[i]: curve)
-    return [None if c is None else list(zip(c[0].tolist(), c[1].tolist())) for c in curves]
+    return [None if c is None else Curve(*c) for c in curves]
 
 
 _NOT_KEPT = object()
@@ -123,7 +167,7 @@ def _kept(actions: Any, key: Any) -> Any:
 def _codes(sequence: Sequence[str]) -> np.ndarray:
     """Each symbol as a small integer, numbered in order of first appearance."""
     lookup = {s: i for i, s in enumerate(dict.fromkeys(sequence))}
-    return np.array([lookup[s] for s in sequence], dtype=np.int64)
+    return np.array([lookup[s] for s in sequence], dtype=np.int32)
 
 
 def _positions(values: np.ndarray) -> np.ndarray:
@@ -148,7 +192,7 @@ def _compute_curve(actions: Iterable[Any], window: int, include: tuple[str, ...]
 
 def normalized_perplexity_curve(
     actions: Iterable[Any], window: int = WINDOW, include: Iterable[str] = ()
-) -> list[tuple[float, float]] | None:
+) -> Curve | None:
     """The points ``(x_i, value_i)`` of the normalized-perplexity curve, or ``None``.
 
     ``actions``: action texts (taken as interaction-phase) or event records (filtered to
@@ -156,15 +200,16 @@ def normalized_perplexity_curve(
     stride 1. ``include`` (default none): add ``"noop"`` and/or ``"reset"`` to the
     alphabet. Window ``i`` of ``n`` sits at ``x_i = i / (n - 1)``; a single window at 0.
 
-    >>> normalized_perplexity_curve(["up", "up", "down", "down", "noop"], window=2)
+    The points come as a :class:`Curve`, a sequence of pairs held as two arrays (equal
+    to the list of pairs).
+
+    >>> list(normalized_perplexity_curve(["up", "up", "down", "down", "noop"], window=2))
     [(0.0, 0.0), (0.5, 1.0), (1.0, 0.0)]
     >>> normalized_perplexity_curve(["noop", "reset"]) is None
     True
     """
     curve = _curve(actions, window, include)
-    if curve is None:
-        return None
-    return list(zip(curve[0].tolist(), curve[1].tolist()))
+    return None if curve is None else Curve(*curve)
 
 
 def perplexity_auc(

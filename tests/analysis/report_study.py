@@ -97,13 +97,14 @@ def fill(store: Store) -> None:
     store.flush()
 
 
-def play(store: Store, problem: Problem, actions: list[str | None], **who) -> None:
+def play(store: Store, problem: Problem, actions: list[str | None], study_id: str | None = "report",
+         **who) -> None:
     """One attempt: each action applied to a real Episode and written as an event."""
     model = {k: who.pop(k) for k in ("prompt_tokens", "completion_tokens", "cost") if k in who}
     ids = {k: v for k, v in who.items() if k != "source"}
-    episode_id = store.start_episode(problem=problem, study_id="report", **ids)
+    episode_id = store.start_episode(problem=problem, study_id=study_id, **ids)
     episode = Episode(problem)
-    common = {"episode_id": episode_id, "problem_id": problem.id, "study_id": "report", **who}
+    common = {"episode_id": episode_id, "problem_id": problem.id, "study_id": study_id, **who}
     for seq, action in enumerate(actions):
         valid = None if not model else action is not None
         if action is None:

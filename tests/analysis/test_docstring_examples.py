@@ -13,6 +13,10 @@ MODULES = [
     # the random baseline and the input checks, re-exported by analysis.metrics.baseline
     # and analysis.metrics.checks (whose own docstrings then hold no example)
     "tasks.worldtest.baseline",
+    "analysis.scope",
+    "analysis.figures",
+    "analysis.columns",
+    "records.flow",
 ]
 
 

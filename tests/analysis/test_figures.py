@@ -52,11 +52,27 @@ def test_the_legend_sits_outside_the_axes(name):
 def test_people_come_first_in_the_palette_s_first_colour():
     figure, axes = drawn(figures.task_type_figure(SCORES))
     labels = [t.get_text() for t in axes.get_legend().get_texts()]
-    assert labels[0] == "human" and labels[1].startswith("llm:a-model") and labels[2] == "llm:m"
+    assert labels[0] == "human (80th percentile per\nproblem)"  # what the human bar is
+    assert labels[1].startswith("llm:a-model") and labels[2] == "llm:m"
     assert max(len(line) for label in labels for line in label.split("\n")) <= figures.NAME_WIDTH
     first_bar = axes.patches[0]
     assert to_hex(first_bar.get_facecolor()) == figures.PALETTE[0].lower()
     assert {to_hex(p.get_facecolor()) for p in axes.patches} <= {c.lower() for c in figures.PALETTE}
+
+
+def test_a_model_keeps_its_colour_whatever_the_figure_holds():
+    colours = figures.agent_colours(["human", "llm:a", "llm:b", "random"])
+    only_b = figures.score_cost_figure([{"agent": "llm:b", "cost_per_attempt": 0.1,
+                                         "score": 0.5}], colours)
+    _, axes = drawn(only_b)
+    assert to_hex(axes.collections[0].get_facecolor()[0]) == colours["llm:b"].lower()
+    assert colours["llm:b"] != colours["human"] == figures.HUMAN_COLOUR
+
+
+def test_action_types_wear_no_agent_s_colour():
+    _, axes = drawn(CASES["action types"]())
+    used = {to_hex(p.get_facecolor()) for p in axes.patches}
+    assert used and not used & {c.lower() for c in (*figures.PALETTE, *figures.MORE_COLOURS)}
 
 
 def test_intervals_are_drawn_with_caps():

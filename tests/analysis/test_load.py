@@ -29,7 +29,7 @@ def stored(tmp_path):
 def test_database_and_export_load_equal_records(stored):
     url, out, sample = stored
     from_db, from_files = load(url), load(out)
-    assert from_db.episodes == from_files.episodes
+    assert from_db.records == from_files.records
     assert [e.episode_id for e in from_db] == [
         sample.human, sample.excluded_participant, sample.llm, sample.abandoned,
         sample.excluded_attempt]
@@ -40,14 +40,14 @@ def test_database_and_export_load_equal_records(stored):
 
 def test_a_sqlite_file_path_loads_like_its_url(stored):
     url, _, _ = stored
-    assert load(url.removeprefix("sqlite:///")).episodes == load(url).episodes
+    assert load(url.removeprefix("sqlite:///")).records == load(url).records
 
 
 def test_jsonl_events_load_like_parquet(stored):
     _, out, _ = stored
-    with_parquet = load(out).episodes
+    with_parquet = load(out).records
     (out / "events.parquet").unlink()
-    assert load(out).episodes == with_parquet
+    assert load(out).records == with_parquet
 
 
 def test_records_are_typed_and_say_who_acted(stored):
@@ -105,7 +105,7 @@ def test_selection_is_the_same_from_both_sources(stored, options, roles):
     expected = [getattr(sample, role) for role in roles]
     assert [e.episode_id for e in load(url, **options)] == expected
     assert [e.episode_id for e in load(out, **options)] == expected
-    assert load(url, **options).episodes == load(out, **options).episodes
+    assert load(url, **options).records == load(out, **options).records
 
 
 def test_by_problem_groups_episodes(stored):
@@ -139,3 +139,22 @@ def test_loading_never_imports_the_server(stored):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout == "[]\n"
+
+
+@pytest.mark.parametrize("which", ["database", "export"])
+def test_events_are_held_as_arrays_and_codes(stored, which):
+    """Ten million events must fit in a laptop's memory: no column is a list of Python
+    objects, and a frame hash seen in several episodes is one object."""
+    from analysis.columns import Coded, Numbers, Same
+
+    url, out, _ = stored
+    data = load(url if which == "database" else out)
+    kinds = {type(column) for e in data for column in e.events.columns.values()}
+    assert kinds <= {Same, Numbers, Coded} and Coded in kinds and Numbers in kinds
+    seen: dict[str, list[int]] = {}
+    for episode in data:
+        for key in set(episode.events.column("frame_hash")) - {None}:
+            seen.setdefault(key, []).append(id(next(k for k in episode.events.column("frame_hash")
+                                                    if k == key)))
+    shared = [ids for ids in seen.values() if len(ids) > 1]
+    assert shared and all(len(set(ids)) == 1 for ids in shared)

@@ -11,7 +11,7 @@ from analysis.metrics import parameters_of
     [
         (metrics.percentile_score, {}, {"q": 80}),
         (metrics.percentile_interval, {},
-         {"q": 80, "resamples": 1000, "seed": 0, "level": 0.95}),
+         {"q": 80, "resamples": 1000, "seed": 0, "level": 0.95, "min_n": 5}),
         (metrics.perplexity_auc, {}, {"window": 10, "include": ()}),
         (metrics.final_perplexity, {"include": ("noop",)}, {"window": 10, "include": ("noop",)}),
         (metrics.reset_frequency, {}, {"per": 100}),

@@ -49,7 +49,7 @@ def dataset(tmp_path):
 
 
 def test_replay_reads_hidden_state_that_frames_do_not_show(dataset):
-    record = dataset.episodes[0]
+    record = dataset.records[0]
     replayed = replay(record)
     assert [s.action for s in replayed.steps] == ["noop"] * 5
     frames = [e.frame_hash for e in record.events if e.phase == "test"]
@@ -69,7 +69,7 @@ def test_loop_ratio_reads_states_not_frames(dataset):
 
 def test_an_unregistered_problem_is_not_replayed_and_loops_read_frames(dataset):
     registry.unregister(problem_id=HIDDEN.id)
-    record = dataset.episodes[0]
+    record = dataset.records[0]
     assert replay(record) is None
     frames = [e.frame_hash for e in record.events if e.phase == "test"]
     assert tables.auv_rows(dataset, t_max=3)[0]["loop_ratio"] == pooled_loop_ratio([frames])

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import csv
+from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
 
+from analysis import figures
 from analysis.cli import report
 from records.store import Store
 from tests.analysis.report_study import fill
 
-FIGURES = 9
-"""Scores by task type, by problem and by environment, action types, resets by
+FIGURES = 10
+"""Scores by task type, the participant flow, by problem and by environment, action types, resets by
 environment, perplexity, score vs cost, progress, AUV by history setting (the task-DAG
 episode has no exploitation step, so no error scatter)."""
 
@@ -44,9 +47,10 @@ def test_command_says_what_it_wrote(written):
 def test_csv_numbers(written):
     out, _ = written
     human = [r for r in read(out / "problem_scores.csv") if r["agent"] == "human"]
-    assert [(r["problem"], r["n"], float(r["score"]), r["ci_low"], r["ci_high"])
-            for r in human] == [("test/report-easy", "3", pytest.approx(0.6), "0.0", "1.0"),
-                                ("test/report-hard", "2", pytest.approx(0.8), "0.0", "1.0")]
+    assert [(r["problem"], r["n"], float(r["score"]), r["ci_low"], r["interval"])
+            for r in human] == [
+        ("test/report-easy", "3", pytest.approx(0.6), "", "n too small (< 5)"),
+        ("test/report-hard", "2", pytest.approx(0.8), "", "n too small (< 5)")]
     auv = {r["agent"]: float(r["auv"]) for r in read(out / "auv.csv")
            if r["challenge"] == "planning"}
     assert auv == {"human": pytest.approx(0.2), "llm:m-1": pytest.approx(5 / 12),
@@ -81,7 +85,7 @@ def test_header_lists_data_and_parameters(written):
             '<td>1</td>') in page
     assert '<td class="text">auv</td><td class="text">t_max=3</td>' in page
     assert ('<td class="text">percentile_interval</td><td class="text">q=80, resamples=1000, '
-            'seed=0, level=0.95</td>') in page
+            'seed=0, level=0.95, min_n=5</td>') in page
 
 
 def test_empty_database_reports_no_data(tmp_path):
@@ -91,7 +95,7 @@ def test_empty_database_reports_no_data(tmp_path):
                                          "--quiet"])
     assert result.exit_code == 0, result.output
     page = (tmp_path / "out" / "report.html").read_text()
-    assert page.count("No data for this section") == 14
+    assert page.count("No data for this section") == 15  # the flow too
     assert list((tmp_path / "out").iterdir()) == [tmp_path / "out" / "report.html"]
 
 
@@ -132,3 +136,45 @@ def test_the_first_screen_answers_the_question_then_warns(written):
     assert headline < page.index("Warning: small n") < page.index("<h2>Data used</h2>")
     assert "People against each model, per task type" in page[headline:headline + 300]
     assert page.index("<h2>Data used</h2>") < page.index('id="problem_scores"')
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def legend_colours(svg: Path) -> dict[str, str]:
+    """Agent (a legend label up to its first " (") -> the colour of its legend handle, as
+    the SVG file itself gives them."""
+    root = ElementTree.parse(svg).getroot()
+    by_id = {e.get("id"): e for e in root.iter() if e.get("id", "").startswith("legend-")}
+    found = {}
+    for key, handle in by_id.items():
+        if not key.startswith("legend-handle-"):
+            continue
+        text = " ".join(t.text for t in by_id[key.replace("handle", "label")].iter(f"{SVG}text"))
+        styles = [dict(part.split(": ") for part in e.get("style").split("; "))
+                  for e in handle.iter() if e.get("style")]
+        paint = [s["fill"] if s.get("fill", "none") != "none" else s["stroke"] for s in styles]
+        found[text.split(" (")[0]] = paint[0]
+    return found
+
+
+def test_every_figure_gives_each_agent_one_colour_and_keeps_its_text(written):
+    out, _ = written
+    svgs = sorted((out / "figures").glob("*.svg"))
+    assert len(svgs) == FIGURES
+    seen: dict[str, set[str]] = {}
+    for svg in svgs:
+        if svg.stem == "action_types":  # its legend is the action types, in greys
+            continue
+        for agent, paint in legend_colours(svg).items():
+            seen.setdefault(agent, set()).add(paint)
+    assert {"human", "llm:m-1", "llm:m-2", "random"} <= set(seen)
+    assert all(len(paints) == 1 for paints in seen.values()), seen
+    assert seen["human"] == {figures.HUMAN_COLOUR.lower()}
+    assert len({next(iter(p)) for p in seen.values()}) == len(seen)  # no two agents alike
+    for svg in svgs:
+        text = svg.read_text()
+        assert "font-family: 'DejaVu Sans'" in text and "<text" in text  # text, fonts named
+        assert "per_100_actions" not in text
+    scores = (out / "figures" / "task_type_scores.svg").read_text()
+    assert "human (80th percentile per" in scores

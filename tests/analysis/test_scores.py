@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from analysis.metrics import cd_score, percentile_interval, percentile_score
+from analysis.metrics import TooFew, cd_score, percentile_interval, percentile_score
 from tasks.worldtest import scoring
 
 
@@ -70,7 +70,21 @@ def test_interval_of_identical_scores_is_a_point():
 
 def test_interval_of_two_scores_spans_every_resample_outcome():
     # Resamples of (0, 1) have 80th percentiles 0, 0.8 and 1, each far above 2.5 %.
-    assert percentile_interval([0.0, 1.0]) == (0.0, 1.0)
+    assert percentile_interval([0.0, 1.0], min_n=2) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("scores", [[0.5], [0.0, 1.0], [0.0, 1.0, 1.0, 0.0]])
+def test_too_few_attempts_give_no_interval(scores):
+    # one value would resample to an interval of zero width that looks exact
+    with pytest.raises(TooFew, match=rf"n too small: {len(scores)} attempt\(s\); a bootstrap "
+                                     "interval needs at least 5"):
+        percentile_interval(scores)
+
+
+def test_five_attempts_give_an_interval():
+    # A resample's p80 is 0 with no success (0.4^5 = 1 % < 2.5 %), 0.2 with one (8.7 %
+    # up to there), else 1: the central 95 % runs from 0.2 to 1.
+    assert percentile_interval([0.0, 1.0, 1.0, 0.0, 1.0]) == pytest.approx((0.2, 1.0))
 
 
 def test_interval_is_reproducible_and_depends_on_the_seed():

@@ -38,8 +38,9 @@ def test_problem_scores_give_humans_the_80th_percentile_with_interval(dataset):
     easy = pick(rows, problem="test/report-easy", agent="human")
     assert (easy["n"], easy["mean"], easy["score"]) == (3, pytest.approx(1 / 3),
                                                        pytest.approx(0.6))
-    # all-zero resamples (p = 8/27) and two-or-more ones (7/27) both exceed 2.5%
-    assert (easy["ci_low"], easy["ci_high"]) == (0.0, 1.0)
+    # three attempts are fewer than a bootstrap interval needs: no interval, said so
+    assert (easy["ci_low"], easy["ci_high"], easy["interval"]) == (None, None,
+                                                                   "n too small (< 5)")
     hard = pick(rows, problem="test/report-hard", agent="human")
     assert (hard["n"], hard["mean"], hard["score"]) == (2, 0.5, pytest.approx(0.8))
     llm = pick(rows, problem="test/report-easy", agent="llm:m-1")
@@ -90,7 +91,7 @@ def test_perplexity_per_environment(dataset):
         3, pytest.approx(1 / 3), pytest.approx(1 / 3))
     assert [r["agent"] for r in rows] == ["human", "random"]
     curves = tables.perplexity_curves(dataset)
-    assert sorted(curves["human"]) == [[(0.0, 0.0)], [(0.0, 0.0)], [(0.0, 1.0)]]
+    assert sorted(list(c) for c in curves["human"]) == [[(0.0, 0.0)], [(0.0, 0.0)], [(0.0, 1.0)]]
 
 
 def test_score_cost_counts_every_model_turn(dataset):
@@ -201,7 +202,7 @@ def test_the_same_model_at_both_clocks_and_with_pictures_is_kept_apart(dataset):
 
     from analysis.readings import agent_of
 
-    model = next(e for e in dataset.episodes if e.agent_kind == "llm" and e.model == "m-1")
+    model = next(e for e in dataset.records if e.agent_kind == "llm" and e.model == "m-1")
     at = {name: agent_of(dataclasses.replace(model, agent_config=config)) for name, config in {
         "default": {}, "turns": {"clock": "turns", "observation": "text"},
         "realtime": {"clock": "realtime"}, "image": {"observation": "image"},
@@ -215,7 +216,8 @@ def test_the_same_model_at_both_clocks_and_with_pictures_is_kept_apart(dataset):
 
 
 def test_the_headline_sets_people_first_with_intervals_over_problems(dataset):
-    rows = tables.headline(dataset)
+    assert {r["interval"] for r in tables.headline(dataset)} == {"n too small (< 5)"}
+    rows = tables.headline(dataset, min_n=1)  # the bootstrap itself, even from one attempt
     planning = [r for r in rows if r["challenge"] == "planning"]
     assert planning[0]["agent"] == "human"
     by_type = {(r["challenge"], r["agent"]): r["score"] for r in tables.task_type_scores(dataset)}
@@ -226,9 +228,11 @@ def test_the_headline_sets_people_first_with_intervals_over_problems(dataset):
 
 
 def test_the_task_interval_resamples_attempts_within_problems():
-    from analysis.metrics import task_interval
+    from analysis.metrics import TooFew, task_interval
 
-    assert task_interval([[1.0, 1.0], [0.0, 0.0]]) == (0.5, 0.5)  # nothing varies
+    assert task_interval([[1.0] * 5, [0.0] * 5]) == (0.5, 0.5)  # nothing varies
+    with pytest.raises(TooFew, match="n too small: 1 attempt"):  # 2 problems x 1 attempt
+        task_interval([[1.0], [0.0]], q=None)
     low, high = task_interval([[0.0, 1.0] * 10, [1.0] * 20], q=None)
     assert 0.6 < low < 0.75 < high < 0.9  # only the first problem varies, around 0.5
     with pytest.raises(ValueError, match="no problems"):

@@ -183,6 +183,10 @@ def test_study_and_models_to_report(make_live_server, problems, monkeypatch, pag
     result = CliRunner().invoke(report, ["--db", str(live.db_path), "--out", str(out),
                                          "--t-max", "3", "--quiet"])
     assert result.exit_code == 0, result.output
+    assert result.stdout == f"wrote {out / 'report.html'} (9 episodes)\n"  # the study alone
+    result = CliRunner().invoke(report, ["--db", str(live.db_path), "--out", str(out),
+                                         "--t-max", "3", "--quiet", "--runs-outside-studies"])
+    assert result.exit_code == 0, result.output
     assert result.stdout == f"wrote {out / 'report.html'} (13 episodes)\n"
 
     # p0: humans 1, 0, 1 -> p80 of [0, 1, 1] = 1; p1: 1, 0, 0 -> p80 = 0 + 0.6 * 1

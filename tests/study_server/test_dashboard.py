@@ -94,7 +94,7 @@ def test_export_download_is_read_back_by_analysis(app, tmp_path):
     assert response.status_code == 200 and response.mimetype == "application/zip"
     zipfile.ZipFile(io.BytesIO(response.data)).extractall(tmp_path / "export")
     dataset = load(tmp_path / "export")
-    episodes = list(dataset.episodes)
+    episodes = list(dataset.records)
     assert [e.problem_id for e in episodes].count(problem_id) == 1
     played = next(e for e in episodes if e.problem_id == problem_id)
     assert [event.action for event in played.events][:2] == ["go-to-test", "right"]
@@ -136,3 +136,39 @@ def test_the_participant_page_shows_data_quality_per_visit_and_per_attempt(app):
     attempt = page.split(f'/dashboard/episode/{episode_id}"')[1]
     assert "<td>42.0</td><td>0</td><td>1</td>" in attempt.split("</tr>")[0]
     assert "5 signals" in page and "keys=13" in page
+
+
+def test_the_study_page_draws_its_fill_and_its_participant_flow(app):
+    """The figures read the same tables the counts come from: one more point per
+    included attempt on its problem's line, one bar per step someone left at."""
+    from xml.etree import ElementTree
+
+    _, _, problem_id = play_one_episode(app)
+    store = app.extensions["gridstudy.store"]
+    with store.session() as db:
+        db.add_all([Participant(study_id="pilot", external_id=f"x{i}", status=status,
+                                exclusion_reason=why)
+                    for i, (status, why) in enumerate([("screened-out", None),
+                                                       ("screened-out", None),
+                                                       ("excluded", "failed 2 attention checks"),
+                                                       ("complete", None)])])
+    client = app.test_client()
+    log_in(client)
+    home = client.get("/dashboard/").text
+    figures = {}
+    for name in ("fill", "flow"):
+        found = re.search(rf'<figure data-figure="{name}">\s*(<svg.*?</svg>)', home, re.S)
+        figures[name] = ElementTree.fromstring(found.group(1))
+    lines = {line.get("data-problem"): line.get("points").split()
+             for line in figures["fill"].iter("{http://www.w3.org/2000/svg}polyline")}
+    assert set(lines) == {"test/p0", "test/p1", "test/p2"}  # the tutorial is no problem
+    # start, the included attempt, the end of the span; untouched problems stay at start
+    assert len(lines[problem_id]) == 3
+    assert all(len(points) == 1 for p, points in lines.items() if p != problem_id)
+    steps = {g.get("data-step"): "".join(g.itertext()).split()
+             for g in figures["flow"].iter("{http://www.w3.org/2000/svg}g")}
+    assert list(steps) == ["arrived", "passed screening", "finished", "not excluded", "included"]
+    assert steps["arrived"][-1] == "5"  # the one who played (still active) and four more
+    assert steps["passed screening"][-2:] == ["3", "(-2)"]
+    assert steps["finished"][-2:] == ["2", "(-1)"]  # the player, still taking part
+    assert steps["included"][-1] == "1"

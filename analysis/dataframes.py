@@ -1,7 +1,8 @@
 """The record as pandas DataFrames, for analyses in a notebook.
 
-``frames(dataset)`` gives four tables with typed columns, each column declared once in
-:mod:`records.schema` (so the export's data dictionary documents them):
+``load(source)`` gives them as the dataset's attributes (built here, on first use), four
+tables with typed columns, each column declared once in :mod:`records.schema` (so the
+export's data dictionary documents them):
 
 * ``episodes``: one row per attempt (the fields of ``episodes.csv``), plus ``agent`` (the
   report's name for who played it: ``human``, ``llm:M [settings]``) and ``counted``
@@ -9,8 +10,8 @@
 * ``events``: one row per event (``events.jsonl``), plus ``agent``;
 * ``turns``: the model turns alone (events whose ``source`` is ``agent``), with their
   replies, tokens, cost and latency;
-* ``participants``: one row per participant (``participants.jsonl``), read from the
-  same source.
+* ``participants``: one row per participant of the selected studies
+  (``participants.jsonl``).
 
 Types: integers are pandas' nullable ``Int64``, numbers ``float64``, texts ``string``,
 booleans the nullable ``boolean``, timestamps UTC ``datetime64``, JSON fields Python
@@ -18,11 +19,10 @@ objects. And ``table(function, dataset)`` is any report table (``analysis.tables
 DataFrame::
 
     from analysis.load import load
-    from analysis.frames import frames, table
+    from analysis.dataframes import table
     from analysis import tables
     data = load("demo-data/gridstudy.db")
-    f = frames(data)
-    f.episodes.groupby(["challenge", "agent"])["score"].mean()
+    data.episodes.groupby(["challenge", "agent"])["score"].mean()
     table(tables.task_type_scores, data)
 """
 
@@ -46,7 +46,9 @@ DTYPES = {schema.INT: "Int64", schema.FLOAT: "float64", schema.TEXT: "string",
 
 
 @dataclass
-class Frames:
+class DataFrames:
+    """The four tables of a dataset."""
+
     episodes: pd.DataFrame
     events: pd.DataFrame
     turns: pd.DataFrame
@@ -76,7 +78,7 @@ def typed(rows: Iterable[dict[str, Any]] | dict[str, list[Any]], fields: Iterabl
     return frame
 
 
-def frames(dataset: Dataset) -> Frames:
+def dataframes(dataset: Dataset) -> DataFrames:
     """The dataset's episodes, events, model turns and participants as DataFrames."""
     episode_rows = []
     event_columns: dict[str, list[Any]] = {f.name: [] for f in EVENT_FIELDS} | {"agent": []}
@@ -91,7 +93,7 @@ def frames(dataset: Dataset) -> Frames:
                      {"agent": "string", "counted": "boolean"})
     events = typed(event_columns, EVENT_FIELDS, {"agent": "string"})
     turns = events[events["source"] == "agent"].reset_index(drop=True)
-    return Frames(episodes, events, turns, participants(dataset.source))
+    return DataFrames(episodes, events, turns, dataset.participants)
 
 
 def participants(source: str) -> pd.DataFrame:

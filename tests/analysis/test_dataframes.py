@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from analysis import tables
-from analysis.frames import frames, participants, table
+from analysis.dataframes import participants, table
 from analysis.load import load
 from analysis.readings import agent_of
 from records.store import Store
@@ -30,8 +30,17 @@ def database(tmp_path_factory):
     return path
 
 
+def test_load_gives_tables_and_records(database):
+    data = load(database)
+    assert all(isinstance(getattr(data, name), pd.DataFrame)
+               for name in ("episodes", "events", "turns", "participants"))
+    assert list(data.episodes["episode_id"]) == [e.episode_id for e in data.records]
+    assert len(data.events) == sum(len(e.events) for e in data)
+    assert not hasattr(data, "frames")  # grid frames are data.grid_frames: one meaning
+
+
 def test_columns_are_typed_from_the_schema(database):
-    f = frames(load(str(database)))
+    f = load(str(database))  # the dataset's own DataFrames
     assert str(f.episodes["episode_id"].dtype) == "Int64"
     assert str(f.episodes["score"].dtype) == "float64"
     assert str(f.episodes["included"].dtype) == "boolean"
@@ -42,8 +51,7 @@ def test_columns_are_typed_from_the_schema(database):
 
 
 def test_the_frames_give_the_report_s_numbers(database):
-    data = load(str(database))
-    f = frames(data)
+    data = f = load(str(database))
     counted = f.episodes[f.episodes["counted"]].groupby("agent").size().to_dict()
     assert counted == Counter(agent_of(e) for e in data.included())
     reported = table(tables.attempt_outcomes, data).set_index("agent")["attempts"].to_dict()
@@ -60,7 +68,8 @@ def test_participants_read_the_same_from_a_database_and_an_export(database, tmp_
     from_db, from_export = participants(f"sqlite:///{database}"), participants(str(tmp_path / "export"))
     assert list(from_db["external_id"]) == list(from_export["external_id"]) == ["P1", "P2"]
     assert list(from_db["status"]) == ["complete", "excluded"]
-    assert frames(load(str(tmp_path / "export"))).episodes.shape[0] == len(load(str(database)))
+    assert load(str(tmp_path / "export")).episodes.shape[0] == len(load(str(database)))
+    assert list(load(str(tmp_path / "export")).participants["status"]) == ["complete", "excluded"]
 
 
 def test_the_example_notebook_runs(database, tmp_path, monkeypatch):

@@ -1,0 +1,65 @@
+"""The participant flow of one study, read from its participants' statuses: the steps a
+Methods section reports, from arrival to inclusion, each with who left there and why.
+
+It lives beside the record because two rooms read it: the report's flow section
+(``analysis.flow``) and the dashboard's flow figure (``study_server.dashboard``). A
+participant's ``status`` says how the visit ended (``records.schema.PARTICIPANT``);
+excluded participants carry their ``exclusion_reason``. The steps follow the flow's
+order (``consent.stages``): consent, the device check, colour screening, the
+reservation of problems (a full study), the comprehension quiz, the time limit, the end
+of the visit, then exclusion. Each step keeps those who did not leave at it, so the last
+count is the participants included.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+DROPS = (
+    ("consented", "declined", "declined consent"),
+    ("on a suitable device", "wrong-device", "ended on a device the study cannot be played on"),
+    ("passed screening", "screened-out", "failed the colour-vision screening"),
+    ("given problems", "full", "the study was full"),
+    ("passed the quiz", "failed-quiz", "failed the comprehension quiz"),
+    ("finished in time", "timed-out", "ran out of the study's time limit"),
+    ("finished", "active", "still taking part"),
+)
+"""(step reached by those who stay, status of those who leave there, the reason in words),
+in the flow's order; exclusion comes last, one drop per reason."""
+COMPLETE, EXCLUDED, INCLUDED = "complete", "excluded", "included"
+
+
+def flow_steps(people: Iterable[tuple[str | None, str | None]]) -> list[dict[str, Any]]:
+    """One study's flow from its participants' ``(status, exclusion_reason)``: per step,
+    the participants still in after it (``participants``) and those who left at it
+    (``dropped``) with their ``status`` and ``reason``. Steps nobody left at are kept.
+
+    >>> steps = flow_steps([("complete", None), ("declined", None),
+    ...                     ("excluded", "failed 2 checks")])
+    >>> [(s["step"], s["participants"], s["reason"]) for s in steps
+    ...  if s["dropped"] or s["status"] is None]
+    [('arrived', 3, None), ('consented', 2, 'declined consent'), ('not excluded', 1, 'failed 2 checks'), ('included', 1, None)]
+    """
+    people = [(status or "active", reason) for status, reason in people]
+    statuses = Counter(status for status, _ in people)
+    drops = [(step, status, why, statuses.pop(status, 0)) for step, status, why in DROPS]
+    statuses.pop(COMPLETE, 0)
+    statuses.pop(EXCLUDED, 0)
+    reasons = Counter(reason or EXCLUDED for status, reason in people if status == EXCLUDED)
+    drops += [("not excluded", EXCLUDED, why, n) for why, n in sorted(reasons.items())]
+    drops += [(f"not {status}", status, f"ended as {status}", n)  # a status not listed
+              for status, n in sorted(statuses.items())]
+    remaining = len(people)
+    steps = [_step("arrived", remaining, 0, None, None)]
+    for step, status, why, n in drops:
+        remaining -= n
+        steps.append(_step(step, remaining, n, status, why))
+    return [*steps, _step(INCLUDED, remaining, 0, None, None)]
+
+
+def _step(step: str, remaining: int, dropped: int, status: str | None,
+          reason: str | None) -> dict[str, Any]:
+    return {"step": step, "participants": remaining, "dropped": dropped, "status": status,
+            "reason": reason}

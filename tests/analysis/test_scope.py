@@ -1,0 +1,98 @@
+"""One study at a time: the report refuses to pool studies unless told to, and says on
+its first screen what it covers."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from analysis.cli import report
+from analysis.load import load, study_counts
+from records.models import AgentRun, Participant, Study
+from records.store import Store
+from tests.analysis.report_study import EASY, PROBLEMS, fill, play
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory):
+    """The report study, a pilot study with one participant's attempt, and an agent run
+    recorded outside any study (two attempts)."""
+    path = tmp_path_factory.mktemp("scope") / "gridstudy.db"
+    with Store(f"sqlite:///{path}") as store:
+        fill(store)
+        with store.session() as session:
+            session.add(Study(id="pilot"))
+            session.add(Participant(id=9, study_id="pilot", external_id="P9", status="complete"))
+            session.add(AgentRun(id=9, agent_kind="random"))
+        play(store, PROBLEMS[EASY], ["go-to-test", "right"], study_id="pilot",
+             source="input", participant_id=9)
+        for _ in range(2):
+            play(store, PROBLEMS[EASY], ["go-to-test", "left"], study_id=None,
+                 source="agent", agent_run_id=9)
+        store.flush()
+    return path
+
+
+def run(database, tmp_path, *options):
+    return CliRunner().invoke(report, ["--db", str(database), "--out", str(tmp_path / "out"),
+                                       "--quiet", "--t-max", "3", *options])
+
+
+def first_screen(tmp_path) -> str:
+    page = (tmp_path / "out" / "report.html").read_text()
+    return page[:page.index('<section id="task_type_scores">')]
+
+
+def test_counts_per_study(database):
+    assert study_counts(database) == {"report": 17, "pilot": 1, None: 2}
+
+
+def test_refuses_to_pool_without_a_flag(database, tmp_path):
+    result = run(database, tmp_path)
+    assert result.exit_code == 1
+    assert ("the source holds 2 studies (pilot: 1 episode, report: 17 episodes): report one "
+            "with --study ID, or pool them with --all-studies") in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_one_study_leaves_out_the_others_and_says_so(database, tmp_path):
+    result = run(database, tmp_path, "--study", "pilot")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("(1 episodes)\n")
+    screen = first_screen(tmp_path)
+    assert '<p class="scope">Study: pilot.</p>' in screen
+    assert ("Left out: 2 episodes of model runs outside any study (add them with --agent-run "
+            "ID or --runs-outside-studies).") in screen
+
+
+def test_all_studies_is_said_first(database, tmp_path):
+    result = run(database, tmp_path, "--all-studies")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("(18 episodes)\n")
+    assert ('<p class="scope">Pooled studies (--all-studies): pilot: 1 episode, report: 17 '
+            'episodes.</p>') in first_screen(tmp_path)
+
+
+@pytest.mark.parametrize("options", [("--agent-run", "9"), ("--runs-outside-studies",)])
+def test_runs_outside_studies_join_by_choice(database, tmp_path, options):
+    result = run(database, tmp_path, "--study", "pilot", *options)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("(3 episodes)\n")
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (("--study", "nope"), "no study nope in the source; it holds: pilot: 1 episode, "
+                          "report: 17 episodes"),
+    (("--study", "pilot", "--all-studies"), "--study and --all-studies contradict each other"),
+])
+def test_bad_choice_is_explained(database, tmp_path, options, message):
+    result = run(database, tmp_path, *options)
+    assert result.exit_code == 1
+    assert message in result.output
+
+
+def test_load_keeps_runs_outside_studies_only_when_asked(database):
+    assert {e.study_id for e in load(database, study="pilot")} == {"pilot"}
+    assert len(load(database, study="pilot", outside=True)) == 3
+    assert len(load(database, study="pilot", agent_runs=[9])) == 3
+    assert len(load(database)) == 20
