@@ -20,6 +20,7 @@ The flooding clients run in this process at a lower CPU priority than the server
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import sqlite3
@@ -52,13 +53,14 @@ def serve(port: int, db: str) -> None:
 
 
 def start_server(db: str) -> tuple[subprocess.Popen, str, int]:
+    """The server, its log (stderr) in ``<db>.log``."""
     import socket
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen([sys.executable, "-m", "bench.hostile", "--serve", str(port), db],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               stdout=subprocess.DEVNULL, stderr=open(f"{db}.log", "w"))
     url = f"http://127.0.0.1:{port}"
     wait_for(url)
     return process, url, process.pid
@@ -74,12 +76,25 @@ def logged_in(url: str) -> httpx.Client:
     return client
 
 
-def play(url: str, researcher: httpx.Client, until: float, rng: random.Random) -> int:
-    """The participant: open a recorded session, join, press keys until ``until``."""
-    opened = researcher.post(f"/play/{BENCH_PROBLEM}/session", params={"record": "1"}).json()
+def cookie_of(client: httpx.Client) -> str:
+    return "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+
+
+def play(url: str, researcher: httpx.Client, until: float, rng: random.Random,
+         frames: list[float] | None = None) -> int:
+    """The participant: open a recorded session, join, press keys until ``until``; the
+    arrival time of every state goes into ``frames``."""
+    answer = researcher.post(f"/play/{BENCH_PROBLEM}/session", params={"record": "1"})
+    if answer.status_code != 200:
+        raise RuntimeError(f"the participant's session could not open: {answer.status_code} "
+                           f"{answer.text[:300]}")
+    opened = answer.json()
     client = socketio.Client(reconnection=False)
     client.on("ping", lambda m: client.emit("pong", {"sent": m["sent"], "client_time": time.time()}))
-    client.connect(url, transports=["websocket"], wait_timeout=30)
+    if frames is not None:
+        client.on("state", lambda state: frames.append(time.monotonic()))
+    client.connect(url, transports=["websocket"], wait_timeout=30,
+                   headers={"Cookie": cookie_of(researcher)})  # the preview is its opener's
     client.call("join", {"token": opened["token"]}, timeout=30)
     while time.time() < until:
         time.sleep(rng.expovariate(1 / 0.35))
@@ -110,6 +125,64 @@ def login_attempt(url: str) -> int:
                                                  "password": "wrong", "csrf_token": token}).status_code
 
 
+FLOODS = {
+    "input": lambda token: ("input", {"token": token, "action": "up", "client_time": 1.0}),
+    "unknown": lambda token: ("no-such-event", {"a": 1}),
+    "join": lambda token: ("join", {"token": token}),
+}
+"""What a flooding connection sends over and over (with a made-up token)."""
+
+
+def socket_flood(url: str, kind: str, connections: int, seconds: float) -> int:
+    """``connections`` anonymous Socket.IO connections, each sending ``kind`` messages as
+    fast as python-socketio can for ``seconds``; how many were sent in all."""
+    sent = [0] * connections
+
+    def one(index: int) -> None:
+        try:  # at a lower priority than the server: a real flood comes from other machines
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        except OSError:
+            pass
+        client = socketio.Client(reconnection=False)
+        try:
+            client.connect(url, transports=["websocket"], wait_timeout=30)
+        except socketio.exceptions.ConnectionError:
+            return
+        event, payload = FLOODS[kind](f"made-up-{index}-{random.random()}"[:22])
+        deadline = time.monotonic() + seconds
+        try:
+            while time.monotonic() < deadline and client.connected:
+                client.emit(event, payload)
+                sent[index] += 1
+        except (socketio.exceptions.BadNamespaceError, OSError):
+            pass  # the server closed the connection: it sent too much
+        finally:
+            client.disconnect()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(sent)
+
+
+def page_seconds(url: str, stop: threading.Event, times: list[float]) -> None:
+    """Load the login page over and over until ``stop``, noting how long each took."""
+    client = httpx.Client(base_url=url, timeout=60)
+    while not stop.is_set():
+        started = time.monotonic()
+        client.get("/dashboard/login")
+        times.append(time.monotonic() - started)
+        time.sleep(0.1)
+
+
+def largest_gap(frames: list[float], since: float, until: float) -> float:
+    """The longest wait between two frames that arrived in [since, until]."""
+    inside = [t for t in frames if since <= t <= until]
+    return max((b - a for a, b in zip(inside, inside[1:])), default=float("inf"))
+
+
 def memory_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -134,6 +207,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=15.0, help="length of each phase")
     parser.add_argument("--login-rate", type=float, default=10.0)
     parser.add_argument("--preview-rate", type=float, default=100.0)
+    parser.add_argument("--flood-seconds", type=float, default=2.0,
+                        help="length of each socket flood")
+    parser.add_argument("--settle", type=float, default=60.0,
+                        help="seconds after the socket floods before memory is read again")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "hostile.db")
@@ -166,6 +243,8 @@ def main(argv: list[str] | None = None) -> None:
             for thread in threads:
                 thread.join()
             memory_flooded = memory_mb(pid)
+            socket_rows = socket_floods(url, flooder, pid, f"{db}.log", args.flood_seconds,
+                                        args.settle)
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -183,6 +262,51 @@ def main(argv: list[str] | None = None) -> None:
     print(f"researcher preview flood answered: {dict(own)}")
     print(f"server memory: {memory_quiet:.0f} MB quiet, {memory_flooded:.0f} MB after the floods; "
           f"episodes in the database: {episodes}; raw input rows: {raw_rows}")
+    print("socket floods (a participant plays meanwhile; targets: largest frame gap <= 0.5 s, "
+          "page <= 1 s, a few log lines):")
+    for line in socket_rows:
+        print("  " + line)
+
+
+SOCKET_FLOODS = (("input", 1), ("unknown", 1), ("join", 1), ("input", 20))
+"""(what each connection sends, how many connections) of each socket flood."""
+
+
+def socket_floods(url: str, researcher: httpx.Client, pid: int, log: str, seconds: float,
+                  settle: float) -> list[str]:
+    """Each of :data:`SOCKET_FLOODS` for ``seconds`` while a participant plays: per flood,
+    the messages sent, the participant's largest wait for a frame, the slowest page, the
+    log lines written and the memory; then the memory ``settle`` seconds later.
+    ``researcher`` is signed in (its latest login: a login ends the earlier ones)."""
+    frames: list[float] = []
+    until = time.time() + len(SOCKET_FLOODS) * (seconds + 3) + 2
+    player = threading.Thread(target=play, args=(url, researcher, until, random.Random(1), frames))
+    player.start()
+    time.sleep(2)
+    rows, before = [], memory_mb(pid)
+    for kind, connections in SOCKET_FLOODS:
+        lines = len(Path(log).read_text().splitlines())
+        stop, pages = threading.Event(), []
+        pager = threading.Thread(target=page_seconds, args=(url, stop, pages))
+        pager.start()
+        started = time.monotonic()
+        sent = socket_flood(url, kind, connections, seconds)
+        ended = time.monotonic()
+        time.sleep(1)
+        stop.set()
+        pager.join()
+        written = len(Path(log).read_text().splitlines()) - lines
+        rows.append(f"{kind:<8} x{connections:<3} sent {sent:6d}  largest frame gap "
+                    f"{largest_gap(frames, started, ended + 1):5.2f} s  slowest page "
+                    f"{max(pages, default=float('nan')):5.2f} s  log lines {written:3d}  "
+                    f"memory {memory_mb(pid):5.0f} MB")
+        time.sleep(2)
+    player.join()
+    time.sleep(settle)
+    after = memory_mb(pid)
+    rows.append(f"memory: {before:.0f} MB before the socket floods, {after:.0f} MB {settle:.0f} s "
+                f"after ({100 * (after - before) / before:+.1f} %)")
+    return rows
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 ``MAX_PREVIEWS``, ``UNJOINED_TIMEOUT``  previews open at once (200), and the seconds a
                       preview nobody joins is kept (45)
 ``QUEUE_SIZE``, ``RATE_LIMIT``, ``IDLE_TIMEOUT``   real-time input limits (see tasks/worldtest/tick.py)
+``SOCKET_RATE``, ``SOCKET_BURST``  Socket.IO events a second (60) and at once (120) one
+                      connection may send before the door drops them unread (door.py)
 ``SOCKETIO_CLIENT_JS``  the npm ``socket.io.min.js`` served at ``/vendor/socket.io.min.js``
 ``FLUSH_INTERVAL``    seconds the event writer batches before writing (0.25): what a
                       ``kill -9`` can lose
@@ -58,6 +60,8 @@ DEFAULTS: dict[str, Any] = {
     "IDLE_TIMEOUT": 600.0,
     "SOCKETIO_CLIENT_JS": str(ROOT / "node_modules/socket.io-client/dist/socket.io.min.js"),
     "FLUSH_INTERVAL": 0.25,
+    "SOCKET_RATE": 60.0,
+    "SOCKET_BURST": 120,
     "SESSION_COOKIE_HTTPONLY": True,
     "SESSION_COOKIE_SAMESITE": "Lax",
     "SESSION_COOKIE_SECURE": False,
@@ -111,15 +115,19 @@ def init_store(app: Flask) -> None:
 def init_realtime(app: Flask) -> None:
     """Bind ``socketio``, attach the socket handlers and create the one scheduler
     (``app.extensions["gridstudy.realtime"]``); its loop starts with the first session."""
-    from study_server import cluster, monitor, session, sockets
+    from study_server import cluster, door, monitor, session, sockets
     from study_server.scheduler import Scheduler
 
     options = {"async_mode": app.config["ASYNC_MODE"], "serializer": sockets.JsonPacket,
                "logger": sockets.OneLineLogger("socketio.server"),
-               "engineio_logger": sockets.OneLineLogger("engineio.server")}
+               "engineio_logger": sockets.OneLineLogger("engineio.server"),
+               "max_http_buffer_size": door.MAX_MESSAGE}
     if app.config["SOCKETIO_MESSAGE_QUEUE"]:
         options["message_queue"] = app.config["SOCKETIO_MESSAGE_QUEUE"]
     socketio.init_app(app, **options)
+    app.extensions["gridstudy.door"] = door.Door(
+        socketio.server, rate=float(app.config["SOCKET_RATE"]),
+        burst=int(app.config["SOCKET_BURST"]))
     if app.config["ASYNC_MODE"] == "gevent":
         app.wsgi_app = sockets.quiet_websocket_errors(app.wsgi_app)
     sockets.register_handlers(socketio)

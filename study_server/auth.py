@@ -117,7 +117,11 @@ def _renew_nonce(engine: Engine, username: str) -> str:
 
 def current_admin(engine: Engine) -> str | None:
     """The logged-in admin of this request, if the cookie's nonce is still the server's."""
-    username, nonce = session.get("admin"), session.get("nonce")
+    return signed_in(engine, session.get("admin"), session.get("nonce"))
+
+
+def signed_in(engine: Engine, username: str | None, nonce: str | None) -> str | None:
+    """``username`` if it names an admin whose current login nonce is ``nonce``."""
     if not username or not nonce:
         return None
     with Session(engine) as db:

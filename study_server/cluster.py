@@ -43,7 +43,7 @@ from sqlalchemy.engine import Engine
 from records.models import LiveSession, Worker
 from records.offload import blocking
 from records.writer import unavailable
-from study_server.session import STOPPED_BEFORE_TICK
+from study_server.session import STOPPED_BEFORE_TICK, label
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +196,19 @@ class Cluster:
     # -- leases -----------------------------------------------------------------------------
 
     @blocking
+    def player_of(self, token: str) -> tuple[str | None, int | None, int] | None:
+        """Whose recorded session ``token`` is: ``(study_id, participant_id,
+        episode_id)`` of its attempt, or None when no lease has that token."""
+        from records.models import EpisodeRow
+
+        with self.engine.connect() as db:
+            row = db.execute(select(EpisodeRow.study_id, EpisodeRow.participant_id,
+                                    EpisodeRow.id).join(
+                LiveSession, LiveSession.episode_id == EpisodeRow.id).where(
+                LiveSession.token == token)).first()
+        return None if row is None else tuple(row)
+
+    @blocking
     def claim(self, token: str, episode_id: int) -> None:
         """Lease a session this worker has just made (its token is new)."""
         with self.engine.begin() as db:
@@ -325,7 +338,7 @@ def heartbeat(app: Any, socketio: Any) -> None:
     recorded |= {agent_token(episode_id) for episode_id in list(agents)}
     held = cluster.held()
     for token in recorded - held:
-        log.warning("session %s: another worker holds it now; stopped here", token[:6])
+        log.warning("session %s: another worker holds it now; stopped here", label(token))
         _drop(app, socketio, token)
     _stop_abandoned(app)
     gone = held - recorded - pending

@@ -46,8 +46,11 @@ def open_session(
     if participant_id is None and scheduler.preview_count() >= int(config["MAX_PREVIEWS"]):
         abort(503, f"{config['MAX_PREVIEWS']} previews are open already; try again in a minute")
     store = current_app.extensions["gridstudy.store"] if record else None
+    owner = None
+    if participant_id is None:  # a preview: only the researcher who opened it may join it
+        owner = auth.current_admin(current_app.extensions["gridstudy.store"].engine)
     try:
-        session = GameSession.create(problem, store, study_id=study_id,
+        session = GameSession.create(problem, store, study_id=study_id, owner=owner,
                                      participant_id=participant_id, **limits(config))
     except (ValueError, OSError) as error:  # AutumnError is a ValueError
         abort(422, f"{problem.env_id} cannot be played: {' '.join(str(error).split())[:300]}")

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from study_server.session import GameSession
+from study_server.session import GameSession, label
 from tasks.worldtest.tick import Tick, next_deadline
 
 log = logging.getLogger(__name__)
@@ -170,14 +170,14 @@ class Scheduler:
         try:
             tick = session.tick(lateness)
         except Exception:  # the store or the view failed: keep every other session going
-            log.exception("session %s: tick failed", token[:6])
+            log.exception("session %s: tick failed", label(token))
             self.pause(token)
             return
         self._reschedule(session, deadline, done=tick.done)
         try:
             self.deliver(session, tick)
         except Exception:
-            log.exception("session %s: delivering the state failed", token[:6])
+            log.exception("session %s: delivering the state failed", label(token))
 
     def _held(self, session: GameSession, held: str | None) -> bool:
         """Whether ``session`` stands still this tick (the store is behind); its client
@@ -186,11 +186,11 @@ class Scheduler:
             return held is not None
         session.paused = held
         if held is None:
-            log.info("session %s: the store caught up; playing on", session.token[:6])
+            log.info("session %s: the store caught up; playing on", label(session.token))
         try:
             self.deliver(session, None)
         except Exception:
-            log.exception("session %s: delivering the pause failed", session.token[:6])
+            log.exception("session %s: delivering the pause failed", label(session.token))
         return held is not None
 
     def _reschedule(self, session: GameSession, deadline: float, done: bool) -> None:

@@ -13,6 +13,7 @@ is tested alone.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import time
 from collections import deque
@@ -43,6 +44,12 @@ def limits(config: Any) -> dict[str, int]:
     return {"queue_size": int(config["QUEUE_SIZE"]), "rate_limit": int(config["RATE_LIMIT"])}
 
 
+def label(token: str) -> str:
+    """What the logs call a session: a short hash of its token, never the token, which
+    is the key to the session (``docs/guarantees.md``)."""
+    return "s-" + hashlib.sha256(token.encode()).hexdigest()[:8]
+
+
 def holding(store: Any) -> str | None:
     """Why recorded games should stand still now (:data:`SAVING`), or None: the store's
     oldest unwritten row has waited more than :data:`HOLD_AFTER` seconds."""
@@ -61,10 +68,13 @@ class GameSession:
         study_id: str | None = None,
         participant_id: int | None = None,
         token: str | None = None,
+        owner: str | None = None,
         queue_size: int = QUEUE_SIZE,
         rate_limit: int = RATE_LIMIT,
     ) -> None:
         self.token = token or secrets.token_urlsafe(16)
+        self.owner = owner
+        """The researcher who opened a preview (only they may join it), or None."""
         self.recorder = recorder
         self.engine = TickEngine(episode, recorder, queue_size=queue_size,
                                  rate_limit=rate_limit)

@@ -15,8 +15,11 @@ this protocol:
   session follows a drifting clock (``study_server/clock.py``).
 * server -> ``refused {reason}``: a message that was not acted on.
 
-Malformed and unknown messages are ignored with a logged warning; they never end a
-session.
+What a connection may send, and how much, is judged before any of this runs
+(``study_server/door.py``). A session is joined only by its participant's connection
+(the flow's cookie) or, for a preview, the researcher who opened it. Malformed and
+unknown messages are refused and counted, never logged one by one, and never with a
+session's token; they never end a session.
 """
 
 from __future__ import annotations
@@ -30,16 +33,18 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import current_app, request
+from flask import session as flask_session
 from flask_socketio import SocketIO, join_room, leave_room
 from flask_socketio import emit as emit_anywhere
 from socketio.packet import Packet
 from sqlalchemy.exc import SQLAlchemyError
 
+from records.offload import off_loop
 from records.writer import unavailable
-from study_server import cluster
+from study_server import auth, cluster
 from study_server.app import STORAGE_ERRORS
 from study_server.scheduler import Scheduler
-from study_server.session import GameSession
+from study_server.session import GameSession, label
 from tasks.worldtest.tick import Tick
 
 log = logging.getLogger(__name__)
@@ -84,9 +89,22 @@ class JsonPacket(Packet):
 
 
 def register_handlers(socketio: SocketIO) -> None:
-    """Attach the handlers to ``socketio`` (called by the app factory after ``init_app``)."""
+    """Attach the handlers to ``socketio`` (called by the app factory after ``init_app``),
+    each taking exactly its one message: an event sent with more arguments is refused in
+    one counted line, not a traceback."""
     for name, handler in HANDLERS.items():
-        socketio.on_event(name, handler)
+        socketio.on_event(name, _one_message(name, handler))
+
+
+def _one_message(name: str, handler: Callable) -> Callable:
+    def receive(*args: Any) -> Any:
+        if name not in ("disconnect", "*") and len(args) > 1:
+            return _refuse(f"{name}: expected one message, got more arguments")
+        return handler(*args)
+
+    receive.__name__ = receive.__qualname__ = handler.__name__
+    receive.__doc__ = handler.__doc__
+    return receive
 
 
 def make_deliver(socketio: SocketIO):
@@ -106,7 +124,7 @@ def make_deliver(socketio: SocketIO):
             try:  # the session's connection is on this worker: no need for the queue
                 server.emit("state", payload, to=token, ignore_queue=True)
             except Exception:
-                log.exception("session %s: sending the state failed", token[:6])
+                log.exception("session %s: sending the state failed", label(token))
 
     socketio.start_background_task(send_forever)
 
@@ -127,8 +145,11 @@ def _scheduler() -> Scheduler:
     return current_app.extensions["gridstudy.realtime"]
 
 
-def _refuse(reason: str, payload: Any = None) -> dict[str, Any]:
-    log.warning("socket %s: %s (message %r)", request.sid, reason, _short(payload))
+def _refuse(reason: str) -> dict[str, Any]:
+    """Tell the sender why its message was not acted on. The door counts the refusal
+    (one log line a minute per connection at most; the message itself, which may hold a
+    session's token, is never logged)."""
+    current_app.extensions["gridstudy.door"].note(request.sid, reason[:80])
     emit("refused", {"reason": reason})
     return {"ok": False, "error": reason}
 
@@ -169,28 +190,58 @@ def on_join(message: Any = None) -> dict[str, Any]:
     session = _scheduler().get(token)
     if session is None and isinstance(token, str) and TOKEN.fullmatch(token):
         try:
-            session = cluster.adopt(current_app, token, takeover=message.get("takeover") is True,
-                                    sleep=current_app.extensions["socketio"].sleep)
+            session = _adopt(token, takeover=message.get("takeover") is True)
         except STORAGE_ERRORS as error:
             if isinstance(error, SQLAlchemyError) and not unavailable(error):
                 raise
             return _refuse(JOIN_LATER)
         if isinstance(session, str):
-            return _refuse(session, message)
+            return _refuse(session)
     if session is None:
-        return _refuse("join: unknown or missing session token", message)
+        return _refuse(UNKNOWN_SESSION)
+    if not _may_play(session.study_id, session.participant_id, session.owner):
+        return _refuse(UNKNOWN_SESSION)  # the same answer: a token is no one's to probe
     if session.sid not in (None, request.sid):
         if message.get("takeover") is not True:
-            return _refuse("join: this session is open in another connection", message)
+            return _refuse("join: this session is open in another connection")
         leave_room(session.token, sid=session.sid)
         emit("taken-over", {"token": session.token}, to=session.sid)
     session.sid, session.idle_since, session.joined = request.sid, None, True
     join_room(session.token)
+    current_app.extensions["gridstudy.door"].joined(request.sid)
     _scheduler().start(session.token)
     state = session.get_state()
     emit("state", state)
     _start_ping_round(session)
     return {"ok": True, "state": state}
+
+
+UNKNOWN_SESSION = "join: unknown or missing session token"
+
+
+def _may_play(study_id: str | None, participant_id: int | None, owner: str | None) -> bool:
+    """Whether this connection may play a session of ``participant_id`` in ``study_id``
+    (its flow cookie names that participant), or a preview opened by researcher ``owner``
+    (signed in as them). A preview opened without signing in (``PREVIEW = open``, the
+    demo) is anyone's who holds its token."""
+    if participant_id is not None:
+        return flask_session.get(f"participant:{study_id}") == participant_id
+    if owner is not None:
+        engine = current_app.extensions["gridstudy.store"].engine
+        return off_loop(auth.signed_in, engine, flask_session.get("admin"),
+                        flask_session.get("nonce")) == owner
+    return True
+
+
+def _adopt(token: str, takeover: bool) -> Any:
+    """A recorded session this worker does not hold, rebuilt here: only for the
+    participant it belongs to (anyone else learns nothing and moves nothing). A recorded
+    preview is resumed for whoever holds its token (who opened it is not stored)."""
+    found = current_app.extensions["gridstudy.cluster"].player_of(token)
+    if found is None or not _may_play(found[0], found[1], None):
+        return None
+    return cluster.adopt(current_app, token, takeover=takeover,
+                         sleep=current_app.extensions["socketio"].sleep)
 
 
 def _start_ping_round(session: GameSession) -> None:
@@ -204,16 +255,16 @@ def on_input(message: Any = None) -> dict[str, Any]:
     Queues it for the session's next tick; nothing is emitted unless it is refused (the
     next ``state`` shows its effect). Only the connection bound to the session may send."""
     if not isinstance(message, dict) or not isinstance(message.get("action"), str):
-        return _refuse("input: expected {token, action, client_time}", message)
+        return _refuse("input: expected {token, action, client_time}")
     session = _owned_session(message.get("token"))
     if session is None:
-        return _refuse("input: not your session", message)
+        return _refuse("input: not your session")
     client_time = message.get("client_time")
     if not isinstance(client_time, int | float) or isinstance(client_time, bool):
         client_time = None
     elif not 0 <= client_time < LATEST_CLIENT_TIME:  # NaN fails this too
         return _refuse("input: client_time must be Unix seconds (a finite number from 0 to "
-                       f"{LATEST_CLIENT_TIME:g})", message)
+                       f"{LATEST_CLIENT_TIME:g})")
     status = session.enqueue_action(message["action"], client_time=client_time)
     if status != "queued":
         emit("refused", {"reason": status, "action": message["action"][:100]})
@@ -234,11 +285,11 @@ def on_pong(message: Any = None) -> None:
     every session of this connection; emits the next ``ping`` until the round is complete."""
     received = time.time()
     if not isinstance(message, dict):
-        _refuse("pong: expected {sent, client_time}", message)
+        _refuse("pong: expected {sent, client_time}")
         return
     sent, client_time = message.get("sent"), message.get("client_time")
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (sent, client_time)):
-        _refuse("pong: expected numbers sent and client_time", message)
+        _refuse("pong: expected numbers sent and client_time")
         return
     sessions = _scheduler().sessions_of(request.sid)
     for session in sessions:
@@ -257,8 +308,9 @@ def on_disconnect(reason: Any = None) -> None:
 
 
 def on_unknown(event: str, *args: Any) -> None:
-    """Any event without a handler: ignored with a warning (the session goes on)."""
-    log.warning("socket %s: unknown event %s ignored", request.sid, _short(event))
+    """Any event without a handler (the door lets none through; kept for safety): ignored
+    and counted (the session goes on)."""
+    current_app.extensions["gridstudy.door"].note(request.sid, "unknown event")
 
 
 HANDLERS = {

@@ -188,8 +188,8 @@ def live_server(make_live_server, test_problems) -> LiveServer:
 class Player:
     """A python-socketio client on one session: answers pings, records what it receives."""
 
-    def __init__(self, url: str, token: str, clock_skew: float = 0.0) -> None:
-        self.url, self.token, self.clock_skew = url, token, clock_skew
+    def __init__(self, url: str, token: str, clock_skew: float = 0.0, cookie: str = "") -> None:
+        self.url, self.token, self.clock_skew, self.cookie = url, token, clock_skew, cookie
         self.states: list[dict[str, Any]] = []
         self.refusals: list[dict[str, Any]] = []
         self.sio = socketio.Client(reconnection=False)
@@ -205,7 +205,8 @@ class Player:
         self.sio.emit("pong", {"sent": message["sent"], "client_time": self.now()})
 
     def connect(self) -> Player:
-        self.sio.connect(self.url, transports=["websocket"], wait_timeout=10)
+        self.sio.connect(self.url, transports=["websocket"], wait_timeout=10,
+                         headers={"Cookie": self.cookie} if self.cookie else {})
         return self
 
     def join(self, token: str | None = None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -183,8 +184,9 @@ SOCKET = {
 @pytest.fixture
 def player(server):
     opened = server["http"].post(f"/play/{PROBLEM}/session").json()
-    client = Player(server["url"], opened["token"]).connect()
-    client.join()
+    cookie = "; ".join(f"{k}={v}" for k, v in server["http"].cookies.items())
+    client = Player(server["url"], opened["token"], cookie=cookie).connect()  # its researcher
+    assert client.join()["ok"]
     yield client
     client.close()
 
@@ -202,12 +204,29 @@ def test_a_malformed_socket_message_is_refused_and_play_goes_on(server, player, 
 
 @pytest.mark.parametrize("event, payload", [
     ("pong", None), ("pong", {"sent": "x", "client_time": 1}), ("pong", [1, 2]),
-    ("hack", {"a": 1}), ("input", "x" * 100_000),
+    ("hack", {"a": 1}), ("input", "x" * 60_000),
 ])
 def test_messages_without_an_answer_are_ignored_and_play_goes_on(server, player, event, payload):
     player.sio.emit(event, payload)
     assert player.send("right") == {"ok": True, "status": "queued"}
     player.wait_ticks(2)
+
+
+def test_a_message_over_the_size_cap_closes_its_connection_and_the_game_waits(server, player):
+    """Engine.IO refuses a message over 64 KB by closing the connection that sent it; the
+    session only pauses, and a new connection of its player resumes it."""
+    player.sio.emit("input", "x" * 100_000)
+    deadline = time.monotonic() + 10
+    while player.sio.connected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not player.sio.connected
+    again = Player(server["url"], player.token, cookie=player.cookie).connect()
+    try:
+        assert again.join()["ok"]
+        assert again.send("right") == {"ok": True, "status": "queued"}
+        again.wait_ticks(2)
+    finally:
+        again.close()
 
 
 @pytest.mark.parametrize("frame", ["42[", '42["input",', "4x", "9", '42{"a":1}', "\x00\xff"])

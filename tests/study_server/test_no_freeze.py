@@ -1,0 +1,130 @@
+"""No single visitor can freeze a study or take another's game (``docs/guarantees.md``,
+section 2), on ``gridstudy serve`` itself (gevent, one process):
+
+* socket floods (``input`` with a made-up token, unknown events, ``join``; one connection
+  at full speed and twenty) while a participant plays: the participant keeps getting
+  frames, a page keeps answering, the log stays short, memory comes back;
+* a participant joining, or taking over, another participant's game with their own
+  cookie is refused, and no session token is ever written to the log.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import socketio
+
+from bench.hostile import largest_gap, memory_mb, page_seconds, socket_flood
+from tests.conftest import start_serve
+from tests.study_server.test_faults import Served
+
+PROBLEM = "lamp_grid/planning"
+FLOODS = [("input", 1), ("unknown", 1), ("join", 1), ("input", 20)]
+
+
+@pytest.fixture(scope="module")
+def open_server(tmp_path_factory) -> Any:
+    """``gridstudy serve`` with previews open to anyone (as the demo), its log in a file."""
+    folder = tmp_path_factory.mktemp("floods")
+    log = folder / "serve.log"
+    process, url = start_serve(folder / "g.db", log=log, env={"GRIDSTUDY_PREVIEW": "open"})
+    yield {"url": url, "process": process, "log": log}
+    process.terminate()
+    process.wait(60)
+
+
+class Victim:
+    """A participant playing a preview, noting when each frame arrives."""
+
+    def __init__(self, url: str) -> None:
+        self.frames: list[float] = []
+        self.token = httpx.post(f"{url}/play/{PROBLEM}/session", timeout=30).json()["token"]
+        self.client = socketio.Client(reconnection=False)
+        self.client.on("state", lambda state: self.frames.append(time.monotonic()))
+        self.client.on("ping", lambda m: self.client.emit(
+            "pong", {"sent": m["sent"], "client_time": time.time()}))
+        self.client.connect(url, transports=["websocket"], wait_timeout=30)
+        assert self.client.call("join", {"token": self.token}, timeout=30)["ok"]
+
+    def close(self) -> None:
+        self.client.disconnect()
+
+
+@pytest.mark.parametrize("kind, connections", FLOODS, ids=[f"{k}-x{n}" for k, n in FLOODS])
+def test_a_socket_flood_freezes_nobody(open_server, kind, connections):
+    url, log = open_server["url"], Path(open_server["log"])
+    victim = Victim(url)
+    try:
+        time.sleep(1)
+        memory = memory_mb(open_server["process"].pid)
+        lines = len(log.read_text().splitlines())
+        stop, pages = threading.Event(), []
+        pager = threading.Thread(target=page_seconds, args=(url, stop, pages))
+        pager.start()
+        started = time.monotonic()
+        sent = socket_flood(url, kind, connections, 2.0)
+        ended = time.monotonic()
+        time.sleep(1)
+        stop.set()
+        pager.join()
+        assert sent > 200  # a flood indeed
+        assert largest_gap(victim.frames, started, ended + 1) <= 0.5
+        assert pages and max(pages) <= 1.0
+        assert len(log.read_text().splitlines()) - lines <= 3
+        assert victim.client.call("input", {"token": victim.token, "action": "right",
+                                            "client_time": time.time()}, timeout=10)["ok"]
+        time.sleep(3)
+        assert memory_mb(open_server["process"].pid) <= 1.10 * memory
+    finally:
+        victim.close()
+
+
+def test_nobody_joins_or_takes_over_another_participants_game(tmp_path):
+    """Participant A, with A's own cookie, sends ``join`` with B's token (and with
+    ``takeover``): refused as an unknown session, B plays on untouched; A's own game
+    works. No token is written to the log."""
+    served = Served(tmp_path / "g.db", tmp_path / "serve.log")
+    try:
+        b_player, b_episode = served.playing("pid-b")
+        a_person = served.person("pid-a")
+        a_person.consent()
+        a_person.post(a_person.screening_answers())
+        a_token = a_person.task_token()
+        attacker = socketio.Client(reconnection=False)
+        refusals: list[dict] = []
+        attacker.on("refused", refusals.append)
+        attacker.connect(served.url, transports=["websocket"],
+                         headers={"Cookie": a_person.cookie()}, wait_timeout=30)
+        for takeover in (False, True):
+            answer = attacker.call("join", {"token": b_player.token, "takeover": takeover},
+                                   timeout=10)
+            assert answer == {"ok": False, "error": "join: unknown or missing session token"}
+        for _ in range(5):  # dropped at the door: this connection has joined nothing
+            attacker.emit("input", {"token": b_player.token, "action": "up",
+                                    "client_time": time.time()})
+        ticks = b_player.states[-1][1]["tick"]
+        time.sleep(1)
+        assert b_player.client.connected and b_player.states[-1][1]["tick"] > ticks
+        assert not [s for _, s in b_player.states if s.get("taken_over")]
+        assert attacker.call("join", {"token": a_token}, timeout=10)["ok"]  # A's own game
+        attacker.disconnect()
+        b_player.close()
+        anonymous = socketio.Client(reconnection=False)
+        anonymous.connect(served.url, transports=["websocket"], wait_timeout=30)
+        assert not anonymous.call("join", {"token": a_token}, timeout=10)["ok"]
+        anonymous.disconnect()
+        served.stop()
+        assert served.sql("SELECT COUNT(*) FROM event WHERE episode_id = :e AND "
+                          "source = 'input'", e=b_episode) == [(0,)]
+        text = served.log.read_text()
+        for token in (a_token, b_player.token):
+            assert token not in text and token[:6] not in text
+        assert not re.search(r"token['\"]?: ?['\"][A-Za-z0-9_-]{8,}", text)
+    finally:
+        served.stop()
