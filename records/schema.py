@@ -396,8 +396,17 @@ LIVE_SESSION = Table("livesession", "A recorded real-time session being played n
                             "open (a second tab that chose to continue there).", default=False),
 ))
 
+LOGIN_FAILURE = Table("loginfailure", "A failed dashboard login, kept for a day to slow down "
+                                      "password guessing across every worker "
+                                      "(study_server/logins.py).", (
+    _id("Row id (internal)."),
+    Field("key", TEXT, "What it counts against: addr:<address> or pair:<address> <user name "
+                       "hash>.", required=True, index=True, private=True),
+    Field("at", FLOAT, "Unix seconds of the attempt.", required=True, index=True),
+))
+
 TABLES = (STUDY, PARTICIPANT, AGENT_RUN, EPISODE, EVENT, FRAME, RAW_INPUT, ADMIN, API_TOKEN,
-          SETTING, AUDIT, SIGNAL, WORKER, LIVE_SESSION)
+          SETTING, AUDIT, SIGNAL, WORKER, LIVE_SESSION, LOGIN_FAILURE)
 
 
 # -- the episode as a reader sees it --------------------------------------------------------

@@ -21,7 +21,9 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 ``FLUSH_INTERVAL``    seconds the event writer batches before writing (0.25): what a
                       ``kill -9`` can lose
 ``SESSION_COOKIE_SECURE``  true behind HTTPS (cookies are always HttpOnly and SameSite=Lax)
-``LOGIN_LIMIT_ADDRESS``, ``LOGIN_LIMIT_USER``  dashboard login attempts allowed (10 per minute each)
+``LOGIN_FREE_PER_USER``, ``LOGIN_FREE_PER_ADDRESS``, ``LOGIN_FIRST_DELAY``  failed dashboard
+                      logins allowed per (address, user name) (5) and per address (20)
+                      before delays that double from the first (1 s); study_server/logins.py
 ``BEHIND_PROXY``      true behind one reverse proxy (nginx): the client's address and
                       scheme come from its X-Forwarded-* headers
 ``ADDRESS``           where this worker listens, shown beside its sessions (cluster.py)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import shutil
 import tempfile
 import zipfile
@@ -34,7 +35,7 @@ from consent import quality
 from consent.definition import from_stored
 from records import schema
 from records.models import Audit, EpisodeRow, Event, Frame, Participant, Signal, Study
-from study_server import assignment, auth, monitor, study_figures, tokens
+from study_server import assignment, auth, logins, monitor, study_figures, tokens
 from study_server.payments import approvals_csv, bonuses_csv, payment_rows
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
@@ -51,16 +52,10 @@ def utc_time(seconds: float | None) -> str:
     return "" if seconds is None else datetime.fromtimestamp(seconds, UTC).strftime("%H:%M:%S")
 
 
-LOGIN_LIMITS = ("10 per minute", "10 per minute")
-"""Login attempts allowed per address, and per username (Flask-Limiter syntax). The app
-config keys ``LOGIN_LIMIT_ADDRESS`` and ``LOGIN_LIMIT_USER`` override them."""
-
-
 def init_app(app: Flask) -> None:
     auth.init_app(app)
     app.register_blueprint(bp)
     app.add_url_rule("/", "landing", landing)
-    limit_logins(app)
 
 
 def landing() -> str:
@@ -69,28 +64,13 @@ def landing() -> str:
     return render_template("dashboard/landing.html")
 
 
-def limit_logins(app: Flask) -> None:
-    """Rate-limit login attempts per address and per username (in this process's memory;
-    behind a proxy, let it set X-Forwarded-For and enable ProxyFix). A refused attempt
-    costs no password hash."""
-    from flask_limiter import Limiter
-    from flask_limiter.util import get_remote_address
-
-    limiter = Limiter(get_remote_address, app=app, storage_uri="memory://",
-                      headers_enabled=True)
-    per_address = app.config.get("LOGIN_LIMIT_ADDRESS", LOGIN_LIMITS[0])
-    per_user = app.config.get("LOGIN_LIMIT_USER", LOGIN_LIMITS[1])
-    view = app.view_functions["dashboard.login"]
-    view = limiter.limit(per_user, methods=["POST"], key_func=_login_username,
-                         error_message="Too many login attempts for this user; wait a minute.")(view)
-    view = limiter.limit(per_address, methods=["POST"],
-                         error_message="Too many login attempts from this address; wait a minute.")(view)
-    app.view_functions["dashboard.login"] = view
-    app.extensions["gridstudy.limiter"] = limiter
-
-
-def _login_username() -> str:
-    return "user:" + request.form.get("username", "")[:200]
+def login_limits(app: Flask) -> logins.Limits:
+    """The app's login limits (``LOGIN_FREE_PER_USER``, ``LOGIN_FREE_PER_ADDRESS``,
+    ``LOGIN_FIRST_DELAY``; see study_server/logins.py)."""
+    default = logins.Limits()
+    return logins.Limits(int(app.config.get("LOGIN_FREE_PER_USER", default.per_pair)),
+                         int(app.config.get("LOGIN_FREE_PER_ADDRESS", default.per_address)),
+                         float(app.config.get("LOGIN_FIRST_DELAY", default.first_delay)))
 
 
 def _store() -> Any:
@@ -103,10 +83,19 @@ def login() -> Any:
     error = None
     if request.method == "POST":
         username, password = request.form.get("username", ""), request.form.get("password", "")
-        if not auth.verify(_store().engine, username, password):
+        engine, address = _store().engine, request.remote_addr or "unknown"
+        wait = logins.retry_after(engine, address, username, login_limits(current_app))
+        if wait > 0:
+            seconds = math.ceil(wait)
+            return (render_template("dashboard/login.html", error=(
+                f"Too many failed logins from this address; try again in {seconds} s.")),
+                    429, {"Retry-After": str(seconds)})
+        if not auth.verify(engine, username, password):
+            logins.failed(engine, address, username)
             error = "Wrong username or password."
         if error is None:
-            auth.login(_store().engine, username)
+            logins.succeeded(engine, address, username)
+            auth.login(engine, username)
             target = request.args.get("next", "")
             return redirect(target if target.startswith("/dashboard") else url_for("dashboard.index"))
     return render_template("dashboard/login.html", error=error)

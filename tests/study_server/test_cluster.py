@@ -495,3 +495,28 @@ def test_postgresql_stopped_for_ten_seconds_loses_nothing(servers, tmp_path):
     finally:
         deployment.stop()
         postgres.stop()
+
+
+def test_a_guesser_is_slowed_down_on_every_worker_and_the_researcher_gets_in(deployment):
+    """Wrong passwords for the researcher's name from one address, sent to one worker:
+    the other worker refuses that address's next try too (the count is in the database),
+    while the right password from another address is let in on either."""
+    from records.store import Store
+    from study_server import auth
+
+    with Store(deployment.db) as store:
+        auth.create_admin(store.engine, "researcher", "correct horse battery")
+    one, two = (f"http://{worker}" for worker in deployment.workers)
+
+    def attempt(base: str, password: str, address: str) -> int:
+        client = httpx.Client(base_url=base, timeout=30, headers={"X-Forwarded-For": address})
+        page = client.get("/dashboard/login").text
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+        return client.post("/dashboard/login", data={
+            "username": "researcher", "password": password, "csrf_token": token}).status_code
+
+    answers = [attempt(one, "wrong", "10.0.0.9") for _ in range(6)]
+    assert answers == [200] * 5 + [429]
+    assert attempt(two, "wrong", "10.0.0.9") == 429  # the other worker counts them too
+    assert attempt(two, "correct horse battery", "10.0.0.2") == 302
+    assert attempt(one, "correct horse battery", "10.0.0.2") == 302

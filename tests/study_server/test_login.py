@@ -5,6 +5,7 @@ logout ends the session on the server too, and the cookie is HttpOnly and SameSi
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -15,7 +16,8 @@ from study_server.app import create_app, shutdown
 @pytest.fixture
 def app(tmp_path):
     app = create_app({"DATABASE_URL": str(tmp_path / "g.db"), "TESTING": True,
-                      "LOGIN_LIMIT_ADDRESS": "6 per minute", "LOGIN_LIMIT_USER": "4 per minute"})
+                      "LOGIN_FREE_PER_USER": 4, "LOGIN_FREE_PER_ADDRESS": 6,
+                      "LOGIN_FIRST_DELAY": 0.4})
     auth.create_admin(app.extensions["gridstudy.store"].engine, "researcher", "correct horse")
     yield app
     shutdown(app)
@@ -28,14 +30,45 @@ def attempt(client, username, password, address="10.0.0.1"):
                        data={"username": username, "password": password, "csrf_token": token})
 
 
-def test_a_password_flood_is_limited_per_user_and_per_address(app):
+def test_a_guesser_is_slowed_down_and_never_locks_the_researcher_out(app):
+    """Four free failures per (address, user name), then delays that double; a refused
+    attempt is answered 429 with Retry-After; the right password from another address is
+    let in meanwhile, and a success starts its pair afresh."""
     client = app.test_client()
     answers = [attempt(client, "researcher", "wrong").status_code for _ in range(5)]
     assert answers == [200, 200, 200, 200, 429]
-    assert attempt(client, "researcher", "correct horse", "10.0.0.2").status_code == 429  # the user is limited
+    refused = attempt(client, "researcher", "wrong")
+    assert refused.status_code == 429 and refused.headers["Retry-After"] == "1"
+    assert "try again in 1 s" in refused.text
+    assert attempt(client, "researcher", "correct horse", "10.0.0.2").status_code == 302
+    time.sleep(0.45)  # the first delay passes: one more try, then twice as long
+    assert attempt(client, "researcher", "wrong").status_code == 200
+    assert attempt(client, "researcher", "wrong").status_code == 429
+    time.sleep(0.45)
+    assert attempt(client, "researcher", "wrong").status_code == 429  # 0.8 s now
+    time.sleep(0.4)
+    assert attempt(client, "researcher", "correct horse").status_code == 302
+    assert attempt(client, "researcher", "wrong").status_code == 200  # afresh
+
+
+def test_many_user_names_from_one_address_are_slowed_down_at_that_address_only(app):
+    client = app.test_client()
     answers = [attempt(client, f"guess{i}", "wrong", "10.0.0.3").status_code for i in range(7)]
-    assert answers == [200] * 6 + [429]  # and the address
+    assert answers == [200] * 6 + [429]
     assert attempt(client, "other", "x", "10.0.0.4").status_code == 200
+
+
+def test_the_count_is_shared_by_every_process_on_the_database(app, tmp_path):
+    """A second server on the same database (another worker) sees the same failures."""
+    other = create_app({"DATABASE_URL": app.config["DATABASE_URL"], "TESTING": True,
+                        "LOGIN_FREE_PER_USER": 4, "LOGIN_FIRST_DELAY": 30})
+    try:
+        first, second = app.test_client(), other.test_client()
+        for _ in range(4):
+            assert attempt(first, "researcher", "wrong").status_code == 200
+        assert attempt(second, "researcher", "wrong").status_code == 429
+    finally:
+        shutdown(other)
 
 
 def test_an_unknown_user_costs_the_same_hash_as_a_real_one(app, monkeypatch):
