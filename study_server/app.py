@@ -142,8 +142,16 @@ def init_realtime(app: Flask) -> None:
         idle_timeout=float(app.config["IDLE_TIMEOUT"]),
         unjoined_timeout=float(app.config["UNJOINED_TIMEOUT"]),
         holding=lambda: session.holding(store),
+        spawn=_spawn if app.config["ASYNC_MODE"] == "gevent" else None,
     )
     cluster.init_cluster(app, socketio)
+
+
+def _spawn(function: Any, *args: Any) -> None:
+    """A greenlet for one tick (gevent mode only)."""
+    import gevent
+
+    gevent.spawn(function, *args)
 
 
 def shutdown(app: Flask) -> None:

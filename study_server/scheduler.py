@@ -52,9 +52,13 @@ class Scheduler:
         unjoined_timeout: float = 45.0,
         max_sleep: float = 0.01,
         holding: Callable[[], str | None] = lambda: None,
+        spawn: Callable[..., Any] | None = None,
     ) -> None:
         self.deliver = deliver
         self.holding = holding
+        self.spawn = spawn
+        """Runs each due tick as a task of its own (gevent's greenlets: a long step that
+        yields lets every other session tick meanwhile); None ticks in the loop itself."""
         self.start_task = start_task
         self.sleep = sleep
         self.idle_timeout = idle_timeout
@@ -140,7 +144,10 @@ class Scheduler:
             due = self._pop_due(time.monotonic())
             held = self.holding() if due else None
             for token, deadline in due:
-                self._tick(token, deadline, held)
+                if self.spawn is None:
+                    self._tick(token, deadline, held)
+                else:
+                    self.spawn(self._tick, token, deadline, held)
             self._sweep_idle()
             self.sleep(self._time_to_next())
 
