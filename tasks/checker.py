@@ -72,7 +72,7 @@ def check_env(env: GridEnv, seed: int = 0, steps: int = 200, rng_seed: int = 0) 
     actions from ``seed``."""
     problems = contract_violations(env, seed, steps, rng_seed)
     if problems:
-        name = type(env).__name__
+        name = type(getattr(env, "inner", env)).__name__
         raise ContractError(f"{name} breaks the environment contract:\n- " + "\n- ".join(problems))
 
 

@@ -9,7 +9,7 @@ of the last rendered picture.
 from __future__ import annotations
 
 from tasks.autumn import compat
-from tasks.autumn.calls import apply
+from tasks.autumn.calls import apply, charge
 from tasks.autumn.errors import AutumnRuntimeError
 from tasks.autumn.render import cells_of, instance_cells, rendered_elems
 from tasks.autumn.stdlib import need_number, need_object, need_position
@@ -135,6 +135,7 @@ def delta_obj(rt, scope, o1, o2):
 
 def rect(rt, scope, p1, p2):
     p1, p2 = need_position(p1, "rect"), need_position(p2, "rect")
+    charge(rt, max(p2.x - p1.x, 0) * max(p2.y - p1.y, 0))
     return [Position(x, y) for y in range(p1.y, p2.y) for x in range(p1.x, p2.x)]
 
 
@@ -293,6 +294,7 @@ def is_free_pos_except_obj(rt, scope, p, obj):
 
 def is_free_range_except_obj(rt, scope, start, end, obj):
     mine = {(x, y) for x, y, _ in cells_of(rt, obj)}
+    charge(rt, need_number(end, "isFreeRangeExceptObj") - need_number(start, "isFreeRangeExceptObj"))
     return all(rt.is_free(x, 0) for x in range(start, end) if (x, 0) not in mine)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tasks.autumn.calls import charge
 from tasks.autumn.errors import AutumnError, AutumnRuntimeError
 from tasks.autumn.scope import Scope
 from tasks.autumn.values import Instance, Lazy, RenderedElem, show
@@ -82,9 +83,12 @@ def instance_cells(rt, inst: Instance) -> list[tuple[int, int, str]]:
 
 
 def cells_of(rt, value, out: list | None = None) -> list[tuple[int, int, str]]:
-    """Every cell an object or (nested) list of objects paints, in order."""
+    """Every cell an object or (nested) list of objects paints, in order (the step's
+    budget is charged one evaluation per cell)."""
     if out is None:
-        out = []
+        out = cells_of(rt, value, [])
+        charge(rt, len(out))
+        return out
     kind = type(value)
     if kind is Instance:
         out.extend(instance_cells(rt, value))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from tasks.autumn import compat
-from tasks.autumn.calls import apply
+from tasks.autumn.calls import apply, charge
 from tasks.autumn.errors import AutumnRuntimeError
 from tasks.autumn.render import cells_of, rendered_elems
 from tasks.autumn.values import Builtin, Instance, Position, show
@@ -58,9 +58,11 @@ def foldl(rt, scope, f, acc, values):
 
 
 def concat(rt, scope, lists):
+    lists = need_list(lists, "concat")
+    charge(rt, sum(len(need_list(item, "concat (each element)")) for item in lists))
     out = []
-    for item in need_list(lists, "concat"):
-        out.extend(need_list(item, "concat (each element)"))
+    for item in lists:
+        out.extend(item)
     return out
 
 
@@ -88,7 +90,9 @@ def at(rt, scope, values, index):
 
 
 def range_(rt, scope, start, stop):
-    return list(range(need_number(start, "range"), need_number(stop, "range")))
+    start, stop = need_number(start, "range"), need_number(stop, "range")
+    charge(rt, stop - start)
+    return list(range(start, stop))
 
 
 def any_(rt, scope, *args):
@@ -135,6 +139,7 @@ def uniform_choice(rt, scope, values, *count):
     n = need_number(count[0], "uniformChoice")
     if n < 1:
         raise AutumnRuntimeError(f"uniformChoice: count must be at least 1, got {n}")
+    charge(rt, n)
     return [values[rt.draw(len(values))] for _ in range(n)]
 
 
@@ -142,6 +147,7 @@ def random_positions(rt, scope, size, n):
     size, n = need_number(size, "randomPositions"), need_number(n, "randomPositions")
     if size < 0:
         raise AutumnRuntimeError(f"randomPositions: negative size {size}")
+    charge(rt, n)
     out = []
     for _ in range(n):
         x = rt.draw(size)
@@ -159,6 +165,7 @@ def adj_positions(rt, scope, p):
 def all_positions(rt, scope, w, *h):
     w = need_number(w, "allPositions")
     h = need_number(h[0], "allPositions") if h else w
+    charge(rt, max(w, 0) * max(h, 0))
     return [Position(x, y) for x in range(w) for y in range(h)]
 
 
@@ -284,6 +291,26 @@ NATIVES = {
 """Name -> Python function for every native built-in."""
 
 
+WALKERS = frozenset({
+    "map", "filter", "foldl", "any", "arrayEqual", "uniformChoice", "addObj", "removeObj",
+    "updateObj", "adjacentObjs", "adjacentObjsDiag", "adj", "objClicked", "closest",
+    "closestPos", "sum", "intersectsElems", "intersectsPosElems", "intersectsPosPoss", "in",
+})
+"""Built-ins that walk (or copy) the lists they are given: each call charges the step's
+budget the lengths of its list arguments before it starts (:func:`walking`)."""
+
+
+def walking(fn):
+    """``fn`` charging the lengths of its list arguments before it runs."""
+    def walks(rt, scope, *args):
+        for arg in args:
+            if type(arg) is list:
+                charge(rt, len(arg))
+        return fn(rt, scope, *args)
+    walks.__name__ = fn.__name__
+    return walks
+
+
 def _tolerant(fn):
     """The module's functions are Autumn lambdas in the reference: extra arguments are ignored."""
     code = fn.__code__
@@ -302,6 +329,8 @@ def builtins() -> dict[str, Builtin]:
     from tasks.autumn.prelude import MODULE
     table = {name: Builtin(name, fn) for name, fn in NATIVES.items()}
     table.update((name, Builtin(name, _tolerant(fn))) for name, fn in MODULE.items())
+    for name in WALKERS:
+        table[name] = Builtin(name, walking(table[name].fn))
     for alias, target in (("vcat", "concat"), ("displacement", "deltaPos"),
                           ("nextSolid", "moveDownNoCollision")):
         table[alias] = table[target]

@@ -4,8 +4,9 @@ Each environment is a folder here::
 
     <name>/program.sexp     the environment
     <name>/changed.sexp     the same program with one rule changed (for change detection)
-    <name>/env.json         documentation for researchers (never shown to participants) and
-                            the recipes the three problems are derived from
+    <name>/env.json         documentation for researchers (never shown to participants),
+                            the recipes the three problems are derived from, and
+                            optionally ``step_budget`` (evaluations per step, docs/autumn.md)
     <name>/problems/*.json  the derived problems, written by ``derive_library``
 
 Importing this module registers ``autumn/<name>`` and ``autumn/<name>-changed`` for every
@@ -96,7 +97,8 @@ def load_env(name: str, variant: str = "program"):
     """Make the environment ``name`` (``variant`` is ``program`` or ``changed``)."""
     from tasks.autumn import load
 
-    return load(_source(name, variant), name=f"{name}/{variant}")
+    budget = next((e.meta.get("step_budget") for e in library_envs() if e.name == name), None)
+    return load(_source(name, variant), name=f"{name}/{variant}", step_budget=budget)
 
 
 @cache
