@@ -10,7 +10,7 @@ import pytest
 
 from tasks import registry
 from tasks.worldtest.problem import Problem
-from tests.envs import Walker, make_test_env
+from tests.envs import Walker, make_test_env, over_budget_env
 
 _ids = itertools.count()
 
@@ -55,15 +55,6 @@ class Stuck(Walker):
         return super().step(action)
 
 
-OVER_BUDGET = """(program
-  (= GRID_SIZE 5)
-  (object Dot (Cell 0 0 "gold"))
-  (= dot (initnext (Dot (Position 0 0)) (prev dot)))
-  (= count (initnext 0 (prev count)))
-  (on right (= dot (moveRight (prev dot))))
-  (on left (= count (length (range 0 200000000))))
-)"""
-"""An Autumn program whose ``left`` asks for a list of 200 million items (line 7)."""
 STUCK_LIMIT = 0.2
 """The time limit the stuck walker is registered with (seconds)."""
 
@@ -74,11 +65,6 @@ def _problem(name: str) -> Problem:
 
 
 BROKEN, STUCK, OVER = _problem("broken"), _problem("stuck"), _problem("over-budget")
-
-
-def over_budget_env():
-    from tasks.autumn import load
-    return load(OVER_BUDGET, "over_budget.sexp")
 
 
 @pytest.fixture
