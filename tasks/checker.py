@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from tasks.core import ENV_VERBS, Action, GridEnv, Observation, frame_hash, rollout
 
@@ -191,3 +192,38 @@ def _hook_violations(env: GridEnv, seed: int, actions: Sequence[Action]) -> list
         if env.state_hash() != first:
             problems.append("state_hash() differs for the same seed and actions")
     return problems
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """The heaviest step seen, in evaluations, against the environment's step budget."""
+
+    heaviest: int
+    budget: int
+
+    def __str__(self) -> str:
+        return (f"heaviest step {self.heaviest:,} evaluations of a budget of {self.budget:,} "
+                f"({self.heaviest / self.budget:.1%})")
+
+
+def step_cost(envs: Sequence[GridEnv]) -> StepCost | None:
+    """The heaviest step any of ``envs`` has done so far (None when none counts its
+    steps: only Autumn programs do)."""
+    counted = [env for env in envs if hasattr(env, "heaviest_step")]
+    if not counted:
+        return None
+    worst = max(counted, key=lambda env: env.heaviest_step)
+    return StepCost(worst.heaviest_step, worst.step_budget)
+
+
+def random_play_cost(env: GridEnv, seeds: Sequence[int] = (1, 2), steps: int = 200,
+                     rng_seed: int = 0) -> StepCost | None:
+    """Play ``steps`` random actions from each seed and say what the heaviest step cost;
+    a step over its budget raises (:class:`tasks.limits.StepLimitExceeded`)."""
+    for seed in seeds:
+        observation = env.reset(seed)
+        for action in random_actions(env, steps, rng_seed + seed):
+            if observation.done:
+                observation = env.reset(seed)
+            observation = env.step(action)
+    return step_cost([env])

@@ -89,8 +89,14 @@ class AutumnEnv:
 
     @property
     def step_cost(self) -> int:
-        """Evaluations the last step (or reset) did, a failed one included."""
+        """Evaluations the last step (or reset) did, a failed one included (one stopped
+        by the budget counts what it had asked for when it stopped)."""
         return self._rt.cost
+
+    @property
+    def heaviest_step(self) -> int:
+        """The most evaluations any step (or reset) did since the program was loaded."""
+        return self._rt.peak
 
     def reset(self, seed: int = 0) -> Observation:
         """Rebuild the program's state from its source with ``seed``."""

@@ -54,8 +54,8 @@ class Runtime:
         self.source, self.name = source, name
         self.budget = self.left = budget
         """Evaluations one step may do, and how many the running step has left."""
-        self.cost = 0
-        """Evaluations the last step (or reset) did."""
+        self.cost = self.peak = 0
+        """Evaluations the last step (or reset) did, and the most any did since loading."""
         self.natives = natives
         self.globals: dict = {}
         self.classes: dict[str, ObjectClass] = {}
@@ -154,7 +154,7 @@ class Runtime:
         try:
             self._start()
         finally:
-            self.cost = self.budget - self.left
+            self._spent()
 
     def _start(self) -> None:
         for name in compat.NATIVE_NAMES:
@@ -313,7 +313,12 @@ class Runtime:
             raise AutumnRuntimeError(f"internal failure: {error!r}", name=self.name) from error
         finally:
             self.click = self.arrow = None
-            self.cost = self.budget - self.left
+            self._spent()
+
+    def _spent(self) -> None:
+        self.cost = self.budget - self.left
+        if self.cost > self.peak:
+            self.peak = self.cost
 
     def _step(self, click, arrow) -> None:
         glob = self.globals

@@ -93,6 +93,19 @@ def library_envs() -> tuple[LibraryEnv, ...]:
     return tuple(found)
 
 
+def step_budget_of(folder: Path) -> int | None:
+    """The ``step_budget`` the ``env.json`` in ``folder`` sets, if it has one (None: the
+    interpreter's default)."""
+    path = folder / "env.json"
+    if not path.is_file():
+        return None
+    try:
+        meta = json.loads(path.read_text())
+    except ValueError as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from None
+    return meta.get("step_budget") if isinstance(meta, dict) else None
+
+
 def load_env(name: str, variant: str = "program"):
     """Make the environment ``name`` (``variant`` is ``program`` or ``changed``)."""
     from tasks.autumn import load

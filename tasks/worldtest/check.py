@@ -32,7 +32,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from tasks import registry
+from tasks.checker import StepCost, step_cost
 from tasks.core import Frame, GridEnv, Observation, rollout
+from tasks.limits import StepLimitExceeded
 from tasks.worldtest import challenge
 from tasks.worldtest.challenge import EnvFactory
 from tasks.worldtest.problem import Problem
@@ -61,6 +63,24 @@ def static_errors(problem: Problem) -> list[str]:
         if program:
             reasons += [f"static check: {finding}" for finding in errors(check_file(program))]
     return reasons
+
+
+class Metered:
+    """A ``make_env`` that keeps every environment it made, so that whoever ran a check
+    can say what its heaviest step cost (:attr:`cost`)."""
+
+    def __init__(self, make_env: EnvFactory = registry.make) -> None:
+        self.make_env = make_env
+        self.made: list[GridEnv] = []
+
+    def __call__(self, env_id: str, **overrides) -> GridEnv:
+        env = self.make_env(env_id, **overrides)
+        self.made.append(env)
+        return env
+
+    @property
+    def cost(self) -> StepCost | None:
+        return step_cost(self.made)
 
 
 class CheckReport(NamedTuple):
@@ -192,6 +212,6 @@ def check_problem(
         return CheckReport(True, [])
     try:
         reasons = check(problem, env, samples, rng_seed, make_env)
-    except (KeyError, ValueError, TypeError, IndexError) as error:
+    except (KeyError, ValueError, TypeError, IndexError, StepLimitExceeded) as error:
         reasons = [f"could not run the problem: {type(error).__name__}: {error}"]
     return CheckReport(all(reason.startswith(WARNING) for reason in reasons), reasons)

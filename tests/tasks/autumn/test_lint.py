@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from study_server.commands.catalog import envs as envs_command
+from study_server.commands.catalog import problems as problems_command
 from tasks import registry
 from tasks.autumn import AutumnError, load, load_file
 from tasks.autumn.lint import ERROR, WARNING, check_file, check_source, errors
@@ -227,3 +228,88 @@ def test_derive_refuses_an_environment_whose_programs_have_errors(tmp_path: Path
     assert failures[0].startswith("lamp_grid: the programs have errors, nothing derived:")
     assert "unknown function 'prevv'" in failures[0]
     assert {p.name: p.read_text() for p in (env.folder / "problems").iterdir()} == before
+
+
+COSTLY = [
+    # (case, the lines added, line, column): static checks pass, a step is over its budget
+    ("range", "  (= n (initnext 0 (prev n)))\n  (on right (= n (length (range 0 200000000))))",
+     9, 26),
+    ("all-positions", "  (= n (initnext 0 (prev n)))\n  (on up (= n (length (allPositions 50000))))",
+     9, 23),
+    ("recursion", "  (= n (initnext 0 (prev n)))\n  (= f (--> k (if (< k 1) then 1 else (+ (f (- k 1)) (f (- k 1))))))\n"
+     "  (on down (= n (f 30)))", 9, 42),
+]
+
+
+@pytest.mark.parametrize(("lines", "line", "column"), [c[1:] for c in COSTLY],
+                         ids=[c[0] for c in COSTLY])
+def test_envs_check_plays_the_program_and_reports_a_step_over_its_budget(
+        tmp_path: Path, lines: str, line: int, column: int) -> None:
+    program = tmp_path / "costly.sexp"
+    program.write_text(BASE.format(extra=lines))
+    assert errors(check_source(program.read_text(), str(program))) == []  # statically clean
+    result = CliRunner().invoke(envs_command, ["check", str(program)])
+    assert result.exit_code == 1, result.output
+    assert f"{program}:{line}:{column}: runtime error: step budget exceeded: the step needed " \
+           "more than 200,000 evaluations" in result.output
+    assert "1 program checked: 1 error" in result.output
+    static = CliRunner().invoke(envs_command, ["check", "--steps", "0", str(program)])
+    assert static.exit_code == 0 and "heaviest step" not in static.output
+
+
+def test_envs_check_reports_the_heaviest_step_against_the_budget_env_json_sets(
+        tmp_path: Path) -> None:
+    program = tmp_path / "program.sexp"
+    program.write_text(BASE.format(extra="  (= n (initnext 0 (prev n)))\n"
+                                         "  (on right (= n (length (map (--> x x) (range 0 80000)))))"))
+    over = CliRunner().invoke(envs_command, ["check", str(program)])
+    assert over.exit_code == 1 and "step budget exceeded" in over.output
+    (tmp_path / "env.json").write_text(json.dumps({"step_budget": 300_000}))
+    raised = CliRunner().invoke(envs_command, ["check", str(program)])
+    assert raised.exit_code == 0, raised.output
+    assert f"{program}: heaviest step 240,0" in raised.output
+    assert "evaluations of a budget of 300,000 (80.0%)" in raised.output
+    (tmp_path / "env.json").write_text(json.dumps({"step_budget": "lots"}))
+    wrong = CliRunner().invoke(envs_command, ["check", str(program)])
+    assert wrong.exit_code == 1
+    assert f"{program}: error: step_budget must be a whole number of evaluations" in wrong.output
+
+
+def test_derive_says_what_each_problem_costs_and_stops_a_step_over_its_budget(
+        tmp_path: Path) -> None:
+    original = next(e for e in library_envs() if e.name == "lamp_grid")
+    folder = tmp_path / "costly_lamps"
+    shutil.copytree(original.folder, folder)
+    changed = folder / "changed.sexp"
+    text = changed.read_text().rstrip()
+    assert text.endswith(")")
+    changed.write_text(text[:-1] + "\n  (= costly (initnext 0 (prev costly)))\n"
+                       "  (on clicked (= costly (length (range 0 200000000))))\n)\n")
+    env = LibraryEnv("costly_lamps", folder, json.loads((folder / "env.json").read_text()))
+    for env_id, variant in ((env.env_id, "program"), (env.changed_env_id, "changed")):
+        registry.register_env(env_id, load_file, path=str(folder / f"{variant}.sexp"),
+                              program=str(folder / f"{variant}.sexp"), replace=True)
+    lines: list[str] = []
+    try:
+        failures = derive_library(envs=[env], samples=2, progress=lines.append)
+    finally:
+        for env_id in (env.env_id, env.changed_env_id):
+            registry.unregister(env_id=env_id)
+    assert [line for line in lines if line.startswith("deriving")] == [
+        f"deriving costly_lamps/{c}" for c in env.challenges]
+    costs = [line for line in lines if "heaviest step" in line]
+    assert [c.split(":")[0] for c in costs] == ["  costly_lamps/mfp", "  costly_lamps/planning"]
+    assert all(c.endswith("evaluations of a budget of 200,000 (0.1%)") for c in costs), costs
+    assert len(failures) == 1 and failures[0].startswith("costly_lamps/cd: no valid problem")
+    assert "step budget exceeded" in failures[0] and "changed.sexp:" in failures[0]
+
+
+def test_problems_check_reports_each_problems_heaviest_step() -> None:
+    result = CliRunner().invoke(problems_command, ["check", "--samples", "2", "life_board/mfp",
+                                                   "lamp_grid/planning"])
+    assert result.exit_code == 0, result.output
+    reported = [line.strip() for line in result.output.splitlines() if "heaviest step" in line]
+    assert len(reported) == 2
+    assert all(r.endswith("of a budget of 200,000 " + r.rsplit(" ", 1)[1]) for r in reported)
+    heaviest = [int(r.split()[2].replace(",", "")) for r in reported]
+    assert heaviest[0] > 1000 > heaviest[1] > 0  # the board of life steps many cells
