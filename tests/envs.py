@@ -162,6 +162,16 @@ def register_test_envs() -> None:
         registry.register_env(env_id, cls, replace=True, tags=("test",), **kwargs)
 
 
+class Stuck(Walker):
+    """A walker whose ``left`` never returns (a Python environment's endless loop)."""
+
+    def step(self, action):
+        if str(action) == "left":
+            while True:
+                pass
+        return super().step(action)
+
+
 OVER_BUDGET = """(program
   (= GRID_SIZE 5)
   (object Dot (Cell 0 0 "gold"))

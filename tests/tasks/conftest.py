@@ -10,7 +10,7 @@ import pytest
 
 from tasks import registry
 from tasks.worldtest.problem import Problem
-from tests.envs import Walker, make_test_env, over_budget_env
+from tests.envs import Stuck, Walker, make_test_env, over_budget_env
 
 _ids = itertools.count()
 
@@ -42,16 +42,6 @@ class Broken(Walker):
     def step(self, action):
         if str(action).startswith("click"):
             raise RuntimeError("division by zero in on-click")
-        return super().step(action)
-
-
-class Stuck(Walker):
-    """A walker whose ``left`` never returns (a Python environment's endless loop)."""
-
-    def step(self, action):
-        if str(action) == "left":
-            while True:
-                pass
         return super().step(action)
 
 
