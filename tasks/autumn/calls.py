@@ -21,24 +21,27 @@ from tasks.autumn.values import (
 
 MAX_DEPTH = 150
 """Deepest chain of nested Autumn function calls before a step is refused."""
-STEP_BUDGET = 200_000
+STEP_BUDGET = 100_000
 """Evaluations one step may do unless its environment says otherwise (``step_budget``
 in ``env.json``; docs/autumn.md, "The step budget"). The library's heaviest step under
-random play does 6,875 (``life_board``); at about 2.5 microseconds an evaluation, a step
-stopped by the budget has held the process for about half a second."""
+random play does 4,235 (``life_board``); a step stopped by the budget in a recursive
+function has run for about a quarter of a second."""
 ARITHMETIC = {"+", "-", "*", "/", "%"}
 COMPARISON = {"<", "<=", ">", ">="}
 
 
 def apply(rt, f, args: list, scope):
-    """Call an Autumn function value ``f`` with ``args`` from ``scope`` (one evaluation
-    of the step's budget)."""
-    rt.left -= 1
-    if rt.left < 0:
-        raise StepBudgetExceeded(rt.budget)
+    """Call an Autumn function value ``f`` with ``args`` from ``scope``.
+
+    A lambda's or a constructor's call is one evaluation of the step's budget. A
+    built-in's is not counted here: one that makes or walks a list charges its size
+    itself, and any other does a bounded amount of work per call site per evaluation."""
     kind = type(f)
     if kind is Builtin:
         return f.fn(rt, scope, *args)
+    rt.left -= 1
+    if rt.left < 0:
+        raise StepBudgetExceeded(rt.budget)
     if kind is Lambda:
         params = f.params
         if len(args) < len(params):

@@ -14,6 +14,7 @@ from records.models import EpisodeRow, Event, RawInput
 from records.recorder import EpisodeRecorder
 from records.store import Store
 from study_server.session import GameSession
+from tasks.autumn import STEP_BUDGET
 from tasks.worldtest.episode import Episode
 
 
@@ -129,7 +130,7 @@ CASES = {
           "attempt was stopped")],
         ending=("error", 0.0),
         failure="StepBudgetExceeded: over_budget.sexp:7:29: runtime error: step budget "
-                "exceeded: the step needed more than 200,000 evaluations"),
+                f"exceeded: the step needed more than {STEP_BUDGET:,} evaluations"),
     "a Python step over its time limit ends the attempt as an environment error": Case(
         "stuck", {0: ["right"], 1: ["left"], 2: ["right"]}, 3, ["queued"] * 2 + ["rejected"],
         [(0, "right", "input", True), (None, "left", "input", False)],

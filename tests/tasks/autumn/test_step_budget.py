@@ -35,9 +35,9 @@ COSTLY = [
     ("rect", "(= count (length (rect (Position 0 0) (Position 30000 30000))))", 8, 29),
     ("random-positions", "(= count (length (randomPositions 6 5000000)))", 8, 29),
     ("uniform-choice", "(= count (length (uniformChoice (list 1 2) 5000000)))", 8, 29),
-    ("recursion", "(= count (fib 40))", 6, 58),
-    ("map-over-a-range", "(= count (length (map (--> x (+ x 1)) (range 0 150000))))", 8, 29),
-    ("concat", "(= count (length (concat (list (range 0 120000) (range 0 120000)))))", 8, 60),
+    ("recursion", "(= count (fib 40))", 6, 44),
+    ("map-over-a-range", "(= count (length (map (--> x (+ x 1)) (range 0 60000))))", 8, 29),
+    ("concat", "(= count (length (concat (list (range 0 60000) (range 0 60000)))))", 8, 59),
     ("nested-maps", "(= count (length (map (--> x (map (--> y (+ x y)) (range 0 1000))) "
                     "(range 0 1000))))", 8, 41),
 ]
