@@ -120,8 +120,9 @@ class _Watchdog:
 _watchdog: _Watchdog | None = None
 
 
-def run_limited(seconds: float, fn, *args: Any) -> Any:
-    """``fn(*args)``, stopped with :class:`StepTimeLimitExceeded` after ``seconds``."""
+def run_limited(seconds: float, what: str, fn, *args: Any) -> Any:
+    """``fn(*args)``, stopped with :class:`StepTimeLimitExceeded` (which names it
+    ``what``) after ``seconds``."""
     global _watchdog
     if _watchdog is None:
         _watchdog = _Watchdog()
@@ -134,8 +135,7 @@ def run_limited(seconds: float, fn, *args: Any) -> Any:
             watchdog.release(ticket)
     except _Interrupt:
         raise StepTimeLimitExceeded(
-            f"step time limit exceeded: {getattr(fn, '__qualname__', 'the step')} ran longer "
-            f"than the limit of {seconds:g} s "
+            f"step time limit exceeded: {what} ran longer than the limit of {seconds:g} s "
             "(an endless or far too costly computation; if the environment really needs "
             "more, register it with a larger step_time_limit)") from None
 
@@ -151,10 +151,12 @@ class TimeLimited:
         self.step_time_limit = limit
 
     def step(self, action: Any) -> Any:
-        return run_limited(self.step_time_limit, self.inner.step, action)
+        return run_limited(self.step_time_limit, f"{type(self.inner).__name__}.step",
+                           self.inner.step, action)
 
     def reset(self, seed: int = 0) -> Any:
-        return run_limited(self.step_time_limit, self.inner.reset, seed)
+        return run_limited(self.step_time_limit, f"{type(self.inner).__name__}.reset",
+                           self.inner.reset, seed)
 
     def __getattr__(self, name: str) -> Any:
         if "inner" not in self.__dict__:  # while being copied
