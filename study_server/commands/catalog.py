@@ -36,18 +36,20 @@ def envs_list() -> None:
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
 @click.option("--quiet", "-q", is_flag=True, help="Print errors only.")
-@click.option("--steps", default=200, show_default=True,
-              help="Random actions played from each of two seeds once a program has no "
-                   "static errors (0: static checks only).")
+@click.option("--steps", default=300, show_default=True,
+              help="Ticks of each rollout once a program has no static errors "
+                   "(0: static checks only).")
 def envs_check(paths: tuple[str, ...], strict: bool, quiet: bool, steps: int) -> None:
-    """Check Autumn programs statically, then play each a little.
+    """Check Autumn programs in two stages: statically, then rolled out.
 
     PATHS are program files or folders (every .sexp inside is checked); without PATHS,
     every registered environment's program. Each message is file:line:col with the
-    source quoted. A program without static errors then plays --steps random actions
-    from two seeds: a step over its step budget (or any other runtime error) is an
-    error, and the heaviest step is reported against the budget (its folder's env.json
-    may raise it). Exits with 1 when a program has errors (with --strict, warnings).
+    source quoted. Rollout: a program without static errors is played for --steps ticks
+    from two seeds, with no-ops and with random actions; its first runtime error (a
+    step over its step budget included) is an error, with the tick, the seed and a file
+    of the actions that reach it for the debugger; otherwise its heaviest step is
+    reported against the budget (its folder's env.json may raise it). Exits with 1 when
+    a program has errors (with --strict, warnings).
     """
     from tasks.autumn.lint import ERROR, WARNING, check_file
 
@@ -64,13 +66,13 @@ def envs_check(paths: tuple[str, ...], strict: bool, quiet: bool, steps: int) ->
                 click.echo(str(finding))
         failing += any(f.severity != WARNING or strict for f in findings)
         if steps > 0 and not any(f.severity == ERROR for f in findings):
-            played = _play_program(path, steps)
-            if played.startswith(str(path)):  # an error, located in the program
-                counts["error"] += 1
-                failing += 1
-                click.echo(played)
-            elif not quiet:
-                click.echo(f"{path}: {played}")
+            failures, cost = _roll_out(path, steps)
+            for failure in failures:
+                click.echo(failure)
+            counts["error"] += len(failures)
+            failing += bool(failures)
+            if cost and not quiet:
+                click.echo(f"rollout: {path}: {cost}")
     click.echo(f"{len(files)} program{'s' if len(files) != 1 else ''} checked: "
                f"{counts['error']} error{'s' if counts['error'] != 1 else ''}, "
                f"{counts['warning']} warning{'s' if counts['warning'] != 1 else ''}", err=True)
@@ -99,21 +101,23 @@ def envs_new(name: str, category: str, stochastic: bool, library: Path | None) -
         click.echo(f"  {step}")
 
 
-def _play_program(path: str, steps: int) -> str:
-    """What random play of the program in ``path`` found: its heaviest step, or the error
-    that stopped it (which starts with the path)."""
+def _roll_out(path: str, steps: int) -> tuple[list[str], str]:
+    """The rollout stage of the program in ``path``: its failures (each naming the path),
+    and its heaviest step when none."""
     from tasks.autumn import AutumnError, load
-    from tasks.checker import random_play_cost
+    from tasks.checker import step_cost
     from tasks.library import step_budget_of
+    from tasks.worldtest.rollout import program_failures
 
     try:
         budget = step_budget_of(Path(path).parent)
         env = load(Path(path).read_text(encoding="utf-8"), str(path), budget)
-        return str(random_play_cost(env, steps=steps))
-    except AutumnError as error:
-        return str(error)
+    except AutumnError as error:  # the start of the program failed
+        return [f"rollout check: {error}"], ""
     except ValueError as error:  # env.json, or its step_budget
-        return f"{path}: error: {error}"
+        return [f"{path}: error: {error}"], ""
+    failures = program_failures(env, str(path), horizon=steps)
+    return [str(f) for f in failures], "" if failures else str(step_cost([env]))
 
 
 def _program_files(paths: tuple[str, ...]) -> list[str]:

@@ -111,7 +111,8 @@ def load_env(name: str, variant: str = "program"):
     from tasks.autumn import load
 
     budget = next((e.meta.get("step_budget") for e in library_envs() if e.name == name), None)
-    return load(_source(name, variant), name=f"{name}/{variant}", step_budget=budget)
+    path = LIBRARY / name / f"{variant}.sexp"  # errors name the file, as an editor opens it
+    return load(_source(name, variant), name=str(path), step_budget=budget)
 
 
 @cache

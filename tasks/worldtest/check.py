@@ -55,14 +55,33 @@ def static_errors(problem: Problem) -> list[str]:
     from tasks.autumn.lint import check_file, errors
 
     reasons = []
-    for env_id in dict.fromkeys([problem.env_id, problem.params.get("changed_env_id")]):
+    for env_id in _env_ids(problem):
         try:
-            program = registry.env_spec(env_id).program if env_id else ""
+            program = registry.env_spec(env_id).program
         except KeyError:
             continue  # said by the check that makes the environment
         if program:
             reasons += [f"static check: {finding}" for finding in errors(check_file(program))]
     return reasons
+
+
+def _env_ids(problem: Problem) -> list[str]:
+    """The environments ``problem`` runs: its own and, for change detection, the changed."""
+    return [i for i in dict.fromkeys([problem.env_id, problem.params.get("changed_env_id")]) if i]
+
+
+def program_errors(problem: Problem) -> list[str]:
+    """Why the programs ``problem`` runs cannot be trusted, each as one reason: their
+    static errors, else the first runtime error of each rollout over the problem's
+    horizon (:mod:`tasks.worldtest.rollout`). Empty when there is none."""
+    from tasks.worldtest.rollout import problem_horizon, rollout_failures
+
+    reasons = static_errors(problem)
+    if reasons:
+        return reasons
+    horizon = problem_horizon(problem.params)
+    return [str(failure) for env_id in _env_ids(problem)
+            for failure in rollout_failures(env_id, horizon)]
 
 
 class Metered:
@@ -198,9 +217,10 @@ def check_problem(
 ) -> CheckReport:
     """Re-validate ``problem`` from scratch; every failed condition becomes a reason.
 
-    The programs it runs are checked statically first (``gridstudy envs check``): a
-    program with errors makes the problem invalid before anything is played."""
-    broken = static_errors(problem)
+    The programs it runs are checked first (:func:`program_errors`: statically, then
+    rolled out over the problem's horizon): a program with errors makes the problem
+    invalid before the challenge's own checks run."""
+    broken = program_errors(problem)
     if broken:
         return CheckReport(False, broken)
     try:

@@ -5,12 +5,14 @@ errors never becomes a problem a participant plays."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from game_client.debugger import read_actions
 from study_server.commands.catalog import envs as envs_command
 from study_server.commands.catalog import problems as problems_command
 from tasks import registry
@@ -230,31 +232,47 @@ def test_derive_refuses_an_environment_whose_programs_have_errors(tmp_path: Path
     assert {p.name: p.read_text() for p in (env.folder / "problems").iterdir()} == before
 
 
-COSTLY = [
-    # (case, the lines added, line, column): static checks pass, a step is over its budget
-    ("range", "  (= n (initnext 0 (prev n)))\n  (on right (= n (length (range 0 200000000))))",
-     9, 26),
-    ("all-positions", "  (= n (initnext 0 (prev n)))\n  (on up (= n (length (allPositions 50000))))",
-     9, 23),
-    ("recursion", "  (= n (initnext 0 (prev n)))\n  (= f (--> k (if (< k 1) then 1 else (+ (f (- k 1)) (f (- k 1))))))\n"
-     "  (on down (= n (f 30)))", 9, 42),
+ROLLOUT = [
+    # (case, the lines added, line, column, the message, the tick it fails at, play):
+    # statically clean programs whose rollout stage fails
+    ("crash-at-tick-50", "  (= t (initnext 0 (+ (prev t) 1)))\n  (on (== t 50) (= dots (list (head (list)))))",
+     9, 31, "head of an empty list", 51, "no-op"),
+    ("division-by-zero-at-tick-50", "  (= t (initnext 0 (+ (prev t) 1)))\n  (on (== t 50) (= t (/ 1 0)))",
+     9, 22, "division by zero", 51, "no-op"),
+    ("range-over-the-budget", "  (= n (initnext 0 (prev n)))\n  (on right (= n (length (range 0 200000000))))",
+     9, 26, f"step budget exceeded: the step needed more than {STEP_BUDGET:,} evaluations",
+     None, "random"),
+    ("all-positions-over-the-budget", "  (= n (initnext 0 (prev n)))\n  (on up (= n (length (allPositions 50000))))",
+     9, 23, "step budget exceeded", None, "random"),
+    ("recursion-over-the-budget", "  (= n (initnext 0 (prev n)))\n  (= f (--> k (if (< k 1) then 1 else (+ (f (- k 1)) (f (- k 1))))))\n"
+     "  (on down (= n (f 30)))", 9, 42, "step budget exceeded", None, "random"),
 ]
 
 
-@pytest.mark.parametrize(("lines", "line", "column"), [c[1:] for c in COSTLY],
-                         ids=[c[0] for c in COSTLY])
-def test_envs_check_plays_the_program_and_reports_a_step_over_its_budget(
-        tmp_path: Path, lines: str, line: int, column: int) -> None:
-    program = tmp_path / "costly.sexp"
+@pytest.mark.parametrize(("lines", "line", "column", "message", "tick", "play"),
+                         [c[1:] for c in ROLLOUT], ids=[c[0] for c in ROLLOUT])
+def test_envs_check_rolls_the_program_out_and_reports_where_it_fails(
+        tmp_path: Path, lines: str, line: int, column: int, message: str, tick: int | None,
+        play: str) -> None:
+    from game_client.debugger import DebugSession
+
+    program = tmp_path / "failing.sexp"
     program.write_text(BASE.format(extra=lines))
     assert errors(check_source(program.read_text(), str(program))) == []  # statically clean
     result = CliRunner().invoke(envs_command, ["check", str(program)])
     assert result.exit_code == 1, result.output
-    assert f"{program}:{line}:{column}: runtime error: step budget exceeded: the step needed " \
-           f"more than {STEP_BUDGET:,} evaluations" in result.output
-    assert "1 program checked: 1 error" in result.output
+    first = next(x for x in result.output.splitlines() if x.startswith("rollout check: "))
+    assert first.startswith(f"rollout check: {program}:{line}:{column}: runtime error: {message}")
+    found = re.search(r"\(at tick (\d+), seed (\d+), ([a-z-]+) play; replay: gridstudy play "
+                      r"(\S+) --debug --seed \d+ --actions (\S+)\)$", first)
+    assert found and found[3] == play and found[4] == str(program), first
+    assert tick is None or int(found[1]) == tick
+    # The debugger, given the actions written, stops at the same tick with the same error.
+    session = DebugSession(program, seed=int(found[2]), actions=read_actions(found[5]))
+    assert session.fault is not None and session.fault.tick == int(found[1])
+    assert session.fault.message.startswith(f"{program}:{line}:{column}: runtime error: {message}")
     static = CliRunner().invoke(envs_command, ["check", "--steps", "0", str(program)])
-    assert static.exit_code == 0 and "heaviest step" not in static.output
+    assert static.exit_code == 0 and "rollout" not in static.output
 
 
 def test_envs_check_reports_the_heaviest_step_against_the_budget_env_json_sets(
