@@ -159,7 +159,7 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bo
 
     Exits with 1 when a problem is invalid (or, with --strict, unverified: valid as far
     as could be checked, but the bounded search found no plan or witness to prove it)."""
-    from tasks.worldtest.check import Metered, check_problem
+    from tasks.worldtest.check import Metered, check_problem, heaviest_step
 
     ids = list(problem_ids) or [s.id for s in registry.list_problems()]
     with click.progressbar(ids, label="checking", file=sys.stderr) as bar:
@@ -168,13 +168,14 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bo
             kwargs = {} if samples is None else {"samples": samples}
             metered = Metered()
             try:
-                report = check_problem(registry.get_problem(problem_id), make_env=metered,
-                                       **kwargs)
+                problem = registry.get_problem(problem_id)
+                report = check_problem(problem, make_env=metered, **kwargs)
             except Exception as error:  # a broken problem must not hide the others
                 results.append((problem_id, "invalid", [f"{type(error).__name__}: {error}"],
                                 metered.cost))
                 continue
-            results.append((problem_id, report.status, report.reasons, metered.cost))
+            results.append((problem_id, report.status, report.reasons,
+                            heaviest_step(problem, metered)))
     counts = dict.fromkeys(CHECK_LABELS, 0)
     for problem_id, status, reasons, cost in results:
         click.echo(f"{CHECK_LABELS[status]:<10} {problem_id}")

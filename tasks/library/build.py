@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from tasks.checker import StepCost
 from tasks.library import LibraryEnv, library_envs
 from tasks.worldtest.challenge import get
-from tasks.worldtest.check import Metered, check_problem
+from tasks.worldtest.check import Metered, check_problem, heaviest_step
 from tasks.worldtest.problem import Problem
 
 SEED_TRIES = 10
@@ -41,8 +41,9 @@ def derive_env(env: LibraryEnv, challenge: str, *, samples: int = 64,
         metered = Metered()
         report = check_problem(problem, make_env=metered)
         if report.valid:
-            if costs is not None and metered.cost is not None:
-                costs.append(metered.cost)
+            cost = heaviest_step(problem, metered)
+            if costs is not None and cost is not None:
+                costs.append(cost)
             return _documented(problem, env)
         reasons.append(f"seed {seed}: " + "; ".join(report.reasons))
     raise ValueError(f"{problem_id}: no valid problem from the recipe:\n  " + "\n  ".join(reasons))

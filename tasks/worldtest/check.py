@@ -84,6 +84,17 @@ def program_errors(problem: Problem) -> list[str]:
             for failure in rollout_failures(env_id, horizon)]
 
 
+def heaviest_step(problem: Problem, metered: Metered) -> StepCost | None:
+    """The heaviest step a check of ``problem`` saw: in the environments ``metered``
+    made, and in the rollouts of its programs."""
+    from tasks.worldtest.rollout import problem_horizon, rollout_cost
+
+    horizon = problem_horizon(problem.params)
+    costs = [metered.cost, *(rollout_cost(env_id, horizon) for env_id in _env_ids(problem))]
+    costs = [cost for cost in costs if cost is not None]
+    return max(costs, key=lambda cost: cost.heaviest) if costs else None
+
+
 class Metered:
     """A ``make_env`` that keeps every environment it made, so that whoever ran a check
     can say what its heaviest step cost (:attr:`cost`)."""

@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tasks import registry
+from tasks.checker import StepCost, random_actions, step_cost
 from tasks.core import GridEnv
 
 ROLLOUT_SEEDS = (1, 2)
@@ -101,8 +102,6 @@ def program_failures(env: GridEnv, program: str, horizon: int = ROLLOUT_HORIZON,
                      seeds: tuple[int, ...] = ROLLOUT_SEEDS) -> list[RolloutFailure]:
     """The first failure of each kind of play (no-ops, random actions) of ``env``, the
     program ``program``, over ``horizon`` ticks from ``seeds``."""
-    from tasks.checker import random_actions
-
     failures = []
     for kind in KINDS:
         for seed in seeds:
@@ -121,27 +120,38 @@ def rollout_failures(env_id: str, horizon: int = ROLLOUT_HORIZON,
                      seeds: tuple[int, ...] = ROLLOUT_SEEDS) -> list[RolloutFailure]:
     """:func:`program_failures` of the registered environment ``env_id`` when it is
     written as a program (none otherwise), kept per program text."""
+    return list(_rolled_out(env_id, horizon, seeds)[0])
+
+
+def rollout_cost(env_id: str, horizon: int = ROLLOUT_HORIZON,
+                 seeds: tuple[int, ...] = ROLLOUT_SEEDS) -> StepCost | None:
+    """The heaviest step of the rollouts of ``env_id`` (None when it is no program)."""
+    return _rolled_out(env_id, horizon, seeds)[1]
+
+
+def _rolled_out(env_id: str, horizon: int, seeds: tuple[int, ...]) \
+        -> tuple[tuple[RolloutFailure, ...], StepCost | None]:
     try:
         spec = registry.env_spec(env_id)
     except KeyError:
-        return []
+        return (), None
     if not spec.program:
-        return []
+        return (), None
     try:
         text = Path(spec.program).read_text(encoding="utf-8")
     except OSError:
-        return []  # the static check says so
-    return list(_cached(env_id, spec.program, text, horizon, seeds))
+        return (), None  # the static check says so
+    return _cached(env_id, spec.program, text, horizon, seeds)
 
 
 @lru_cache(maxsize=256)
 def _cached(env_id: str, program: str, text: str, horizon: int,
-            seeds: tuple[int, ...]) -> tuple[RolloutFailure, ...]:
+            seeds: tuple[int, ...]) -> tuple[tuple[RolloutFailure, ...], StepCost | None]:
     try:
         env = registry.make(env_id)
     except Exception as error:  # a program that does not load: the load's own check says so
-        return (RolloutFailure(program, NOOP, 0, (), _text(error)),)
-    return tuple(program_failures(env, program, horizon, seeds))
+        return (RolloutFailure(program, NOOP, 0, (), _text(error)),), None
+    return tuple(program_failures(env, program, horizon, seeds)), step_cost([env])
 
 
 def problem_horizon(params: dict) -> int:
@@ -151,4 +161,4 @@ def problem_horizon(params: dict) -> int:
 
 
 __all__ = ["ROLLOUT_HORIZON", "ROLLOUT_SEEDS", "RolloutFailure", "program_failures",
-           "problem_horizon", "roll_out", "rollout_failures"]
+           "problem_horizon", "roll_out", "rollout_cost", "rollout_failures"]
