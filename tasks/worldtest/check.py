@@ -74,23 +74,30 @@ def program_errors(problem: Problem) -> list[str]:
     """Why the programs ``problem`` runs cannot be trusted, each as one reason: their
     static errors, else the first runtime error of each rollout over the problem's
     horizon (:mod:`tasks.worldtest.rollout`). Empty when there is none."""
-    from tasks.worldtest.rollout import problem_horizon, rollout_failures
+    from tasks.worldtest.rollout import rollout_failures
 
     reasons = static_errors(problem)
     if reasons:
         return reasons
-    horizon = problem_horizon(problem.params)
     return [str(failure) for env_id in _env_ids(problem)
-            for failure in rollout_failures(env_id, horizon)]
+            for failure in rollout_failures(env_id, *_rollout_of(problem))]
+
+
+def _rollout_of(problem: Problem) -> tuple:
+    """The rollout arguments of ``problem``: its horizon, the seeds, its own play."""
+    from tasks.worldtest.rollout import ROLLOUT_SEEDS, problem_horizon, problem_recipe
+
+    return (problem_horizon(problem.params), ROLLOUT_SEEDS,
+            problem_recipe(problem.seed, problem.params))
 
 
 def heaviest_step(problem: Problem, metered: Metered) -> StepCost | None:
     """The heaviest step a check of ``problem`` saw: in the environments ``metered``
     made, and in the rollouts of its programs."""
-    from tasks.worldtest.rollout import problem_horizon, rollout_cost
+    from tasks.worldtest.rollout import rollout_cost
 
-    horizon = problem_horizon(problem.params)
-    costs = [metered.cost, *(rollout_cost(env_id, horizon) for env_id in _env_ids(problem))]
+    costs = [metered.cost, *(rollout_cost(env_id, *_rollout_of(problem))
+                             for env_id in _env_ids(problem))]
     costs = [cost for cost in costs if cost is not None]
     return max(costs, key=lambda cost: cost.heaviest) if costs else None
 

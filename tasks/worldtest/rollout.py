@@ -4,7 +4,9 @@ Static checks cannot see a rule that fails at tick 50 (a counter reaching a valu
 running empty), and a failed step changes nothing, so every later step would fail the
 same way and the game would freeze for a participant. A rollout check steps a program
 from several seeds for ``horizon`` ticks, once with no-ops only and once with random
-actions (a failure shows with the first input that reaches it), and reports the first
+actions (a failure shows with the first input that reaches it), and a problem's programs
+also with the problem's own actions from its seed (its trajectory, plan or witness, then
+no-ops to the horizon); it reports the first
 runtime error of each: the program's ``file:line:col``, the tick, the seed and the kind
 of play, with the actions that reach it written to a file the debugger replays
 (``gridstudy play PROGRAM --debug --seed S --actions FILE``). A step over its budget
@@ -33,8 +35,9 @@ ROLLOUT_SEEDS = (1, 2)
 """Seeds every program is rolled out from."""
 ROLLOUT_HORIZON = 1000
 """Ticks of a rollout: the test horizon of the library's problems."""
-NOOP, RANDOM = "no-op", "random"
+NOOP, RANDOM, RECIPE = "no-op", "random", "recipe"
 KINDS = (NOOP, RANDOM)
+"""The kinds of play every program gets (a problem's programs also get its ``RECIPE``)."""
 
 
 @dataclass(frozen=True)
@@ -99,11 +102,21 @@ def _text(error: Exception) -> str:
 
 
 def program_failures(env: GridEnv, program: str, horizon: int = ROLLOUT_HORIZON,
-                     seeds: tuple[int, ...] = ROLLOUT_SEEDS) -> list[RolloutFailure]:
+                     seeds: tuple[int, ...] = ROLLOUT_SEEDS,
+                     recipe: tuple[int, tuple[str, ...]] | None = None,
+                     kinds: tuple[str, ...] = KINDS) -> list[RolloutFailure]:
     """The first failure of each kind of play (no-ops, random actions) of ``env``, the
-    program ``program``, over ``horizon`` ticks from ``seeds``."""
+    program ``program``, over ``horizon`` ticks from ``seeds``; and, with ``recipe``
+    (a seed and actions: a problem's own), those actions from that seed, then no-ops to
+    the horizon."""
     failures = []
-    for kind in KINDS:
+    if recipe is not None:
+        seed, actions = recipe
+        played = [*actions, *["noop"] * max(0, horizon - len(actions))]
+        failure = roll_out(env, program, seed, RECIPE, played)
+        if failure is not None:
+            failures.append(failure)
+    for kind in kinds:
         for seed in seeds:
             if kind == NOOP:
                 actions = ["noop"] * horizon
@@ -116,20 +129,25 @@ def program_failures(env: GridEnv, program: str, horizon: int = ROLLOUT_HORIZON,
     return failures
 
 
+Recipe = tuple[int, tuple[str, ...]] | None
+"""A seed and the actions a problem plays from it (None: no such play)."""
+
+
 def rollout_failures(env_id: str, horizon: int = ROLLOUT_HORIZON,
-                     seeds: tuple[int, ...] = ROLLOUT_SEEDS) -> list[RolloutFailure]:
+                     seeds: tuple[int, ...] = ROLLOUT_SEEDS,
+                     recipe: Recipe = None) -> list[RolloutFailure]:
     """:func:`program_failures` of the registered environment ``env_id`` when it is
     written as a program (none otherwise), kept per program text."""
-    return list(_rolled_out(env_id, horizon, seeds)[0])
+    return list(_rolled_out(env_id, horizon, seeds, recipe)[0])
 
 
 def rollout_cost(env_id: str, horizon: int = ROLLOUT_HORIZON,
-                 seeds: tuple[int, ...] = ROLLOUT_SEEDS) -> StepCost | None:
+                 seeds: tuple[int, ...] = ROLLOUT_SEEDS, recipe: Recipe = None) -> StepCost | None:
     """The heaviest step of the rollouts of ``env_id`` (None when it is no program)."""
-    return _rolled_out(env_id, horizon, seeds)[1]
+    return _rolled_out(env_id, horizon, seeds, recipe)[1]
 
 
-def _rolled_out(env_id: str, horizon: int, seeds: tuple[int, ...]) \
+def _rolled_out(env_id: str, horizon: int, seeds: tuple[int, ...], recipe: Recipe) \
         -> tuple[tuple[RolloutFailure, ...], StepCost | None]:
     try:
         spec = registry.env_spec(env_id)
@@ -141,17 +159,25 @@ def _rolled_out(env_id: str, horizon: int, seeds: tuple[int, ...]) \
         text = Path(spec.program).read_text(encoding="utf-8")
     except OSError:
         return (), None  # the static check says so
-    return _cached(env_id, spec.program, text, horizon, seeds)
+    shared = _cached(env_id, spec.program, text, horizon, seeds, None)  # one per program
+    if recipe is None:
+        return shared
+    own = _cached(env_id, spec.program, text, horizon, (), recipe)
+    costs = [cost for cost in (own[1], shared[1]) if cost is not None]
+    return own[0] + shared[0], max(costs, key=lambda c: c.heaviest) if costs else None
 
 
-@lru_cache(maxsize=256)
-def _cached(env_id: str, program: str, text: str, horizon: int,
-            seeds: tuple[int, ...]) -> tuple[tuple[RolloutFailure, ...], StepCost | None]:
+@lru_cache(maxsize=512)
+def _cached(env_id: str, program: str, text: str, horizon: int, seeds: tuple[int, ...],
+            recipe: Recipe) -> tuple[tuple[RolloutFailure, ...], StepCost | None]:
+    """The rollouts of one program text: from ``seeds`` (no recipe), or of ``recipe``
+    alone (no seeds)."""
     try:
         env = registry.make(env_id)
     except Exception as error:  # a program that does not load: the load's own check says so
         return (RolloutFailure(program, NOOP, 0, (), _text(error)),), None
-    return tuple(program_failures(env, program, horizon, seeds)), step_cost([env])
+    kinds = KINDS if seeds else ()
+    return tuple(program_failures(env, program, horizon, seeds, recipe, kinds)), step_cost([env])
 
 
 def problem_horizon(params: dict) -> int:
@@ -160,5 +186,19 @@ def problem_horizon(params: dict) -> int:
     return int(horizon) if isinstance(horizon, int) and horizon > 0 else ROLLOUT_HORIZON
 
 
+RECIPE_PARAMS = ("actions", "plan", "witness")
+"""The problem parameters that hold the actions it plays (masked frame prediction's
+trajectory, a planning problem's plan, a change-detection witness)."""
+
+
+def problem_recipe(seed: int, params: dict) -> Recipe:
+    """The seed and actions of a problem's own play, or None when it has none."""
+    for name in RECIPE_PARAMS:
+        actions = params.get(name)
+        if isinstance(actions, list) and actions and all(isinstance(a, str) for a in actions):
+            return seed, tuple(actions)
+    return None
+
+
 __all__ = ["ROLLOUT_HORIZON", "ROLLOUT_SEEDS", "RolloutFailure", "program_failures",
-           "problem_horizon", "roll_out", "rollout_cost", "rollout_failures"]
+           "problem_horizon", "problem_recipe", "roll_out", "rollout_cost", "rollout_failures"]
