@@ -214,16 +214,3 @@ def step_cost(envs: Sequence[GridEnv]) -> StepCost | None:
         return None
     worst = max(counted, key=lambda env: env.heaviest_step)
     return StepCost(worst.heaviest_step, worst.step_budget)
-
-
-def random_play_cost(env: GridEnv, seeds: Sequence[int] = (1, 2), steps: int = 200,
-                     rng_seed: int = 0) -> StepCost | None:
-    """Play ``steps`` random actions from each seed and say what the heaviest step cost;
-    a step over its budget raises (:class:`tasks.limits.StepLimitExceeded`)."""
-    for seed in seeds:
-        observation = env.reset(seed)
-        for action in random_actions(env, steps, rng_seed + seed):
-            if observation.done:
-                observation = env.reset(seed)
-            observation = env.step(action)
-    return step_cost([env])
