@@ -24,10 +24,20 @@ def need_object(value, who: str) -> Instance:
     return value
 
 
-def need_list(value, who: str) -> list:
+def need_list(value, who: str, rt=None) -> list:
+    """``value`` when it is a list; with ``rt``, its length is charged to the step's
+    budget first (a built-in about to walk or copy it)."""
     if type(value) is not list:
         raise AutumnRuntimeError(f"{who} needs a list, got {show(value)}")
+    if rt is not None:
+        charge(rt, len(value))
     return value
+
+
+def walks(rt, value) -> None:
+    """Charge the length of ``value`` when it is a list a built-in is about to walk."""
+    if type(value) is list:
+        charge(rt, len(value))
 
 
 def need_number(value, who: str) -> int:
@@ -43,16 +53,16 @@ def need_position(value, who: str) -> Position:
 
 
 def map_(rt, scope, f, values):
-    return [apply(rt, f, [v], scope) for v in need_list(values, "map")]
+    return [apply(rt, f, [v], scope) for v in need_list(values, "map", rt)]
 
 
 def filter_(rt, scope, f, values):
     truthy = compat.truthy
-    return [v for v in need_list(values, "filter") if truthy(apply(rt, f, [v], scope))]
+    return [v for v in need_list(values, "filter", rt) if truthy(apply(rt, f, [v], scope))]
 
 
 def foldl(rt, scope, f, acc, values):
-    for v in need_list(values, "foldl"):
+    for v in need_list(values, "foldl", rt):
         acc = apply(rt, f, [acc, v], scope)
     return acc
 
@@ -97,10 +107,10 @@ def range_(rt, scope, start, stop):
 
 def any_(rt, scope, *args):
     if len(args) == 1:
-        return any(compat.truthy(v) for v in need_list(args[0], "any"))
+        return any(compat.truthy(v) for v in need_list(args[0], "any", rt))
     f, values = args[:2]
     truthy = compat.truthy
-    return any(truthy(apply(rt, f, [v], scope)) for v in need_list(values, "any"))
+    return any(truthy(apply(rt, f, [v], scope)) for v in need_list(values, "any", rt))
 
 
 def is_list(rt, scope, value):
@@ -114,7 +124,7 @@ def defined(rt, scope, name):
 
 
 def array_equal(rt, scope, a, b):
-    need_list(a, "arrayEqual"), need_list(b, "arrayEqual")
+    need_list(a, "arrayEqual", rt), need_list(b, "arrayEqual", rt)
     if len(a) != len(b):
         raise AutumnRuntimeError(f"arrayEqual: lists of different lengths {len(a)} and {len(b)}")
     return [compat.equal(x, y) for x, y in zip(a, b)]
@@ -131,7 +141,7 @@ def prev(rt, scope, value):
 
 
 def uniform_choice(rt, scope, values, *count):
-    values = need_list(values, "uniformChoice")
+    values = need_list(values, "uniformChoice", rt)
     if not values:
         raise AutumnRuntimeError("uniformChoice of an empty list")
     if not count:
@@ -180,7 +190,8 @@ def is_within_bounds(rt, scope, value):
 
 
 def add_obj(rt, scope, values, item):
-    values = need_list(values, "addObj")
+    values = need_list(values, "addObj", rt)
+    walks(rt, item)
     if type(item) is list:
         return values + item
     if type(item) is not Instance:
@@ -192,7 +203,8 @@ def remove_obj(rt, scope, first, *rest):
     if not rest:
         rt.remove_global_holding(first)
         return first
-    values, what = need_list(first, "removeObj"), rest[0]
+    values, what = need_list(first, "removeObj", rt), rest[0]
+    walks(rt, what)
     if type(what) is Instance:
         return [v for v in values if not (type(v) is Instance and v.id == what.id)]
     if type(what) is list:
@@ -203,6 +215,7 @@ def remove_obj(rt, scope, first, *rest):
 
 
 def update_obj(rt, scope, target, f, *rest):
+    walks(rt, target)
     if type(target) is list:
         if not rest:
             return [apply(rt, f, [v], scope) for v in target]
@@ -291,26 +304,6 @@ NATIVES = {
 """Name -> Python function for every native built-in."""
 
 
-WALKERS = frozenset({
-    "map", "filter", "foldl", "any", "arrayEqual", "uniformChoice", "addObj", "removeObj",
-    "updateObj", "adjacentObjs", "adjacentObjsDiag", "adj", "objClicked", "closest",
-    "closestPos", "sum", "intersectsElems", "intersectsPosElems", "intersectsPosPoss", "in",
-})
-"""Built-ins that walk (or copy) the lists they are given: each call charges the step's
-budget the lengths of its list arguments before it starts (:func:`walking`)."""
-
-
-def walking(fn):
-    """``fn`` charging the lengths of its list arguments before it runs."""
-    def walks(rt, scope, *args):
-        for arg in args:
-            if type(arg) is list:
-                charge(rt, len(arg))
-        return fn(rt, scope, *args)
-    walks.__name__ = fn.__name__
-    return walks
-
-
 def _tolerant(fn):
     """The module's functions are Autumn lambdas in the reference: extra arguments are ignored."""
     code = fn.__code__
@@ -329,8 +322,6 @@ def builtins() -> dict[str, Builtin]:
     from tasks.autumn.prelude import MODULE
     table = {name: Builtin(name, fn) for name, fn in NATIVES.items()}
     table.update((name, Builtin(name, _tolerant(fn))) for name, fn in MODULE.items())
-    for name in WALKERS:
-        table[name] = Builtin(name, walking(table[name].fn))
     for alias, target in (("vcat", "concat"), ("displacement", "deltaPos"),
                           ("nextSolid", "moveDownNoCollision")):
         table[alias] = table[target]
