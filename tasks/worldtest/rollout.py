@@ -6,16 +6,16 @@ same way and the game would freeze for a participant. A rollout check steps a pr
 from several seeds for ``horizon`` ticks, once with no-ops only and once with random
 actions (a failure shows with the first input that reaches it), and a problem's programs
 also with the problem's own actions from its seed (its trajectory, plan or witness, then
-no-ops to the horizon); it reports the first
-runtime error of each: the program's ``file:line:col``, the tick, the seed and the kind
-of play, with the actions that reach it written to a file the debugger replays
-(``gridstudy play PROGRAM --debug --seed S --actions FILE``). A step over its budget
-(docs/autumn.md, "The step budget") fails the check the same way.
+no-ops to the horizon). It reports the first runtime error of each kind of play (once per
+distinct error): the program's ``file:line:col``, the tick, the seed and the kind of
+play, with the actions that reach it written to a file the debugger replays (``gridstudy
+play PROGRAM --debug --seed S --actions FILE``). A step over its budget (docs/autumn.md,
+"The step budget") fails the check the same way.
 
 The checks of a problem (:func:`tasks.worldtest.check.check_problem`, hence ``problems
 check`` and ``derive``), ``gridstudy study create`` and ``gridstudy envs check`` run
-them. Results are kept per program text, so the three problems of one environment roll
-it out once.
+them. The no-op and random rollouts are kept per program text, so the problems of one
+environment share them.
 """
 
 from __future__ import annotations
@@ -126,7 +126,16 @@ def program_failures(env: GridEnv, program: str, horizon: int = ROLLOUT_HORIZON,
             if failure is not None:
                 failures.append(failure)
                 break
-    return failures
+    return _distinct(failures)
+
+
+def _distinct(failures) -> list[RolloutFailure]:
+    """The first failure of each distinct error (one fault reached by two kinds of play
+    is one fault)."""
+    seen: dict[str, RolloutFailure] = {}
+    for failure in failures:
+        seen.setdefault(failure.error, failure)
+    return list(seen.values())
 
 
 Recipe = tuple[int, tuple[str, ...]] | None
@@ -164,7 +173,8 @@ def _rolled_out(env_id: str, horizon: int, seeds: tuple[int, ...], recipe: Recip
         return shared
     own = _cached(env_id, spec.program, text, horizon, (), recipe)
     costs = [cost for cost in (own[1], shared[1]) if cost is not None]
-    return own[0] + shared[0], max(costs, key=lambda c: c.heaviest) if costs else None
+    return (tuple(_distinct(own[0] + shared[0])),
+            max(costs, key=lambda c: c.heaviest) if costs else None)
 
 
 @lru_cache(maxsize=512)

@@ -163,9 +163,9 @@ def test_a_study_of_a_program_with_static_errors_is_refused(tmp_path):
 
 @pytest.mark.parametrize(("lines", "message", "at"), [
     ("(= t (initnext 0 (+ (prev t) 1)))\n(on (== t 50) (= t (/ 1 0)))", "division by zero",
-     "at tick 51, seed 1, no-op play"),
+     "at tick 51, seed 1, "),
     ("(= n (initnext 0 (prev n)))\n(on clicked (= n (length (range 0 200000000))))",
-     "step budget exceeded", "random play"),
+     "step budget exceeded", " play; replay: gridstudy play "),
 ], ids=["division-by-zero-at-tick-50", "over-the-step-budget"])
 def test_a_study_of_a_program_that_fails_when_rolled_out_is_refused(tmp_path, lines, message, at):
     source = (LIBRARY / "lamp_grid" / "program.sexp").read_text().rstrip()
@@ -175,4 +175,5 @@ def test_a_study_of_a_program_that_fails_when_rolled_out_is_refused(tmp_path, li
     failures = [line for line in result.stderr.splitlines() if "rollout check: " in line]
     assert all(f"rollout check: {broken / 'program.sexp'}:" in line for line in failures)
     assert any(f"runtime error: {message}" in line and at in line for line in failures), failures
+    assert len(failures) == len({line.split(" (at tick ")[0] for line in failures})  # once each
     assert not (tmp_path / "s.db").exists() or "pilot" not in (tmp_path / "s.db").read_bytes().decode("latin-1")
