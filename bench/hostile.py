@@ -1,6 +1,7 @@
 """One participant plays while the server is flooded: their tick lateness, quiet and flooded.
 
     python -m bench.hostile [--seconds 15] [--login-rate 10] [--preview-rate 100]
+                            [--limit-seconds 6]
 
 Starts ``gridstudy serve``'s server (gevent, previews for researchers only, as in
 production) in a subprocess on a temporary SQLite file with a researcher account. One
@@ -12,6 +13,14 @@ each to a new username) and a preview flood (anonymous ``POST /play/.../session`
 answers) run beside it. It prints the participant's tick lateness p50/p99 in each phase
 (from the stored events), what the floods were answered, the server's memory and the
 episodes the floods left in the database. Target: p99 at most 25 ms during the floods.
+
+Between the quiet phase and the floods, a phase of ``--limit-seconds`` hits the step
+limits: a second session (the researcher's preview) plays an Autumn program whose
+``left`` asks for 200 million items (over its step budget), and a third a Python
+environment whose ``left`` never returns (over its time limit, 0.5 s). For each it prints how long the step took to fail (timed
+in this process on the same environment), how long after the key press the client was
+told the game stopped, and the episode's status; and the first participant's lateness
+while it happened.
 
 The flooding clients run in this process at a lower CPU priority than the server, as in
 ``bench.load`` (on a real deployment they are other machines).
@@ -41,14 +50,33 @@ from study_server.commands.serve import DEFAULT_ASYNC_MODE
 PASSWORD = "correct horse battery"
 
 
+LIMITED = {"step budget": ("bench/over-budget", "tests.envs:over_budget_env"),
+           "time limit": ("bench/stuck", "tests.envs:Stuck")}
+"""The environments whose ``left`` goes over a step limit: (environment id, entry point)."""
+
+
+def limited_problem(env_id: str):
+    from tasks.worldtest.problem import Problem
+    return Problem(f"{env_id}-planning", env_id, "planning", 0,
+                   params={"goal_cells": [[4, 4]], "goal_colours": ["gold"]})
+
+
+def register_limited() -> None:
+    from tasks import registry
+    for env_id, entry_point in LIMITED.values():
+        registry.register_env(env_id, entry_point, replace=True)
+        registry.add_problem(limited_problem(env_id), replace=True)
+
+
 def serve(port: int, db: str) -> None:
-    """The server process: the bench problem and a researcher, then serve."""
+    """The server process: the bench problems and a researcher, then serve."""
     from bench.load import serve as serve_bench
     from records.store import Store
     from study_server import auth
 
     with Store(db) as store:
         auth.create_admin(store.engine, "researcher", PASSWORD)
+    register_limited()
     serve_bench(port, db, DEFAULT_ASYNC_MODE, PREVIEW="researchers")
 
 
@@ -102,6 +130,41 @@ def play(url: str, researcher: httpx.Client, until: float, rng: random.Random,
                               "client_time": time.time()})
     client.disconnect()
     return opened["episode_id"]
+
+
+def step_time(env_id: str) -> tuple[float, str]:
+    """Seconds the over-limit step takes to fail here, and the error's first line."""
+    from tasks import registry
+    register_limited()
+    env = registry.make(env_id)
+    env.reset(0)
+    started = time.perf_counter()
+    try:
+        env.step("left")
+    except Exception as error:  # the limit's error is the point
+        return time.perf_counter() - started, f"{type(error).__name__}: {str(error).splitlines()[0]}"
+    return time.perf_counter() - started, "no error"
+
+
+def hit_limit(url: str, researcher: httpx.Client, env_id: str) -> tuple[float | None, int]:
+    """Open a recorded preview of ``env_id``'s problem, press ``left``; seconds until the
+    client is told the game stopped (None: never, within 10 s) and the episode id."""
+    answer = researcher.post(f"/play/{env_id}-planning/session", params={"record": "1"})
+    if answer.status_code != 200:
+        raise RuntimeError(f"no preview of {env_id}: {answer.status_code} {answer.text[:200]}")
+    opened = answer.json()
+    client = socketio.Client(reconnection=False)
+    stopped = threading.Event()
+    client.on("ping", lambda m: client.emit("pong", {"sent": m["sent"], "client_time": time.time()}))
+    client.on("state", lambda state: stopped.set() if state.get("stopped") else None)
+    client.connect(url, transports=["websocket"], wait_timeout=30,
+                   headers={"Cookie": cookie_of(researcher)})
+    client.call("join", {"token": opened["token"]}, timeout=30)
+    pressed = time.monotonic()
+    client.emit("input", {"token": opened["token"], "action": "left", "client_time": time.time()})
+    told = time.monotonic() - pressed if stopped.wait(10) else None
+    client.disconnect()
+    return told, opened["episode_id"]
 
 
 def flood(stop: threading.Event, rate: float, request, answers: Counter) -> None:
@@ -211,6 +274,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="length of each socket flood")
     parser.add_argument("--settle", type=float, default=60.0,
                         help="seconds after the socket floods before memory is read again")
+    parser.add_argument("--limit-seconds", type=float, default=6.0,
+                        help="length of the phase that hits the step limits")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "hostile.db")
@@ -218,12 +283,18 @@ def main(argv: list[str] | None = None) -> None:
         try:
             researcher = logged_in(url)
             start = time.time() + 1
-            flood_from = start + args.seconds
+            limits_from = start + args.seconds
+            flood_from = limits_from + args.limit_seconds
             end = flood_from + args.seconds
             played: list[int] = []
             player = threading.Thread(target=lambda: played.append(
                 play(url, researcher, end, random.Random(0))))
             player.start()
+            time.sleep(max(0.0, limits_from - time.time()))
+            limit_hits = {}
+            for limit, (env_id, _) in LIMITED.items():
+                time.sleep(1.0)
+                limit_hits[limit] = hit_limit(url, researcher, env_id)
             time.sleep(max(0.0, flood_from - time.time()))
             memory_quiet = memory_mb(pid)
             stop, logins, previews, own = threading.Event(), Counter(), Counter(), Counter()
@@ -248,11 +319,15 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             server.terminate()
             server.wait(timeout=60)
-        quiet = lateness(db, played[0], start, flood_from)
+        quiet = lateness(db, played[0], start, limits_from)
+        limited = lateness(db, played[0], limits_from, flood_from)
         flooded = lateness(db, played[0], flood_from, end)
         with sqlite3.connect(db) as connection:
             episodes = connection.execute("SELECT COUNT(*) FROM episode").fetchone()[0]
             raw_rows = connection.execute("SELECT COUNT(*) FROM rawinput").fetchone()[0]
+            statuses = {limit: connection.execute("SELECT status FROM episode WHERE id = ?",
+                                                  (episode_id,)).fetchone()[0]
+                        for limit, (_, episode_id) in limit_hits.items()}
     print(f"quiet    p50 {quiet[0]:5.1f} ms  p99 {quiet[1]:6.1f} ms  ({quiet[2]} ticks)")
     print(f"flooded  p50 {flooded[0]:5.1f} ms  p99 {flooded[1]:6.1f} ms  ({flooded[2]} ticks)  "
           f"target p99 <= {1000 * TARGET_P99:.0f} ms: "
@@ -262,6 +337,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"researcher preview flood answered: {dict(own)}")
     print(f"server memory: {memory_quiet:.0f} MB quiet, {memory_flooded:.0f} MB after the floods; "
           f"episodes in the database: {episodes}; raw input rows: {raw_rows}")
+    for limit, (env_id, _) in LIMITED.items():
+        took, error = step_time(env_id)
+        told = limit_hits[limit][0]
+        print(f"{limit}: the step failed after {1000 * took:.1f} ms here ({error}); "
+              f"the client was told it stopped {'never' if told is None else f'{1000 * told:.0f} ms'}"
+              f" after the key; episode status {statuses[limit]}")
+    print(f"limits   p50 {limited[0]:5.1f} ms  p99 {limited[1]:6.1f} ms  ({limited[2]} ticks)  "
+          "(the first participant, while the limits were hit)")
     print("socket floods (a participant plays meanwhile; targets: largest frame gap <= 0.5 s, "
           "page <= 1 s, a few log lines):")
     for line in socket_rows:

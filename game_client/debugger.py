@@ -10,7 +10,9 @@ action applied and a snapshot of the interpreter's state, so it can:
   checks keeps the old one running, with the message shown;
 * show the program's variables at the current tick and the objects drawn at a cell;
 * stop at a runtime error with its location and the tick that raised it (the failed step
-  changes nothing, so the state shown is the one the error happened in);
+  changes nothing, so the state shown is the one the error happened in); a step over its
+  step budget (the one its folder's ``env.json`` sets, else the default) is one, so an
+  endless handler pauses the debugger within a second instead of freezing it;
 * replay an action list (``--actions FILE``) and write one, for a reproducible bug report.
 
 It quacks like :class:`~game_client.loop.GameLoop` (``tick``, ``enqueue``, ``paused``,
@@ -29,6 +31,7 @@ from tasks.autumn import AutumnEnv, load
 from tasks.autumn.errors import AutumnError
 from tasks.autumn.lint import check_source, errors
 from tasks.core import parse_action
+from tasks.library import step_budget_of
 from tasks.worldtest.tick import QUEUE_SIZE
 
 
@@ -88,7 +91,12 @@ class DebugSession(Pausable):
         broken = errors(check_source(source, str(self.path)))
         if broken:
             raise AutumnError("\n".join(map(str, broken)))
-        return load(source, str(self.path))
+        try:  # the step budget its folder's env.json sets, as the library would load it
+            return load(source, str(self.path), step_budget_of(self.path.parent))
+        except AutumnError:
+            raise
+        except ValueError as error:  # env.json
+            raise AutumnError(str(error), name=str(self.path)) from None
 
     def _start(self):
         self.env.reset(self.seed)

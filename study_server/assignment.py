@@ -37,6 +37,10 @@ from tasks import registry
 ASSIGNED, ACTIVE, DONE, ABANDONED = "assigned", "active", "done", "abandoned"
 HOLDING = (ASSIGNED, ACTIVE)
 """Statuses of an attempt that holds a slot until it finishes or is abandoned."""
+ERROR = "error"
+"""The environment could not go on (a step over its limit): the attempt is over."""
+OVER = (DONE, ERROR)
+"""Statuses after which a participant moves on: nothing more can be played."""
 
 
 class StudyFull(RuntimeError):

@@ -297,7 +297,7 @@ class Flow:
             if row.status == assignment.ASSIGNED:
                 row.status, row.started_at = assignment.ACTIVE, utcnow()
             problem = registry.get_problem(row.problem_id)
-            done, episode_id = row.status == "done", row.id
+            done, episode_id = row.status in assignment.OVER, row.id
         token = None if done else cluster.live_token(self.app, episode_id)
         return {"token": token, "episode_done": done, "problem": problem, "episode_id": episode_id}
 
@@ -321,5 +321,5 @@ class Flow:
         if page.stage.plays is None:
             return False
         with self.store.session() as db:
-            return self._played_row(db, page).status == "done"
+            return self._played_row(db, page).status in assignment.OVER
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from tasks.core import ENV_VERBS, Action, GridEnv, Observation, frame_hash, rollout
 
@@ -72,7 +73,7 @@ def check_env(env: GridEnv, seed: int = 0, steps: int = 200, rng_seed: int = 0) 
     actions from ``seed``."""
     problems = contract_violations(env, seed, steps, rng_seed)
     if problems:
-        name = type(env).__name__
+        name = type(getattr(env, "inner", env)).__name__
         raise ContractError(f"{name} breaks the environment contract:\n- " + "\n- ".join(problems))
 
 
@@ -191,3 +192,25 @@ def _hook_violations(env: GridEnv, seed: int, actions: Sequence[Action]) -> list
         if env.state_hash() != first:
             problems.append("state_hash() differs for the same seed and actions")
     return problems
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """The heaviest step seen, in evaluations, against the environment's step budget."""
+
+    heaviest: int
+    budget: int
+
+    def __str__(self) -> str:
+        return (f"heaviest step {self.heaviest:,} evaluations of a budget of {self.budget:,} "
+                f"({self.heaviest / self.budget:.1%})")
+
+
+def step_cost(envs: Sequence[GridEnv]) -> StepCost | None:
+    """The heaviest step any of ``envs`` has done so far (None when none counts its
+    steps: only Autumn programs do)."""
+    counted = [env for env in envs if hasattr(env, "heaviest_step")]
+    if not counted:
+        return None
+    worst = max(counted, key=lambda env: env.heaviest_step)
+    return StepCost(worst.heaviest_step, worst.step_budget)

@@ -38,8 +38,11 @@ def library_root(environ: Mapping[str, str] = os.environ) -> Path:
 
 def load_program(path: str) -> AutumnEnv:
     """Make the environment of one imported program file."""
-    file = Path(path)
-    return load(file.read_text(encoding="utf-8"), name=f"{file.parent.name}/{file.stem}")
+    from tasks.library import step_budget_of
+
+    file = Path(path)  # errors name the file, as an editor opens it
+    return load(file.read_text(encoding="utf-8"), name=str(file),
+                step_budget=step_budget_of(file.parent))
 
 
 def register_library(root: Path) -> list[str]:

@@ -41,10 +41,15 @@ class EnvSpec:
     program: str = ""
     """The program's file, for an environment written as a program (checked statically by
     ``gridstudy envs check`` and before its problems are trusted); empty otherwise."""
+    step_time_limit: float | None = None
+    """Seconds a step of this (Python) environment may run; None: the default
+    (``tasks.limits.STEP_TIME_LIMIT``). An Autumn program has its step budget instead."""
 
     def make(self, **overrides: Any) -> GridEnv:
+        """A fresh instance, its steps limited (``tasks.limits.limited``)."""
+        from tasks.limits import limited
         factory = load_entry_point(self.entry_point)
-        return factory(**{**self.kwargs, **overrides})
+        return limited(factory(**{**self.kwargs, **overrides}), self.step_time_limit)
 
 
 @dataclass(frozen=True)
@@ -82,13 +87,15 @@ def register_env(
     tags: tuple[str, ...] = (),
     replace: bool = False,
     program: str = "",
+    step_time_limit: float | None = None,
     **kwargs: Any,
 ) -> EnvSpec:
-    """Register an environment under ``env_id``; a second registration is an error."""
+    """Register an environment under ``env_id``; a second registration is an error.
+    ``step_time_limit`` raises (or lowers) the seconds a Python environment's step may run."""
     with _lock:
         if env_id in _envs and not replace:
             raise ValueError(f"environment {env_id!r} is already registered")
-        spec = EnvSpec(env_id, entry_point, kwargs, description, tags, program)
+        spec = EnvSpec(env_id, entry_point, kwargs, description, tags, program, step_time_limit)
         _envs[env_id] = spec
         return spec
 

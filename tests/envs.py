@@ -160,3 +160,31 @@ def register_test_envs() -> None:
     """Register the test environments (idempotent)."""
     for env_id, (cls, kwargs) in TEST_ENVS.items():
         registry.register_env(env_id, cls, replace=True, tags=("test",), **kwargs)
+
+
+class Stuck(Walker):
+    """A walker whose ``left`` never returns (a Python environment's endless loop)."""
+
+    def step(self, action):
+        if str(action) == "left":
+            while True:
+                pass
+        return super().step(action)
+
+
+OVER_BUDGET = """(program
+  (= GRID_SIZE 5)
+  (object Dot (Cell 0 0 "gold"))
+  (= dot (initnext (Dot (Position 0 0)) (prev dot)))
+  (= count (initnext 0 (prev count)))
+  (on right (= dot (moveRight (prev dot))))
+  (on left (= count (length (range 0 200000000))))
+)"""
+"""An Autumn program whose ``left`` asks for a list of 200 million items (line 7): over
+its step budget."""
+
+
+def over_budget_env():
+    """The :data:`OVER_BUDGET` program, loaded as ``over_budget.sexp``."""
+    from tasks.autumn import load
+    return load(OVER_BUDGET, "over_budget.sexp")

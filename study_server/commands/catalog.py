@@ -36,14 +36,22 @@ def envs_list() -> None:
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
 @click.option("--quiet", "-q", is_flag=True, help="Print errors only.")
-def envs_check(paths: tuple[str, ...], strict: bool, quiet: bool) -> None:
-    """Check Autumn programs statically, before anything runs.
+@click.option("--steps", default=300, show_default=True,
+              help="Ticks of each rollout once a program has no static errors "
+                   "(0: static checks only).")
+def envs_check(paths: tuple[str, ...], strict: bool, quiet: bool, steps: int) -> None:
+    """Check Autumn programs in two stages: statically, then rolled out.
 
     PATHS are program files or folders (every .sexp inside is checked); without PATHS,
     every registered environment's program. Each message is file:line:col with the
-    source quoted. Exits with 1 when a program has errors (with --strict, warnings).
+    source quoted. Rollout: a program without static errors is played for --steps ticks
+    from two seeds, with no-ops and with random actions; its first runtime error (a
+    step over its step budget included) is an error, with the tick, the seed and a file
+    of the actions that reach it for the debugger; otherwise its heaviest step is
+    reported against the budget (its folder's env.json may raise it). Exits with 1 when
+    a program has errors (with --strict, warnings).
     """
-    from tasks.autumn.lint import WARNING, check_file
+    from tasks.autumn.lint import ERROR, WARNING, check_file
 
     files = _program_files(paths)
     if not files:
@@ -57,6 +65,14 @@ def envs_check(paths: tuple[str, ...], strict: bool, quiet: bool) -> None:
             if not (quiet and finding.severity == WARNING):
                 click.echo(str(finding))
         failing += any(f.severity != WARNING or strict for f in findings)
+        if steps > 0 and not any(f.severity == ERROR for f in findings):
+            failures, cost = _roll_out(path, steps)
+            for failure in failures:
+                click.echo(failure)
+            counts["error"] += len(failures)
+            failing += bool(failures)
+            if cost and not quiet:
+                click.echo(f"rollout: {path}: {cost}")
     click.echo(f"{len(files)} program{'s' if len(files) != 1 else ''} checked: "
                f"{counts['error']} error{'s' if counts['error'] != 1 else ''}, "
                f"{counts['warning']} warning{'s' if counts['warning'] != 1 else ''}", err=True)
@@ -83,6 +99,25 @@ def envs_new(name: str, category: str, stochastic: bool, library: Path | None) -
                f"{', stochastic' if stochastic else ''}); next:")
     for step in next_steps(folder):
         click.echo(f"  {step}")
+
+
+def _roll_out(path: str, steps: int) -> tuple[list[str], str]:
+    """The rollout stage of the program in ``path``: its failures (each naming the path),
+    and its heaviest step when none."""
+    from tasks.autumn import AutumnError, load
+    from tasks.checker import step_cost
+    from tasks.library import step_budget_of
+    from tasks.worldtest.rollout import program_failures
+
+    try:
+        budget = step_budget_of(Path(path).parent)
+        env = load(Path(path).read_text(encoding="utf-8"), str(path), budget)
+    except AutumnError as error:  # the start of the program failed
+        return [f"rollout check: {error}"], ""
+    except ValueError as error:  # env.json, or its step_budget
+        return [f"{path}: error: {error}"], ""
+    failures = program_failures(env, str(path), horizon=steps)
+    return [str(f) for f in failures], "" if failures else str(step_cost([env]))
 
 
 def _program_files(paths: tuple[str, ...]) -> list[str]:
@@ -119,28 +154,35 @@ def problems_list(challenge: str | None) -> None:
 @click.option("--strict", is_flag=True,
               help="Fail on unverified problems too (a search found no plan or witness).")
 def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bool) -> None:
-    """Check that problems are valid, and say why not when one is not.
+    """Check that problems are valid, and say why not when one is not; for a program,
+    the heaviest step the check saw (evaluations against its step budget).
 
     Exits with 1 when a problem is invalid (or, with --strict, unverified: valid as far
     as could be checked, but the bounded search found no plan or witness to prove it)."""
-    from tasks.worldtest.check import check_problem
+    from tasks.worldtest.check import Metered, check_problem, heaviest_step
 
     ids = list(problem_ids) or [s.id for s in registry.list_problems()]
     with click.progressbar(ids, label="checking", file=sys.stderr) as bar:
         results = []
         for problem_id in bar:
             kwargs = {} if samples is None else {"samples": samples}
+            metered = Metered()
             try:
-                report = check_problem(registry.get_problem(problem_id), **kwargs)
+                problem = registry.get_problem(problem_id)
+                report = check_problem(problem, make_env=metered, **kwargs)
             except Exception as error:  # a broken problem must not hide the others
-                results.append((problem_id, "invalid", [f"{type(error).__name__}: {error}"]))
+                results.append((problem_id, "invalid", [f"{type(error).__name__}: {error}"],
+                                metered.cost))
                 continue
-            results.append((problem_id, report.status, report.reasons))
+            results.append((problem_id, report.status, report.reasons,
+                            heaviest_step(problem, metered)))
     counts = dict.fromkeys(CHECK_LABELS, 0)
-    for problem_id, status, reasons in results:
+    for problem_id, status, reasons, cost in results:
         click.echo(f"{CHECK_LABELS[status]:<10} {problem_id}")
         for reason in reasons:
             click.echo(f"           {reason}")
+        if cost is not None:
+            click.echo(f"           {cost}")
         counts[status] += 1
     click.echo(", ".join(f"{n} {status}" for status, n in counts.items()))
     if counts["invalid"] or (strict and counts["unverified"]):
@@ -154,11 +196,14 @@ CHECK_LABELS = {"valid": "ok", "unverified": "UNVERIFIED", "invalid": "INVALID"}
 @click.argument("names", nargs=-1)
 @click.option("--samples", default=64, show_default=True, help="Seeds sampled for each check.")
 def problems_derive(names: tuple[str, ...], samples: int) -> None:
-    """Derive the library's problems from its recipes and write them (for maintainers)."""
+    """Derive the library's problems from its recipes and write them (for maintainers).
+
+    Prints each problem as it starts, and the heaviest step its check saw (evaluations
+    against the program's step budget)."""
     from tasks.library.build import derive_library
 
     failures = derive_library(
-        names, samples=samples, progress=lambda label: click.echo(f"deriving {label}", err=True)
+        names, samples=samples, progress=lambda line: click.echo(line, err=True)
     )
     for failure in failures:
         click.echo(f"FAILED  {failure}")

@@ -48,15 +48,17 @@ def check_tutorials(definition: StudyDefinition) -> None:
 
 
 def check_programs(definition: StudyDefinition) -> None:
-    """No problem of the study (tutorials included) runs a program with static errors."""
+    """No problem of the study (tutorials included) runs a program with static errors or
+    one that fails when rolled out over the problem's horizon."""
     from tasks import registry
-    from tasks.worldtest.check import static_errors
+    from tasks.worldtest.check import program_errors
 
     for problem_id in dict.fromkeys([*definition.problems, *definition.tutorials.values()]):
-        broken = static_errors(registry.get_problem(problem_id))
+        broken = program_errors(registry.get_problem(problem_id))
         if broken:
             raise DefinitionError(f"{problem_id}: its program has errors "
-                                  "(gridstudy envs check):\n" + "\n".join(broken))
+                                  "(gridstudy envs check, gridstudy problems check):\n"
+                                  + "\n".join(broken))
 
 
 def create_study(url: str, path: str, replace: bool = False) -> StudyDefinition:

@@ -8,8 +8,14 @@
 ['black', 'red', 'black']
 """
 
+from tasks.autumn.calls import STEP_BUDGET
 from tasks.autumn.env import AutumnEnv, load, load_file
-from tasks.autumn.errors import AutumnError, AutumnRuntimeError, AutumnSyntaxError
+from tasks.autumn.errors import (
+    AutumnError,
+    AutumnRuntimeError,
+    AutumnSyntaxError,
+    StepBudgetExceeded,
+)
 
-__all__ = ["AutumnEnv", "AutumnError", "AutumnRuntimeError", "AutumnSyntaxError", "load",
-           "load_file"]
+__all__ = ["STEP_BUDGET", "AutumnEnv", "AutumnError", "AutumnRuntimeError", "AutumnSyntaxError",
+           "StepBudgetExceeded", "load", "load_file"]

@@ -6,7 +6,7 @@ native built-ins (:mod:`tasks.autumn.stdlib`, :mod:`tasks.autumn.prelude`).
 
 from __future__ import annotations
 
-from tasks.autumn.errors import AutumnRuntimeError
+from tasks.autumn.errors import AutumnRuntimeError, StepBudgetExceeded
 from tasks.autumn.scope import Scope
 from tasks.autumn.values import (
     INT_MAX,
@@ -21,15 +21,27 @@ from tasks.autumn.values import (
 
 MAX_DEPTH = 150
 """Deepest chain of nested Autumn function calls before a step is refused."""
+STEP_BUDGET = 100_000
+"""Evaluations one step may do unless its environment says otherwise (``step_budget``
+in ``env.json``; docs/autumn.md, "The step budget"). The library's heaviest step under
+random play does 4,235 (``life_board``); a step stopped by the budget in a recursive
+function has run for about a quarter of a second."""
 ARITHMETIC = {"+", "-", "*", "/", "%"}
 COMPARISON = {"<", "<=", ">", ">="}
 
 
 def apply(rt, f, args: list, scope):
-    """Call an Autumn function value ``f`` with ``args`` from ``scope``."""
+    """Call an Autumn function value ``f`` with ``args`` from ``scope``.
+
+    A lambda's or a constructor's call is one evaluation of the step's budget. A
+    built-in's is not counted here: one that makes or walks a list charges its size
+    itself, and any other does a bounded amount of work per call site per evaluation."""
     kind = type(f)
     if kind is Builtin:
         return f.fn(rt, scope, *args)
+    rt.left -= 1
+    if rt.left < 0:
+        raise StepBudgetExceeded(rt.budget)
     if kind is Lambda:
         params = f.params
         if len(args) < len(params):
@@ -45,6 +57,14 @@ def apply(rt, f, args: list, scope):
     if kind is ObjectClass:
         return rt.construct(f, args, scope)
     raise AutumnRuntimeError(f"{show(f)} is not a function (a {type_name(f)})")
+
+
+def charge(rt, count: int) -> None:
+    """Spend ``count`` evaluations of the step's budget: a built-in calls this with the
+    size of a list *before* it makes or walks it, so a huge one fails at once."""
+    rt.left -= count
+    if rt.left < 0:
+        raise StepBudgetExceeded(rt.budget)
 
 
 # -- Numbers: 32-bit, wrapping; division truncates, the remainder has the dividend's sign --

@@ -271,6 +271,8 @@ def make_cell_arg(node, fn, names, const, scope, globals_, scope_class):
     snap = cell_snapshot(scope, names, globals_)
     try:
         value = fn(scope_class(snap, None, False))
+    except StepBudgetExceeded:
+        raise
     except Exception:  # noqa: BLE001 - any failure leaves the argument unevaluated
         return Lazy(node, fn, snap)
     if type(value) is int:
@@ -278,6 +280,7 @@ def make_cell_arg(node, fn, names, const, scope, globals_, scope_class):
     return Lazy(node, fn, snap)
 
 
+from tasks.autumn.errors import StepBudgetExceeded  # noqa: E402
 from tasks.autumn.values import (  # noqa: E402  (values imports nothing from here)
     Builtin,
     Cell,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tasks.autumn import compat
+from tasks.autumn.calls import STEP_BUDGET
 from tasks.autumn.errors import AutumnRuntimeError, AutumnSyntaxError
 from tasks.autumn.reader import read
 from tasks.autumn.runtime import Runtime, Snapshot
@@ -51,10 +52,12 @@ class ObjectAt(NamedTuple):
 class AutumnEnv:
     """One loaded Autumn program; ``reset(seed)`` starts it, ``step(action)`` advances it."""
 
-    def __init__(self, source: str, name: str | None = None) -> None:
+    def __init__(self, source: str, name: str | None = None,
+                 step_budget: int | None = None) -> None:
         self.name = name
+        budget = STEP_BUDGET if step_budget is None else check_budget(step_budget)
         try:
-            self._rt = Runtime(read(source, name), source, name, builtins())
+            self._rt = Runtime(read(source, name), source, name, builtins(), budget)
             self._rt.reset(0)
         except RecursionError:
             raise AutumnSyntaxError("the program is nested too deeply", name=name) from None
@@ -78,6 +81,22 @@ class AutumnEnv:
 
     def available_actions(self) -> tuple[str, ...]:
         return ACTIONS
+
+    @property
+    def step_budget(self) -> int:
+        """Evaluations one step may do before it fails with :class:`StepBudgetExceeded`."""
+        return self._rt.budget
+
+    @property
+    def step_cost(self) -> int:
+        """Evaluations the last step (or reset) did, a failed one included (one stopped
+        by the budget counts what it had asked for when it stopped)."""
+        return self._rt.cost
+
+    @property
+    def heaviest_step(self) -> int:
+        """The most evaluations any step (or reset) did since the program was loaded."""
+        return self._rt.peak
 
     def reset(self, seed: int = 0) -> Observation:
         """Rebuild the program's state from its source with ``seed``."""
@@ -178,6 +197,7 @@ class AutumnEnv:
             raise AutumnSyntaxError("expected exactly one expression", name=self.name)
         rt = self._rt
         program_source, rt.source = rt.source, source  # positions refer to ``source``
+        rt.left = rt.budget
         try:
             return rt.compiler.expr(nodes[0])(None)
         except RecursionError:
@@ -208,12 +228,21 @@ def _fingerprint(value):
     return value
 
 
-def load(source: str, name: str | None = None) -> AutumnEnv:
-    """Parse, compile and initialise an Autumn program (raises :class:`AutumnError`)."""
-    return AutumnEnv(source, name)
+def check_budget(value) -> int:
+    """A step budget as given (``step_budget`` in ``env.json``), or why it is none."""
+    if type(value) is not int or value < 1:
+        raise ValueError(f"step_budget must be a whole number of evaluations of at least 1, "
+                         f"got {value!r} (the default is {STEP_BUDGET:,})")
+    return value
 
 
-def load_file(path: str | Path) -> AutumnEnv:
+def load(source: str, name: str | None = None, step_budget: int | None = None) -> AutumnEnv:
+    """Parse, compile and initialise an Autumn program (raises :class:`AutumnError`);
+    ``step_budget`` replaces the default budget of evaluations per step."""
+    return AutumnEnv(source, name, step_budget)
+
+
+def load_file(path: str | Path, step_budget: int | None = None) -> AutumnEnv:
     """:func:`load` the program in ``path``; errors name the file."""
     path = Path(path)
-    return AutumnEnv(path.read_text(encoding="utf-8"), path.name)
+    return AutumnEnv(path.read_text(encoding="utf-8"), path.name, step_budget)

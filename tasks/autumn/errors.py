@@ -7,6 +7,8 @@ the offending source, so that an author can find the fault without a debugger.
 
 from __future__ import annotations
 
+from tasks.limits import StepLimitExceeded
+
 
 class AutumnError(ValueError):
     """Base class: a problem in an Autumn program, located when the position is known."""
@@ -55,3 +57,25 @@ class AutumnRuntimeError(AutumnError):
     """Evaluation failed: unknown name, type mismatch, bad argument, division by zero..."""
 
     kind = "runtime error"
+
+
+class StepBudgetExceeded(AutumnRuntimeError, StepLimitExceeded):
+    """One step (or the program's start) did more evaluations than its budget allows.
+
+    The budget counts work, not time (every function call is one evaluation, and a
+    built-in that makes or walks a list charges one per element before it does so), so
+    a replay of the same actions always stops at the same place. Callers that must keep
+    other work going (the real-time tick, the model turn) catch it by type and end the
+    attempt as an environment error.
+    """
+
+    kind = "runtime error"
+    limit_name = "step budget"
+
+    def __init__(self, budget: int, line: int | None = None, column: int | None = None,
+                 snippet: str = "", name: str | None = None) -> None:
+        self.budget = budget
+        super().__init__(
+            f"step budget exceeded: the step needed more than {budget:,} evaluations "
+            "(an endless or far too costly computation; if the program really needs "
+            "more, raise \"step_budget\" in its env.json)", line, column, snippet, name)

@@ -9,10 +9,10 @@ of the last rendered picture.
 from __future__ import annotations
 
 from tasks.autumn import compat
-from tasks.autumn.calls import apply
+from tasks.autumn.calls import apply, charge
 from tasks.autumn.errors import AutumnRuntimeError
 from tasks.autumn.render import cells_of, instance_cells, rendered_elems
-from tasks.autumn.stdlib import need_number, need_object, need_position
+from tasks.autumn.stdlib import need_number, need_object, need_position, walks
 from tasks.autumn.values import Instance, Position, RenderedElem, show
 
 
@@ -135,6 +135,7 @@ def delta_obj(rt, scope, o1, o2):
 
 def rect(rt, scope, p1, p2):
     p1, p2 = need_position(p1, "rect"), need_position(p2, "rect")
+    charge(rt, max(p2.x - p1.x, 0) * max(p2.y - p1.y, 0))
     return [Position(x, y) for y in range(p1.y, p2.y) for x in range(p1.x, p2.x)]
 
 
@@ -172,6 +173,7 @@ def _all_objs(rt, scope) -> list:
 
 
 def adjacent_objs(rt, scope, obj, unit):
+    walks(rt, obj)
     sources = obj if type(obj) is list else [obj]
     origins = [need_object(o, "adjacentObjs").origin for o in sources]
     return [o for o in _all_objs(rt, scope)
@@ -179,6 +181,7 @@ def adjacent_objs(rt, scope, obj, unit):
 
 
 def adjacent_objs_diag(rt, scope, obj):
+    walks(rt, obj)
     sources = obj if type(obj) is list else [obj]
     origins = [need_object(o, "adjacentObjsDiag").origin for o in sources]
     return [o for o in _all_objs(rt, scope) if any(_near_diag(p, o.origin) for p in origins)]
@@ -186,11 +189,13 @@ def adjacent_objs_diag(rt, scope, obj):
 
 def adj(rt, scope, obj, objs, unit):
     origin = need_object(obj, "adj").origin
+    walks(rt, objs)
     return any(_manhattan(origin, need_object(o, "adj").origin) <= unit for o in objs)
 
 
 def obj_clicked(rt, scope, objs):
     clicked = rt.natives["clicked"]
+    walks(rt, objs)
     return [o for o in objs if compat.truthy(apply(rt, clicked, [o], scope))]
 
 
@@ -228,6 +233,7 @@ def closest(rt, scope, obj, objs):
     """The element of ``objs`` nearest ``obj`` by squared origin distance; ties to the later."""
     if not objs:
         return obj
+    walks(rt, objs)
     origin = need_object(obj, "closest").origin
     best = objs[0]
     for other in objs:
@@ -240,6 +246,7 @@ def closest_pos(rt, scope, obj, positions):
     origin = need_object(obj, "closestPos").origin
     if not positions:
         return origin
+    walks(rt, positions)
     best = positions[0]
     for p in positions:
         if not _sqdist(best, origin) < _sqdist(p, origin):
@@ -252,6 +259,7 @@ def render_value(rt, scope, value):
 
 
 def sum_(rt, scope, values):
+    walks(rt, values)
     total = 0
     for v in values:
         total = total + need_number(v, "sum")
@@ -259,15 +267,18 @@ def sum_(rt, scope, values):
 
 
 def intersects_elems(rt, scope, e1, e2):
+    walks(rt, e1), walks(rt, e2)
     positions = {_elem_pos(e) for e in e2}
     return any(_elem_pos(e) in positions for e in e1)
 
 
 def intersects_pos_elems(rt, scope, p, elems):
+    walks(rt, elems)
     return any(_elem_pos(e) == p for e in elems)
 
 
 def intersects_pos_poss(rt, scope, p, positions):
+    walks(rt, positions)
     return any(compat.equal(p, q) for q in positions)
 
 
@@ -282,6 +293,7 @@ def is_free(rt, scope, obj):
 
 
 def in_(rt, scope, e, values):
+    walks(rt, values)
     equal = compat.equal
     return any(equal(x, e) for x in values)
 
@@ -293,6 +305,7 @@ def is_free_pos_except_obj(rt, scope, p, obj):
 
 def is_free_range_except_obj(rt, scope, start, end, obj):
     mine = {(x, y) for x, y, _ in cells_of(rt, obj)}
+    charge(rt, need_number(end, "isFreeRangeExceptObj") - need_number(start, "isFreeRangeExceptObj"))
     return all(rt.is_free(x, 0) for x in range(start, end) if (x, 0) not in mine)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tasks.autumn.calls import charge
 from tasks.autumn.errors import AutumnError, AutumnRuntimeError
 from tasks.autumn.scope import Scope
 from tasks.autumn.values import Instance, Lazy, RenderedElem, show
@@ -81,10 +82,15 @@ def instance_cells(rt, inst: Instance) -> list[tuple[int, int, str]]:
     return out
 
 
-def cells_of(rt, value, out: list | None = None) -> list[tuple[int, int, str]]:
-    """Every cell an object or (nested) list of objects paints, in order."""
-    if out is None:
-        out = []
+def cells_of(rt, value) -> list[tuple[int, int, str]]:
+    """Every cell an object or (nested) list of objects paints, in order (the step's
+    budget is charged one evaluation per cell)."""
+    out = _cells(rt, value, [])
+    charge(rt, len(out))
+    return out
+
+
+def _cells(rt, value, out: list) -> list[tuple[int, int, str]]:
     kind = type(value)
     if kind is Instance:
         out.extend(instance_cells(rt, value))
@@ -93,7 +99,7 @@ def cells_of(rt, value, out: list | None = None) -> list[tuple[int, int, str]]:
             if type(item) is Instance:
                 out.extend(instance_cells(rt, item))
             elif type(item) is list:
-                cells_of(rt, item, out)
+                _cells(rt, item, out)
     return out
 
 
@@ -113,7 +119,7 @@ def paint(rt, names, size: int, background: str) -> Picture:
         kind = type(value)
         if kind is not Instance and kind is not list:
             continue
-        for x, y, colour in cells_of(rt, value):
+        for x, y, colour in _cells(rt, value, []):  # what is painted was charged when made
             if 0 <= x < size and 0 <= y < size:
                 pixels[y * size + x] = colour.lower()
                 occupied.add((x, y))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tasks.autumn import compat
-from tasks.autumn.calls import apply
+from tasks.autumn.calls import STEP_BUDGET, apply
 from tasks.autumn.compiler import Compiler, parse_type
 from tasks.autumn.errors import AutumnError, AutumnRuntimeError, AutumnSyntaxError
 from tasks.autumn.reader import LIST, SYM, Node, snippet
@@ -49,8 +49,13 @@ class Snapshot:
 class Runtime:
     """One program's interpreter state and its compiled statements."""
 
-    def __init__(self, program: Node, source: str, name: str | None, natives: dict) -> None:
+    def __init__(self, program: Node, source: str, name: str | None, natives: dict,
+                 budget: int = STEP_BUDGET) -> None:
         self.source, self.name = source, name
+        self.budget = self.left = budget
+        """Evaluations one step may do, and how many the running step has left."""
+        self.cost = self.peak = 0
+        """Evaluations the last step (or reset) did, and the most any did since loading."""
         self.natives = natives
         self.globals: dict = {}
         self.classes: dict[str, ObjectClass] = {}
@@ -145,6 +150,13 @@ class Runtime:
         self.rng, self.next_id, self.depth = compat.seed_state(seed), 0, 0
         self.click = self.arrow = None
         self.picture = None
+        self.left = self.budget
+        try:
+            self._start()
+        finally:
+            self._spent()
+
+    def _start(self) -> None:
         for name in compat.NATIVE_NAMES:
             self.define(name, 16 if name == "GRID_SIZE" else self.natives[name])
         defaults = {"GRID_SIZE": 16, "FRAME_RATE": 8, "background": "black"}
@@ -287,6 +299,7 @@ class Runtime:
     def step(self, click: tuple[int, int] | None = None, arrow: str | None = None) -> None:
         """One step with at most one input; on failure the state is restored and re-raised."""
         before = self.snapshot()
+        self.left = self.budget
         try:
             self._step(click, arrow)
         except AutumnError:
@@ -300,6 +313,12 @@ class Runtime:
             raise AutumnRuntimeError(f"internal failure: {error!r}", name=self.name) from error
         finally:
             self.click = self.arrow = None
+            self._spent()
+
+    def _spent(self) -> None:
+        self.cost = self.budget - self.left
+        if self.cost > self.peak:
+            self.peak = self.cost
 
     def _step(self, click, arrow) -> None:
         glob = self.globals

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from tasks.autumn import compat
-from tasks.autumn.calls import apply
+from tasks.autumn.calls import apply, charge
 from tasks.autumn.errors import AutumnRuntimeError
 from tasks.autumn.render import cells_of, rendered_elems
 from tasks.autumn.values import Builtin, Instance, Position, show
@@ -24,10 +24,20 @@ def need_object(value, who: str) -> Instance:
     return value
 
 
-def need_list(value, who: str) -> list:
+def need_list(value, who: str, rt=None) -> list:
+    """``value`` when it is a list; with ``rt``, its length is charged to the step's
+    budget first (a built-in about to walk or copy it)."""
     if type(value) is not list:
         raise AutumnRuntimeError(f"{who} needs a list, got {show(value)}")
+    if rt is not None:
+        charge(rt, len(value))
     return value
+
+
+def walks(rt, value) -> None:
+    """Charge the length of ``value`` when it is a list a built-in is about to walk."""
+    if type(value) is list:
+        charge(rt, len(value))
 
 
 def need_number(value, who: str) -> int:
@@ -43,24 +53,26 @@ def need_position(value, who: str) -> Position:
 
 
 def map_(rt, scope, f, values):
-    return [apply(rt, f, [v], scope) for v in need_list(values, "map")]
+    return [apply(rt, f, [v], scope) for v in need_list(values, "map", rt)]
 
 
 def filter_(rt, scope, f, values):
     truthy = compat.truthy
-    return [v for v in need_list(values, "filter") if truthy(apply(rt, f, [v], scope))]
+    return [v for v in need_list(values, "filter", rt) if truthy(apply(rt, f, [v], scope))]
 
 
 def foldl(rt, scope, f, acc, values):
-    for v in need_list(values, "foldl"):
+    for v in need_list(values, "foldl", rt):
         acc = apply(rt, f, [acc, v], scope)
     return acc
 
 
 def concat(rt, scope, lists):
+    lists = need_list(lists, "concat")
+    charge(rt, sum(len(need_list(item, "concat (each element)")) for item in lists))
     out = []
-    for item in need_list(lists, "concat"):
-        out.extend(need_list(item, "concat (each element)"))
+    for item in lists:
+        out.extend(item)
     return out
 
 
@@ -88,15 +100,17 @@ def at(rt, scope, values, index):
 
 
 def range_(rt, scope, start, stop):
-    return list(range(need_number(start, "range"), need_number(stop, "range")))
+    start, stop = need_number(start, "range"), need_number(stop, "range")
+    charge(rt, stop - start)
+    return list(range(start, stop))
 
 
 def any_(rt, scope, *args):
     if len(args) == 1:
-        return any(compat.truthy(v) for v in need_list(args[0], "any"))
+        return any(compat.truthy(v) for v in need_list(args[0], "any", rt))
     f, values = args[:2]
     truthy = compat.truthy
-    return any(truthy(apply(rt, f, [v], scope)) for v in need_list(values, "any"))
+    return any(truthy(apply(rt, f, [v], scope)) for v in need_list(values, "any", rt))
 
 
 def is_list(rt, scope, value):
@@ -110,7 +124,7 @@ def defined(rt, scope, name):
 
 
 def array_equal(rt, scope, a, b):
-    need_list(a, "arrayEqual"), need_list(b, "arrayEqual")
+    need_list(a, "arrayEqual", rt), need_list(b, "arrayEqual", rt)
     if len(a) != len(b):
         raise AutumnRuntimeError(f"arrayEqual: lists of different lengths {len(a)} and {len(b)}")
     return [compat.equal(x, y) for x, y in zip(a, b)]
@@ -127,7 +141,7 @@ def prev(rt, scope, value):
 
 
 def uniform_choice(rt, scope, values, *count):
-    values = need_list(values, "uniformChoice")
+    values = need_list(values, "uniformChoice", rt)
     if not values:
         raise AutumnRuntimeError("uniformChoice of an empty list")
     if not count:
@@ -135,6 +149,7 @@ def uniform_choice(rt, scope, values, *count):
     n = need_number(count[0], "uniformChoice")
     if n < 1:
         raise AutumnRuntimeError(f"uniformChoice: count must be at least 1, got {n}")
+    charge(rt, n)
     return [values[rt.draw(len(values))] for _ in range(n)]
 
 
@@ -142,6 +157,7 @@ def random_positions(rt, scope, size, n):
     size, n = need_number(size, "randomPositions"), need_number(n, "randomPositions")
     if size < 0:
         raise AutumnRuntimeError(f"randomPositions: negative size {size}")
+    charge(rt, n)
     out = []
     for _ in range(n):
         x = rt.draw(size)
@@ -159,6 +175,7 @@ def adj_positions(rt, scope, p):
 def all_positions(rt, scope, w, *h):
     w = need_number(w, "allPositions")
     h = need_number(h[0], "allPositions") if h else w
+    charge(rt, max(w, 0) * max(h, 0))
     return [Position(x, y) for x in range(w) for y in range(h)]
 
 
@@ -173,7 +190,8 @@ def is_within_bounds(rt, scope, value):
 
 
 def add_obj(rt, scope, values, item):
-    values = need_list(values, "addObj")
+    values = need_list(values, "addObj", rt)
+    walks(rt, item)
     if type(item) is list:
         return values + item
     if type(item) is not Instance:
@@ -185,7 +203,8 @@ def remove_obj(rt, scope, first, *rest):
     if not rest:
         rt.remove_global_holding(first)
         return first
-    values, what = need_list(first, "removeObj"), rest[0]
+    values, what = need_list(first, "removeObj", rt), rest[0]
+    walks(rt, what)
     if type(what) is Instance:
         return [v for v in values if not (type(v) is Instance and v.id == what.id)]
     if type(what) is list:
@@ -196,6 +215,7 @@ def remove_obj(rt, scope, first, *rest):
 
 
 def update_obj(rt, scope, target, f, *rest):
+    walks(rt, target)
     if type(target) is list:
         if not rest:
             return [apply(rt, f, [v], scope) for v in target]

@@ -4,8 +4,9 @@ Each environment is a folder here::
 
     <name>/program.sexp     the environment
     <name>/changed.sexp     the same program with one rule changed (for change detection)
-    <name>/env.json         documentation for researchers (never shown to participants) and
-                            the recipes the three problems are derived from
+    <name>/env.json         documentation for researchers (never shown to participants),
+                            the recipes the three problems are derived from, and
+                            optionally ``step_budget`` (evaluations per step, docs/autumn.md)
     <name>/problems/*.json  the derived problems, written by ``derive_library``
 
 Importing this module registers ``autumn/<name>`` and ``autumn/<name>-changed`` for every
@@ -92,11 +93,26 @@ def library_envs() -> tuple[LibraryEnv, ...]:
     return tuple(found)
 
 
+def step_budget_of(folder: Path) -> int | None:
+    """The ``step_budget`` the ``env.json`` in ``folder`` sets, if it has one (None: the
+    interpreter's default)."""
+    path = folder / "env.json"
+    if not path.is_file():
+        return None
+    try:
+        meta = json.loads(path.read_text())
+    except ValueError as error:
+        raise ValueError(f"{path}: not valid JSON ({error})") from None
+    return meta.get("step_budget") if isinstance(meta, dict) else None
+
+
 def load_env(name: str, variant: str = "program"):
     """Make the environment ``name`` (``variant`` is ``program`` or ``changed``)."""
     from tasks.autumn import load
 
-    return load(_source(name, variant), name=f"{name}/{variant}")
+    budget = next((e.meta.get("step_budget") for e in library_envs() if e.name == name), None)
+    path = LIBRARY / name / f"{variant}.sexp"  # errors name the file, as an editor opens it
+    return load(_source(name, variant), name=str(path), step_budget=budget)
 
 
 @cache

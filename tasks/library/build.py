@@ -14,16 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from tasks.checker import StepCost
 from tasks.library import LibraryEnv, library_envs
 from tasks.worldtest.challenge import get
-from tasks.worldtest.check import check_problem
+from tasks.worldtest.check import Metered, check_problem, heaviest_step
 from tasks.worldtest.problem import Problem
 
 SEED_TRIES = 10
 
 
-def derive_env(env: LibraryEnv, challenge: str, *, samples: int = 64) -> Problem:
-    """Derive one problem of ``env``; ``ValueError`` says why when no seed works."""
+def derive_env(env: LibraryEnv, challenge: str, *, samples: int = 64,
+               costs: list[StepCost] | None = None) -> Problem:
+    """Derive one problem of ``env``; ``ValueError`` says why when no seed works. The
+    heaviest step the check of the derived problem saw goes to ``costs``."""
     recipe = env.meta["recipes"][challenge]
     problem_id = f"{env.name}/{challenge}"
     build = _builder(env, challenge, recipe, problem_id, samples)
@@ -35,8 +38,12 @@ def derive_env(env: LibraryEnv, challenge: str, *, samples: int = 64) -> Problem
         except ValueError as error:
             reasons.append(f"seed {seed}: {error}")
             continue
-        report = check_problem(problem)
+        metered = Metered()
+        report = check_problem(problem, make_env=metered)
         if report.valid:
+            cost = heaviest_step(problem, metered)
+            if costs is not None and cost is not None:
+                costs.append(cost)
             return _documented(problem, env)
         reasons.append(f"seed {seed}: " + "; ".join(report.reasons))
     raise ValueError(f"{problem_id}: no valid problem from the recipe:\n  " + "\n  ".join(reasons))
@@ -63,8 +70,10 @@ def derive_library(names: Iterable[str] | None = None, *, samples: int = 64,
     """Derive and write every problem of the named environments (all by default).
 
     Each environment's programs are checked statically first; one with errors derives
-    nothing. ``envs`` defaults to the library's folders. Returns the failures' messages; problems that derive are written even when
-    others fail.
+    nothing. ``envs`` defaults to the library's folders. ``progress`` hears each problem
+    before it is derived (``deriving NAME/CHALLENGE``), and the heaviest step its check
+    saw after. Returns the
+    failures' messages; problems that derive are written even when others fail.
     """
     from tasks.autumn.lint import check_file, errors
 
@@ -81,9 +90,13 @@ def derive_library(names: Iterable[str] | None = None, *, samples: int = 64,
             continue
         (env.folder / "problems").mkdir(exist_ok=True)
         for challenge in env.challenges:
-            progress(f"{env.name}/{challenge}")
+            progress(f"deriving {env.name}/{challenge}")
+            costs: list[StepCost] = []
             try:
-                derive_env(env, challenge, samples=samples).save(env.problem_path(challenge))
+                derive_env(env, challenge, samples=samples, costs=costs).save(
+                    env.problem_path(challenge))
             except ValueError as error:
                 failures.append(str(error))
+            for cost in costs:
+                progress(f"  {env.name}/{challenge}: {cost}")
     return failures

@@ -32,7 +32,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from tasks import registry
+from tasks.checker import StepCost, step_cost
 from tasks.core import Frame, GridEnv, Observation, rollout
+from tasks.limits import StepLimitExceeded
 from tasks.worldtest import challenge
 from tasks.worldtest.challenge import EnvFactory
 from tasks.worldtest.problem import Problem
@@ -53,14 +55,69 @@ def static_errors(problem: Problem) -> list[str]:
     from tasks.autumn.lint import check_file, errors
 
     reasons = []
-    for env_id in dict.fromkeys([problem.env_id, problem.params.get("changed_env_id")]):
+    for env_id in _env_ids(problem):
         try:
-            program = registry.env_spec(env_id).program if env_id else ""
+            program = registry.env_spec(env_id).program
         except KeyError:
             continue  # said by the check that makes the environment
         if program:
             reasons += [f"static check: {finding}" for finding in errors(check_file(program))]
     return reasons
+
+
+def _env_ids(problem: Problem) -> list[str]:
+    """The environments ``problem`` runs: its own and, for change detection, the changed."""
+    return [i for i in dict.fromkeys([problem.env_id, problem.params.get("changed_env_id")]) if i]
+
+
+def program_errors(problem: Problem) -> list[str]:
+    """Why the programs ``problem`` runs cannot be trusted, each as one reason: their
+    static errors, else the first runtime error of each rollout over the problem's
+    horizon (:mod:`tasks.worldtest.rollout`). Empty when there is none."""
+    from tasks.worldtest.rollout import rollout_failures
+
+    reasons = static_errors(problem)
+    if reasons:
+        return reasons
+    return [str(failure) for env_id in _env_ids(problem)
+            for failure in rollout_failures(env_id, *_rollout_of(problem))]
+
+
+def _rollout_of(problem: Problem) -> tuple:
+    """The rollout arguments of ``problem``: its horizon, the seeds, its own play."""
+    from tasks.worldtest.rollout import ROLLOUT_SEEDS, problem_horizon, problem_recipe
+
+    return (problem_horizon(problem.params), ROLLOUT_SEEDS,
+            problem_recipe(problem.seed, problem.params))
+
+
+def heaviest_step(problem: Problem, metered: Metered) -> StepCost | None:
+    """The heaviest step a check of ``problem`` saw: in the environments ``metered``
+    made, and in the rollouts of its programs."""
+    from tasks.worldtest.rollout import rollout_cost
+
+    costs = [metered.cost, *(rollout_cost(env_id, *_rollout_of(problem))
+                             for env_id in _env_ids(problem))]
+    costs = [cost for cost in costs if cost is not None]
+    return max(costs, key=lambda cost: cost.heaviest) if costs else None
+
+
+class Metered:
+    """A ``make_env`` that keeps every environment it made, so that whoever ran a check
+    can say what its heaviest step cost (:attr:`cost`)."""
+
+    def __init__(self, make_env: EnvFactory = registry.make) -> None:
+        self.make_env = make_env
+        self.made: list[GridEnv] = []
+
+    def __call__(self, env_id: str, **overrides) -> GridEnv:
+        env = self.make_env(env_id, **overrides)
+        self.made.append(env)
+        return env
+
+    @property
+    def cost(self) -> StepCost | None:
+        return step_cost(self.made)
 
 
 class CheckReport(NamedTuple):
@@ -178,9 +235,10 @@ def check_problem(
 ) -> CheckReport:
     """Re-validate ``problem`` from scratch; every failed condition becomes a reason.
 
-    The programs it runs are checked statically first (``gridstudy envs check``): a
-    program with errors makes the problem invalid before anything is played."""
-    broken = static_errors(problem)
+    The programs it runs are checked first (:func:`program_errors`: statically, then
+    rolled out over the problem's horizon): a program with errors makes the problem
+    invalid before the challenge's own checks run."""
+    broken = program_errors(problem)
     if broken:
         return CheckReport(False, broken)
     try:
@@ -192,6 +250,6 @@ def check_problem(
         return CheckReport(True, [])
     try:
         reasons = check(problem, env, samples, rng_seed, make_env)
-    except (KeyError, ValueError, TypeError, IndexError) as error:
+    except (KeyError, ValueError, TypeError, IndexError, StepLimitExceeded) as error:
         reasons = [f"could not run the problem: {type(error).__name__}: {error}"]
     return CheckReport(all(reason.startswith(WARNING) for reason in reasons), reasons)

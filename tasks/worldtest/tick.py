@@ -25,7 +25,12 @@ Whether an action is allowed in the phase is decided when its tick comes, since 
 queued before it (``go-to-test``) may change the phase. A tick applies the first queued
 input allowed then (those before it are refused as ``rejected``, with the episode's own
 refusal text), else ``noop``. A step that raises (an environment's runtime error) is
-reported as a failed step and not applied; the episode goes on.
+reported as a failed step and not applied; the episode goes on. A step stopped by its
+limit (an Autumn program's step budget, a Python environment's time limit:
+:class:`tasks.limits.StepLimitExceeded`) would stop every later step too, and has
+already held the process once: it is reported as a failed step, and the attempt ends
+``error`` with the reason in plain words (``info["reason"]``, and ``stopped`` in the
+view a client draws); later ticks do nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tasks.core import parse_action
+from tasks.limits import StepLimitExceeded
 from tasks.worldtest.episode import Episode, Step
 
 log = logging.getLogger(__name__)
@@ -48,6 +54,8 @@ QUEUE_SIZE = 4
 """Inputs waiting for a tick; more are dropped (and reported)."""
 RATE_LIMIT = 30
 """Inputs per second one sender may send; more are refused (and reported)."""
+ERROR = "error"
+"""The status of an attempt the environment could not continue."""
 QUEUED, DROPPED, REJECTED, MALFORMED, RATE_LIMITED = (
     "queued", "dropped", "rejected", "malformed", "rate-limited")
 INPUT, AUTO = "input", "auto"
@@ -128,10 +136,13 @@ class Tick:
     action: str
     source: str
     error: str | None = None
+    stopped: bool = False
+    """The environment could not go on: the attempt ended ``error`` (no more ticks)."""
 
     @property
     def done(self) -> bool:
-        return self.step is not None and self.step.done
+        """Play is over after this tick (the episode ended, or the attempt was stopped)."""
+        return self.stopped or (self.step is not None and self.step.done)
 
 
 class TickEngine:
@@ -162,6 +173,8 @@ class TickEngine:
         """Why no input is admitted any more (the server is stopping), or None."""
         self.acknowledged = 0
         """Inputs queued so far: the next one's number."""
+        self.stopped: str | None = None
+        """Why the environment could not go on (a step over its limit), in plain words."""
         self.tick_refusals: list[str] = []
         """The queued inputs the last tick refused (not allowed in the phase then), which
         :meth:`view` shows once so that a client can say so."""
@@ -242,6 +255,8 @@ class TickEngine:
         ``fields`` go on the event (the server's tick ``latency``)."""
         now = self.clock() if now is None else now
         with self.lock:
+            if self.stopped is not None:
+                return Tick(None, "noop", AUTO, self.stopped, stopped=True)
             self._store_limited(now)
             self.tick_refusals = []
             item = self._next_input(now)
@@ -252,6 +267,8 @@ class TickEngine:
                 fields["input_seq"] = item.number
             try:
                 step = self.episode.apply(action)
+            except StepLimitExceeded as error:
+                return self._stop(action, source, error, now, client_time, fields)
             except Exception as error:  # an environment's runtime error must not end play
                 return self._failed(action, source, error, now, client_time, fields)
             if self.sink is not None:
@@ -281,6 +298,15 @@ class TickEngine:
             self.sink.failed(action, phase=self.episode.phase, source=source, error=message,
                              server_time=now, client_time=client_time, **fields)
         return Tick(None, action, source, message)
+
+    def _stop(self, action: str, source: str, error: StepLimitExceeded, now: float,
+              client_time: float | None, fields: dict[str, Any]) -> Tick:
+        """A step over its limit: reported as failed, then the attempt ends ``error``."""
+        failed = self._failed(action, source, error, now, client_time, fields)
+        self.stopped = error.plain
+        self.end(ERROR, {"reason": error.plain, "error": failed.error,
+                         "ticks": len(self.episode.history)}, now)
+        return Tick(None, action, source, failed.error, stopped=True)
 
     # -- the end --------------------------------------------------------------------------
 
@@ -318,8 +344,11 @@ class TickEngine:
 
     def view(self) -> dict[str, Any]:
         """The episode's view, read under the lock, with ``refused``: the inputs the last
-        tick refused (empty on most ticks)."""
+        tick refused (empty on most ticks); and ``stopped``, why the environment could not
+        go on, once it could not."""
         with self.lock:
             view = self.episode.view()  # a new dict on every call: extend it in place
             view["refused"] = list(self.tick_refusals)
+            if self.stopped is not None:
+                view["stopped"] = self.stopped
             return view

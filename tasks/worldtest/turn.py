@@ -9,7 +9,8 @@ environment (grounding accuracy, docs/metrics.md). The attempt ends:
 * ``done`` when the episode ends;
 * ``abandoned`` after ``max_invalid`` invalid turns in a row, or after ``max_turns``
   turns without an end;
-* ``error`` when applying an action raised (an environment's runtime error), or when
+* ``error`` when applying an action raised (an environment's runtime error, or a step
+  over its limit: :class:`tasks.limits.StepLimitExceeded`, whose reason says so), or when
   the driver says so (the model's provider could not answer);
 * ``interrupted`` when the driver stops it (the operator pressed Ctrl-C, a batch budget
   ran out, the provider refused the key);
@@ -26,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tasks.limits import StepLimitExceeded
 from tasks.worldtest.episode import Episode, Step
 from tasks.worldtest.protocol import GRIDSTUDY, Protocol
 from tasks.worldtest.tick import AUTO, Sink
@@ -177,7 +179,8 @@ class AgentTurns:
             if self.sink is not None:
                 self.sink.failed(action, phase=phase, source=AGENT, error=message,
                                  raw_reply=raw_reply, parse_valid=True, **fields)
-            self.end(ERROR, f"the environment failed on {action}: {message}")
+            plain = error.plain if isinstance(error, StepLimitExceeded) else "the environment failed"
+            self.end(ERROR, f"{plain} on {action}: {message}")
             return TurnResult(False, error=message)
         if fields.get("parse_valid", True):
             self.streak = 0

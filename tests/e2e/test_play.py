@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from tasks import registry
+from tasks.worldtest.problem import Problem
+from tests.envs import over_budget_env
+
 GAME = "section.gs-game"
 
 
@@ -187,3 +191,31 @@ def test_the_controls_work_from_the_keyboard_alone(page, live_server):
         "els => els.map(e => e.getAttribute('aria-label') || e.labels?.[0]?.textContent"
         " || e.textContent)")
     assert all(label and label.strip() for label in labels)
+
+
+def test_a_step_over_its_budget_stops_the_game_with_a_plain_message(page, live_server):
+    problem = Problem("test/rt-over-budget-planning", "test/rt-over-budget", "planning", 0,
+                      params={"goal_cells": [[4, 4]], "goal_colours": ["gold"]})
+    registry.register_env(problem.env_id, over_budget_env, replace=True)
+    registry.add_problem(problem, replace=True)
+    try:
+        episode_id = open_problem(page, live_server, problem.id)
+        press(page, "ArrowRight")
+        page.keyboard.press("ArrowLeft")  # its handler asks for 200 million items
+        page.wait_for_selector(f"{GAME}[data-stopped=true]")
+        message = page.locator("[data-gs=message]").text_content()
+        assert "stopped because of a fault in the game itself" in message
+        assert page.locator("[data-gs=phase]").text_content() == "stopped"
+        live_server.store.flush(timeout=10)
+        row = live_server.episode(episode_id)
+        events = live_server.events(episode_id)
+    finally:
+        registry.unregister(env_id=problem.env_id, problem_id=problem.id)
+    assert (row.status, row.info["reason"]) == (
+        "error", "the environment's step went over its step budget, so this attempt was "
+        "stopped (the environment needs fixing, not the player)")
+    failed = [e for e in events if not e.applied]
+    assert [(e.action, e.source) for e in failed] == [("left", "input")]
+    assert failed[0].error.startswith("StepBudgetExceeded: over_budget.sexp:7:29: runtime "
+                                      "error: step budget exceeded")
+    assert events[-1] == failed[0]  # nothing was played after it

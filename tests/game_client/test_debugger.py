@@ -3,6 +3,7 @@ reload and errors, and the window itself on a real X server (Xvfb), screenshot t
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -14,7 +15,7 @@ from click.testing import CliRunner
 
 from game_client.cli import play
 from game_client.debugger import DebugSession, read_actions
-from tasks.autumn import load_file
+from tasks.autumn import STEP_BUDGET, load_file
 
 LIBRARY = Path(__file__).resolve().parents[2] / "tasks" / "library"
 
@@ -31,10 +32,12 @@ COUNTER = """(program
                    (= beads (addObj beads (Bead true click)))))
   (on (> count 2) (= beads (updateObj beads (--> b (updateObj b "lit" false)))))
   (on down (= count (head (list))))
+  (on up (= count (length (range 0 200000000))))
 )
 """
 """A bead walks right; clicks add lit beads and count; after three clicks every bead goes
-dark; the down arrow fails (the head of an empty list) at line 13."""
+dark; the down arrow fails (the head of an empty list) at line 13; the up arrow asks for a
+list of 200 million items (line 14), over the step budget."""
 
 
 @pytest.fixture
@@ -92,6 +95,25 @@ def test_a_runtime_error_stops_at_its_tick_with_its_place_and_changes_nothing(pr
     assert error[0] == "Error at tick 3 (down):"
     assert f"{program}:13:" in error[1] and "head" in error[1]
     assert session.apply("right") and "Error" not in session.panel()  # play goes on
+
+
+@pytest.mark.parametrize(("budget", "stops"), [(None, True), (300_000_000, False)])
+def test_a_step_over_its_budget_pauses_at_its_tick_with_the_budget_named(
+        program: Path, budget: int | None, stops: bool) -> None:
+    if budget is not None:  # the folder's env.json raises the budget: the step runs
+        (program.parent / "env.json").write_text(json.dumps({"step_budget": budget}))
+        program.write_text(COUNTER.replace("200000000", "250000"))
+    session = DebugSession(program, actions=["right"])
+    assert session.env.step_budget == (budget or STEP_BUDGET)
+    assert session.apply("up") is not stops
+    if stops:
+        assert session.paused and session.tick_count == 1
+        error = session.panel()["Error"]
+        assert error[0] == "Error at tick 2 (up):"
+        assert error[1].startswith(f"{program}:14:27: runtime error: step budget exceeded: "
+                                   f"the step needed more than {STEP_BUDGET:,} evaluations")
+    else:
+        assert session.env.value("count") == 250000 and session.fault is None
 
 
 def test_reload_replays_the_actions_to_the_same_tick_with_the_edited_rule(program: Path) -> None:
@@ -276,3 +298,27 @@ def test_play_debug_opens_the_window_on_a_library_environment(xvfb: str, tmp_pat
     program = LIBRARY / "spark_jar" / "program.sexp"
     tick = int(out.strip().rsplit(" ", 1)[1])
     assert out.startswith(f"{program}: stopped at tick ") and tick >= 2
+
+
+def test_the_window_pauses_on_a_step_over_its_budget_and_shows_it(
+        xvfb: str, program: Path, tmp_path: Path) -> None:
+    from game_client.debug_window import DebugClient
+
+    session = DebugSession(program, actions=["right"])
+    client = DebugClient(session, scale=40, realtime=False)
+    seen: dict[str, object] = {}
+
+    def before_frame(frame: int, client: DebugClient) -> None:
+        if frame == 0:
+            client.post_key("up")  # its handler asks for 200 million items
+        elif frame == 3:
+            seen["image"] = screenshot(xvfb, tmp_path / "budget.png")
+            seen["panel_rect"] = client.panel_rect
+            seen["status"] = session.status_line()
+
+    client.run(max_frames=4, before_frame=before_frame)
+    assert session.paused and session.fault is not None and session.fault.tick == 2
+    assert "step budget exceeded" in session.fault.message
+    assert "PAUSED" in seen["status"]
+    px, py, pw, ph = seen["panel_rect"]
+    assert seen["image"].getpixel((px + pw - 6, py + ph - 6)) == (120, 20, 28)  # the error box

@@ -129,26 +129,51 @@ def test_a_program_that_cannot_load_is_a_clear_page_not_a_500(live_server, tmp_p
     assert "test/empty-program cannot be played" in page.text
 
 
-def test_a_study_of_a_program_with_static_errors_is_refused(tmp_path):
+def create_study_of_a_broken_lamp(tmp_path, program: str):
+    """``study create`` of a study whose problem runs ``program`` (imported as
+    ``autumnbench/lamp`` into the user's library); the command's result and the file."""
     import yaml
 
     from tests.consent.helpers import definition_data
 
-    library = tmp_path / "lib"
-    broken = library / "autumnbench" / "lamp"
+    broken = tmp_path / "lib" / "autumnbench" / "lamp"
     (broken / "problems").mkdir(parents=True)
-    source = (LIBRARY / "lamp_grid" / "program.sexp").read_text()
-    (broken / "program.sexp").write_text(source.replace("(adjacentPoss", "(adjacentPos", 1))
+    (broken / "program.sexp").write_text(program)
     problem = json.loads((LIBRARY / "lamp_grid" / "problems" / "mfp.json").read_text())
     problem.update(id="autumnbench/lamp/mfp", env_id="autumnbench/lamp")
     (broken / "problems" / "mfp.json").write_text(json.dumps(problem))
     study = definition_data(problems=["autumnbench/lamp/mfp", "lamp_grid/mfp"],
                             problems_per_participant=1, tutorials={"mfp": "lamp_grid/mfp"})
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
-    env = {"GRIDSTUDY_LIBRARY": str(library)}
+    env = {"GRIDSTUDY_LIBRARY": str(tmp_path / "lib")}
     result = gridstudy("study", "create", "study.yaml", "--db", "s.db", cwd=tmp_path, env=env)
+    return result, broken
+
+
+def test_a_study_of_a_program_with_static_errors_is_refused(tmp_path):
+    source = (LIBRARY / "lamp_grid" / "program.sexp").read_text()
+    result, broken = create_study_of_a_broken_lamp(
+        tmp_path, source.replace("(adjacentPoss", "(adjacentPos", 1))
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert "autumnbench/lamp/mfp: its program has errors" in result.stderr
     assert f"{broken / 'program.sexp'}:" in result.stderr
     assert "unknown function 'adjacentPos' (did you mean 'adjacentPoss'?)" in result.stderr
+    assert not (tmp_path / "s.db").exists() or "pilot" not in (tmp_path / "s.db").read_bytes().decode("latin-1")
+
+
+@pytest.mark.parametrize(("lines", "message", "at"), [
+    ("(= t (initnext 0 (+ (prev t) 1)))\n(on (== t 50) (= t (/ 1 0)))", "division by zero",
+     "at tick 51, seed 1, "),
+    ("(= n (initnext 0 (prev n)))\n(on clicked (= n (length (range 0 200000000))))",
+     "step budget exceeded", " play; replay: gridstudy play "),
+], ids=["division-by-zero-at-tick-50", "over-the-step-budget"])
+def test_a_study_of_a_program_that_fails_when_rolled_out_is_refused(tmp_path, lines, message, at):
+    source = (LIBRARY / "lamp_grid" / "program.sexp").read_text().rstrip()
+    result, broken = create_study_of_a_broken_lamp(tmp_path, source[:-1] + "\n" + lines + "\n)\n")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "autumnbench/lamp/mfp: its program has errors" in result.stderr
+    failures = [line for line in result.stderr.splitlines() if "rollout check: " in line]
+    assert all(f"rollout check: {broken / 'program.sexp'}:" in line for line in failures)
+    assert any(f"runtime error: {message}" in line and at in line for line in failures), failures
+    assert len(failures) == len({line.split(" (at tick ")[0] for line in failures})  # once each
     assert not (tmp_path / "s.db").exists() or "pilot" not in (tmp_path / "s.db").read_bytes().decode("latin-1")

@@ -10,7 +10,7 @@ import pytest
 
 from tasks import registry
 from tasks.worldtest.problem import Problem
-from tests.envs import Walker, make_test_env
+from tests.envs import Stuck, Walker, make_test_env, over_budget_env
 
 _ids = itertools.count()
 
@@ -45,15 +45,30 @@ class Broken(Walker):
         return super().step(action)
 
 
-BROKEN = Problem("test/tick-broken-planning", "test/tick-broken", "planning", 0,
-                 params={"goal_cells": [[4, 4]], "goal_colours": ["gold"]})
+STUCK_LIMIT = 0.2
+"""The time limit the stuck walker is registered with (seconds)."""
+
+
+def _problem(name: str) -> Problem:
+    return Problem(f"test/tick-{name}-planning", f"test/tick-{name}", "planning", 0,
+                   params={"goal_cells": [[4, 4]], "goal_colours": ["gold"]})
+
+
+BROKEN, STUCK, OVER = _problem("broken"), _problem("stuck"), _problem("over-budget")
 
 
 @pytest.fixture
 def problems(test_problems):
-    """The walker problems (challenge -> Problem) and a planning problem on a walker whose
-    clicks raise (``"broken"``), for the tests that drive every driver the same way."""
+    """The walker problems (challenge -> Problem) and planning problems on a walker whose
+    clicks raise (``"broken"``), one whose ``left`` never returns (``"stuck"``, time limit
+    :data:`STUCK_LIMIT`) and an Autumn program whose ``left`` is over its step budget
+    (``"over-budget"``), for the tests that drive every driver the same way."""
     registry.register_env("test/tick-broken", Broken, replace=True)
-    registry.add_problem(BROKEN, replace=True)
-    yield {**test_problems, "broken": BROKEN}
-    registry.unregister(env_id="test/tick-broken", problem_id=BROKEN.id)
+    registry.register_env("test/tick-stuck", Stuck, replace=True, step_time_limit=STUCK_LIMIT)
+    registry.register_env("test/tick-over-budget", over_budget_env, replace=True)
+    extra = {"broken": BROKEN, "stuck": STUCK, "over-budget": OVER}
+    for problem in extra.values():
+        registry.add_problem(problem, replace=True)
+    yield {**test_problems, **extra}
+    for problem in extra.values():
+        registry.unregister(env_id=problem.env_id, problem_id=problem.id)

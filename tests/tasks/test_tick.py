@@ -14,6 +14,7 @@ from records.models import EpisodeRow, Event, RawInput
 from records.recorder import EpisodeRecorder
 from records.store import Store
 from study_server.session import GameSession
+from tasks.autumn import STEP_BUDGET
 from tasks.worldtest.episode import Episode
 
 
@@ -85,6 +86,8 @@ class Case:
     ending: tuple | None = None
     """(status, score) of the episode row, when the case ends it."""
     abandon: bool = False
+    failure: str = "RuntimeError: division by zero in on-click"
+    """The start of the error of every failed step."""
 
 
 CASES = {
@@ -122,6 +125,21 @@ CASES = {
     "a step that raises is logged, not applied, and play goes on": Case(
         "broken", {0: ["click 1 1"], 1: ["right"]}, 2, ["queued", "queued"],
         [(None, "click 1 1", "input", False), (0, "right", "input", True)], []),
+    "a step over its step budget ends the attempt as an environment error": Case(
+        "over-budget", {0: ["right"], 1: ["left"], 2: ["right"]}, 3, ["queued"] * 2 + ["rejected"],
+        [(0, "right", "input", True), (None, "left", "input", False)],
+        [("right", "rejected", "the environment's step went over its step budget, so this "
+          "attempt was stopped")],
+        ending=("error", 0.0),
+        failure="StepBudgetExceeded: over_budget.sexp:7:29: runtime error: step budget "
+                f"exceeded: the step needed more than {STEP_BUDGET:,} evaluations"),
+    "a Python step over its time limit ends the attempt as an environment error": Case(
+        "stuck", {0: ["right"], 1: ["left"], 2: ["right"]}, 3, ["queued"] * 2 + ["rejected"],
+        [(0, "right", "input", True), (None, "left", "input", False)],
+        [("right", "rejected", "the environment's step went over its time limit, so this "
+          "attempt was stopped")],
+        ending=("error", 0.0),
+        failure="StepTimeLimitExceeded: step time limit exceeded: Stuck.step ran longer than the limit of 0.2 s"),
     "the step that ends the episode finishes it; later input is refused": Case(
         "planning", {0: ["go-to-test"], 1: ["click 4 4"], 2: ["right"], 3: ["right"],
                      4: ["down"], 5: ["down"], 6: ["up"]}, 6, ["queued"] * 6 + ["rejected"],
@@ -184,7 +202,7 @@ def test_both_drivers_store_the_same_for_the_same_inputs(name, problems, tmp_pat
         assert reason.startswith(want), reason
     assert (ended, score) == (case.ending or ("active", None))
     failed = [e for e in events if not e[4]]
-    assert all(e[9] == "RuntimeError: division by zero in on-click" for e in failed)
+    assert all(e[9].startswith(case.failure) for e in failed), [e[9] for e in failed]
 
 
 def test_a_finished_attempt_keeps_how_many_ticks_it_took(problems, tmp_path):
@@ -192,3 +210,26 @@ def test_a_finished_attempt_keeps_how_many_ticks_it_took(problems, tmp_path):
     *_, (status, score, phase, info) = play("server", case, problems, tmp_path)
     assert (status, score, phase, info["ticks"]) == ("done", 1.0, "done", 6)
     assert (info["test_steps"], info["test_reached"]) == (5, True)
+
+
+@pytest.mark.parametrize(("name", "limit"), [("over-budget", "step budget"),
+                                             ("stuck", "time limit")])
+def test_a_step_over_its_limit_tells_the_researcher_and_the_participant(
+        name, limit, problems, tmp_path):
+    plain = (f"the environment's step went over its {limit}, so this attempt was stopped "
+             "(the environment needs fixing, not the player)")
+    with Store(str(tmp_path / "limit.db"), flush_interval=0.01) as store:
+        session = GameSession.create(problems[name], store)
+        assert session.enqueue_action("left") == "queued"
+        tick = session.tick()
+        assert (tick.step, tick.stopped, tick.done) == (None, True, True)
+        assert session.get_state()["stopped"] == plain
+        later = session.tick()  # the clock may tick once more: nothing is applied
+        assert (later.step, later.stopped) == (None, True)
+        assert session.enqueue_action("right") == "rejected"
+        store.flush(timeout=10)
+        with store.session() as db:
+            row = db.get(EpisodeRow, session.episode_id)
+            events = db.exec(select(Event).where(Event.episode_id == session.episode_id)).all()
+    assert (row.status, row.info["reason"], row.info["ticks"]) == ("error", plain, 0)
+    assert row.info["error"] == events[0].error and len(events) == 1

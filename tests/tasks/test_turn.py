@@ -69,6 +69,19 @@ CASES = {
         "broken", ["right", "click 1 1", "right"],
         ("error", 0.0, 2, 0, "the environment failed on click 1 1: RuntimeError"),
         [(0, "right", True, True), (None, "click 1 1", False, True)]),
+    "a step over its step budget ends the attempt as an environment error": Case(
+        "over-budget", ["right", "left", "right"],
+        ("error", 0.0, 2, 0, "the environment's step went over its step budget, so this "
+         "attempt was stopped (the environment needs fixing, not the player) on left: "
+         "StepBudgetExceeded: over_budget.sexp:7:29: runtime error: step budget exceeded"),
+        [(0, "right", True, True), (None, "left", False, True)]),
+    "a Python step over its time limit ends the attempt as an environment error": Case(
+        "stuck", ["right", "left", "right"],
+        ("error", 0.0, 2, 0, "the environment's step went over its time limit, so this "
+         "attempt was stopped (the environment needs fixing, not the player) on left: "
+         "StepTimeLimitExceeded: step time limit exceeded: Stuck.step ran longer than the "
+         "limit of 0.2 s"),
+        [(0, "right", True, True), (None, "left", False, True)]),
     "a provider that fails ends the attempt as an error": Case(
         "cd", ["go-to-test", ProviderError("the provider answered 503")],
         ("error", 0.0, 1, 0, "the model's provider failed: the provider answered 503"),

@@ -138,7 +138,7 @@
 
   /* Send one action text, stamped with this client's clock. */
   Game.prototype.send = function (action) {
-    if (!this.state || this.state.phase === "done" || this.elsewhere) { return; }
+    if (!this.state || this.state.phase === "done" || this.elsewhere || this.stopped) { return; }
     this.socket.emit("input", { token: this.token, action: action, client_time: now() });
   };
 
@@ -248,6 +248,7 @@
   Game.prototype.update = function (state) {
     var first = !this.state || this.state.phase !== state.phase;
     this.state = state;
+    if (state.stopped) { this.stop(); return; }
     this.root.dataset.phase = state.phase;
     this.root.dataset.tick = state.tick;
     this.el.phase.textContent = PHASES[state.phase] || state.phase;
@@ -390,6 +391,21 @@
   };
 
   var ENDINGS = {goal: "You reached the goal.", budget: "Your moves ran out.", "gave-up": "You gave up."};
+
+  /* The game itself could not go on (one of its steps went over its limit): the
+     attempt is over, through no fault of the participant, who may continue. */
+  var STOPPED = "Sorry: this game stopped because of a fault in the game itself, not " +
+    "anything you did. Please continue.";
+
+  Game.prototype.stop = function () {
+    if (this.stopped) { return; }
+    this.stopped = true;
+    this.release();
+    this.root.dataset.stopped = "true";
+    this.el.phase.textContent = "stopped";
+    this.say(STOPPED);
+    this.root.dispatchEvent(new CustomEvent("gridstudy:done", { detail: this.state, bubbles: true }));
+  };
 
   Game.prototype.finish = function (state) {
     this.release();

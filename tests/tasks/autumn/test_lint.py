@@ -5,15 +5,18 @@ errors never becomes a problem a participant plays."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from game_client.debugger import read_actions
 from study_server.commands.catalog import envs as envs_command
+from study_server.commands.catalog import problems as problems_command
 from tasks import registry
-from tasks.autumn import AutumnError, load, load_file
+from tasks.autumn import STEP_BUDGET, AutumnError, load, load_file
 from tasks.autumn.lint import ERROR, WARNING, check_file, check_source, errors
 from tasks.library import LibraryEnv, library_envs
 from tasks.library.build import derive_library
@@ -227,3 +230,108 @@ def test_derive_refuses_an_environment_whose_programs_have_errors(tmp_path: Path
     assert failures[0].startswith("lamp_grid: the programs have errors, nothing derived:")
     assert "unknown function 'prevv'" in failures[0]
     assert {p.name: p.read_text() for p in (env.folder / "problems").iterdir()} == before
+
+
+ROLLOUT = [
+    # (case, the lines added, line, column, the message, the tick it fails at, play):
+    # statically clean programs whose rollout stage fails
+    ("crash-at-tick-50", "  (= t (initnext 0 (+ (prev t) 1)))\n  (on (== t 50) (= dots (list (head (list)))))",
+     9, 31, "head of an empty list", 51, "no-op"),
+    ("division-by-zero-at-tick-50", "  (= t (initnext 0 (+ (prev t) 1)))\n  (on (== t 50) (= t (/ 1 0)))",
+     9, 22, "division by zero", 51, "no-op"),
+    ("range-over-the-budget", "  (= n (initnext 0 (prev n)))\n  (on right (= n (length (range 0 200000000))))",
+     9, 26, f"step budget exceeded: the step needed more than {STEP_BUDGET:,} evaluations",
+     None, "random"),
+    ("all-positions-over-the-budget", "  (= n (initnext 0 (prev n)))\n  (on up (= n (length (allPositions 50000))))",
+     9, 23, "step budget exceeded", None, "random"),
+    ("recursion-over-the-budget", "  (= n (initnext 0 (prev n)))\n  (= f (--> k (if (< k 1) then 1 else (+ (f (- k 1)) (f (- k 1))))))\n"
+     "  (on down (= n (f 30)))", 9, 42, "step budget exceeded", None, "random"),
+]
+
+
+@pytest.mark.parametrize(("lines", "line", "column", "message", "tick", "play"),
+                         [c[1:] for c in ROLLOUT], ids=[c[0] for c in ROLLOUT])
+def test_envs_check_rolls_the_program_out_and_reports_where_it_fails(
+        tmp_path: Path, lines: str, line: int, column: int, message: str, tick: int | None,
+        play: str) -> None:
+    from game_client.debugger import DebugSession
+
+    program = tmp_path / "failing.sexp"
+    program.write_text(BASE.format(extra=lines))
+    assert errors(check_source(program.read_text(), str(program))) == []  # statically clean
+    result = CliRunner().invoke(envs_command, ["check", str(program)])
+    assert result.exit_code == 1, result.output
+    first = next(x for x in result.output.splitlines() if x.startswith("rollout check: "))
+    assert first.startswith(f"rollout check: {program}:{line}:{column}: runtime error: {message}")
+    found = re.search(r"\(at tick (\d+), seed (\d+), ([a-z-]+) play; replay: gridstudy play "
+                      r"(\S+) --debug --seed \d+ --actions (\S+)\)$", first)
+    assert found and found[3] == play and found[4] == str(program), first
+    assert tick is None or int(found[1]) == tick
+    # The debugger, given the actions written, stops at the same tick with the same error.
+    session = DebugSession(program, seed=int(found[2]), actions=read_actions(found[5]))
+    assert session.fault is not None and session.fault.tick == int(found[1])
+    assert session.fault.message.startswith(f"{program}:{line}:{column}: runtime error: {message}")
+    static = CliRunner().invoke(envs_command, ["check", "--steps", "0", str(program)])
+    assert static.exit_code == 0 and "rollout" not in static.output
+
+
+def test_envs_check_reports_the_heaviest_step_against_the_budget_env_json_sets(
+        tmp_path: Path) -> None:
+    program = tmp_path / "program.sexp"
+    program.write_text(BASE.format(extra="  (= n (initnext 0 (prev n)))\n"
+                                         "  (on right (= n (length (map (--> x x) (range 0 80000)))))"))
+    over = CliRunner().invoke(envs_command, ["check", str(program)])
+    assert over.exit_code == 1 and "step budget exceeded" in over.output
+    (tmp_path / "env.json").write_text(json.dumps({"step_budget": 300_000}))
+    raised = CliRunner().invoke(envs_command, ["check", str(program)])
+    assert raised.exit_code == 0, raised.output
+    assert f"{program}: heaviest step 240,0" in raised.output
+    assert "evaluations of a budget of 300,000 (80.0%)" in raised.output
+    (tmp_path / "env.json").write_text(json.dumps({"step_budget": "lots"}))
+    wrong = CliRunner().invoke(envs_command, ["check", str(program)])
+    assert wrong.exit_code == 1
+    assert f"{program}: error: step_budget must be a whole number of evaluations" in wrong.output
+
+
+def test_derive_says_what_each_problem_costs_and_stops_a_step_over_its_budget(
+        tmp_path: Path) -> None:
+    original = next(e for e in library_envs() if e.name == "lamp_grid")
+    folder = tmp_path / "costly_lamps"
+    shutil.copytree(original.folder, folder)
+    changed = folder / "changed.sexp"
+    text = changed.read_text().rstrip()
+    assert text.endswith(")")
+    changed.write_text(text[:-1] + "\n  (= costly (initnext 0 (prev costly)))\n"
+                       "  (on clicked (= costly (length (range 0 200000000))))\n)\n")
+    env = LibraryEnv("costly_lamps", folder, json.loads((folder / "env.json").read_text()))
+    for env_id, variant in ((env.env_id, "program"), (env.changed_env_id, "changed")):
+        registry.register_env(env_id, load_file, path=str(folder / f"{variant}.sexp"),
+                              program=str(folder / f"{variant}.sexp"), replace=True)
+    lines: list[str] = []
+    try:
+        failures = derive_library(envs=[env], samples=2, progress=lines.append)
+    finally:
+        for env_id in (env.env_id, env.changed_env_id):
+            registry.unregister(env_id=env_id)
+    assert [line for line in lines if line.startswith("deriving")] == [
+        f"deriving costly_lamps/{c}" for c in env.challenges]
+    costs = [line for line in lines if "heaviest step" in line]
+    assert [c.split(":")[0] for c in costs] == ["  costly_lamps/mfp", "  costly_lamps/planning"]
+    for cost in costs:
+        heaviest = int(cost.split()[3].replace(",", ""))
+        assert cost.endswith(f"evaluations of a budget of {STEP_BUDGET:,} "
+                             f"({heaviest / STEP_BUDGET:.1%})"), cost
+    assert len(failures) == 1 and failures[0].startswith("costly_lamps/cd: no valid problem")
+    assert "step budget exceeded" in failures[0] and "changed.sexp:" in failures[0]
+
+
+def test_problems_check_reports_each_problems_heaviest_step() -> None:
+    result = CliRunner().invoke(problems_command, ["check", "--samples", "2", "life_board/mfp",
+                                                   "lamp_grid/planning"])
+    assert result.exit_code == 0, result.output
+    reported = [line.strip() for line in result.output.splitlines() if "heaviest step" in line]
+    assert len(reported) == 2
+    heaviest = [int(r.split()[2].replace(",", "")) for r in reported]
+    assert [r.split(" evaluations ")[1] for r in reported] == [
+        f"of a budget of {STEP_BUDGET:,} ({h / STEP_BUDGET:.1%})" for h in heaviest]
+    assert heaviest[0] > 1000 > heaviest[1] > 0  # the board of life steps many cells

@@ -1,0 +1,181 @@
+"""How much one environment step may cost, so that no step holds a whole server.
+
+Every live session of a study is ticked by one process; a step that runs for seconds
+holds every participant on it. Two limits stop such a step, each with an error that
+names the limit:
+
+* an Autumn program counts its work in evaluations and stops at its budget
+  (:class:`tasks.autumn.StepBudgetExceeded`; deterministic, so a replay stops at the
+  same place);
+* any other (Python) environment gets a time limit per ``step`` and ``reset``:
+  :class:`TimeLimited` wraps it (``registry.make`` does so for every environment that
+  has no budget of its own) and raises :class:`StepTimeLimitExceeded` when the call
+  runs longer than the limit.
+
+Both are :class:`StepLimitExceeded`, the one type the real-time tick and the agent turn
+catch to end the attempt as an environment error.
+
+The time limit interrupts the step from a watchdog thread by raising the exception in
+the stepping thread (CPython's ``PyThreadState_SetAsyncExc``): Python code stops at its
+next bytecode, but a long call into C (a ``time.sleep``, one huge numpy operation) is
+only stopped when it returns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import sys
+import time
+from typing import Any
+
+STEP_TIME_LIMIT = 0.5
+"""Seconds one step (or reset) of a Python environment may run, unless its registration
+says otherwise (``register_env(..., step_time_limit=...)``)."""
+
+
+class StepLimitExceeded(Exception):
+    """A step did more work than its environment allows (a budget or a time limit)."""
+
+    limit_name = "step limit"
+
+    @property
+    def plain(self) -> str:
+        """What happened, in words for a researcher or a participant."""
+        return (f"the environment's step went over its {self.limit_name}, so this attempt "
+                f"was stopped (the environment needs fixing, not the player)")
+
+
+class StepTimeLimitExceeded(StepLimitExceeded, TimeoutError):
+    """A Python environment's step (or reset) ran longer than its time limit."""
+
+    limit_name = "time limit"
+
+
+class _Interrupt(BaseException):
+    """Raised into the stepping thread by the watchdog; turned into the error above."""
+
+
+def _originals() -> tuple[Any, Any, Any, Any]:
+    """The real thread primitives (the unpatched ones when gevent has patched them: the
+    watchdog must be an operating-system thread to interrupt a greenlet's busy step)."""
+    import _thread
+    if "gevent.monkey" in sys.modules:
+        from gevent.monkey import get_original
+        return (get_original("_thread", "start_new_thread"),
+                get_original("_thread", "allocate_lock"),
+                get_original("_thread", "get_ident"), get_original("time", "sleep"))
+    return _thread.start_new_thread, _thread.allocate_lock, _thread.get_ident, time.sleep
+
+
+def _raise_in(ident: int, exception: type[BaseException] | None) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(ident), ctypes.py_object(exception) if exception else None)
+
+
+class _Watchdog:
+    """One thread for every watched call: when a call's deadline passes, it raises
+    :class:`_Interrupt` in the thread running it (once)."""
+
+    def __init__(self) -> None:
+        self.start_thread, allocate, self.get_ident, self.sleep = _originals()
+        self.lock, self.wake = allocate(), allocate()
+        self.wake.acquire()
+        self.watched: dict[int, tuple[int, float]] = {}
+        self.tickets = itertools.count()
+        self.running = False
+
+    def watch(self, seconds: float) -> int:
+        with self.lock:
+            ticket = next(self.tickets)
+            self.watched[ticket] = (self.get_ident(), time.monotonic() + seconds)
+            if not self.running:
+                self.running = True
+                self.start_thread(self._run, ())
+            if self.wake.locked():
+                self.wake.release()
+            return ticket
+
+    def release(self, ticket: int) -> None:
+        """The call is over: forget it, and cancel an interrupt not yet delivered."""
+        with self.lock:
+            if self.watched.pop(ticket, None) is None:
+                _raise_in(self.get_ident(), None)
+
+    def _run(self) -> None:
+        while True:
+            with self.lock:
+                now = time.monotonic()
+                for ticket, (ident, deadline) in list(self.watched.items()):
+                    if deadline <= now:
+                        del self.watched[ticket]
+                        _raise_in(ident, _Interrupt)
+                wait = min((d for _, d in self.watched.values()), default=None)
+            if wait is None:
+                self.wake.acquire()
+            else:
+                self.sleep(min(max(wait - now, 0.001), 0.05))
+
+
+_watchdog: _Watchdog | None = None
+
+
+def run_limited(seconds: float, what: str, fn, *args: Any) -> Any:
+    """``fn(*args)``, stopped with :class:`StepTimeLimitExceeded` (which names it
+    ``what``) after ``seconds``."""
+    global _watchdog
+    if _watchdog is None:
+        _watchdog = _Watchdog()
+    watchdog = _watchdog
+    try:
+        ticket = watchdog.watch(seconds)
+        try:
+            return fn(*args)
+        finally:
+            watchdog.release(ticket)
+    except _Interrupt:
+        raise StepTimeLimitExceeded(
+            f"step time limit exceeded: {what} ran longer than the limit of {seconds:g} s "
+            "(an endless or far too costly computation; if the environment really needs "
+            "more, register it with a larger step_time_limit)") from None
+
+
+class TimeLimited:
+    """An environment whose ``step`` and ``reset`` are stopped after ``limit`` seconds;
+    everything else is the wrapped environment's (``inner``), ``isinstance`` included."""
+
+    def __init__(self, inner: Any, limit: float = STEP_TIME_LIMIT) -> None:
+        if not limit > 0:
+            raise ValueError(f"step_time_limit must be a positive number of seconds, got {limit!r}")
+        self.inner = inner
+        self.step_time_limit = limit
+
+    def step(self, action: Any) -> Any:
+        return run_limited(self.step_time_limit, f"{type(self.inner).__name__}.step",
+                           self.inner.step, action)
+
+    def reset(self, seed: int = 0) -> Any:
+        return run_limited(self.step_time_limit, f"{type(self.inner).__name__}.reset",
+                           self.inner.reset, seed)
+
+    def __getattr__(self, name: str) -> Any:
+        if "inner" not in self.__dict__:  # while being copied
+            raise AttributeError(name)
+        return getattr(self.__dict__["inner"], name)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        """The wrapped environment's class, so that ``isinstance`` sees through the
+        wrapper (``type()`` still names it)."""
+        return type(self.__dict__["inner"])
+
+    def __repr__(self) -> str:
+        return f"TimeLimited({self.inner!r}, {self.step_time_limit:g} s)"
+
+
+def limited(env: Any, limit: float | None = None) -> Any:
+    """``env`` protected by a limit per step: as it is when it has its own budget (an
+    Autumn program's ``step_budget``), else :class:`TimeLimited`."""
+    if hasattr(env, "step_budget") or type(env) is TimeLimited:
+        return env
+    return TimeLimited(env, STEP_TIME_LIMIT if limit is None else limit)
