@@ -6,7 +6,9 @@ prompt and limits) is one ``AgentRun`` row; a rerun with the same configuration 
 that row. :func:`pending_jobs` then lists what is left: first the attempts to continue
 (interrupted, or ended by their provider: :func:`tasks.worldtest.turn.resumable`), then
 the new attempts up to ``runs`` per problem. An attempt that is ``done`` or
-``abandoned`` is over for good.
+``abandoned`` is over for good. One still ``active`` is played by a live process and left
+alone, or was left by a process that died (``kill -9``): it is ended as ``interrupted``
+first (:func:`reap_orphans`) and so continued like the others.
 
 :class:`Batch` plays the jobs on ``concurrency`` threads. Ctrl-C (or SIGTERM) stops it:
 the first starts no new attempt and ends the running ones at their next turn boundary as
@@ -26,10 +28,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 
-from sqlmodel import select
+from sqlmodel import func, select
 
+from game_client import owner
 from game_client.agents import Agent
 from game_client.runner import (
     Attempt,
@@ -40,11 +44,19 @@ from game_client.runner import (
     LocalAttempt,
     play,
 )
-from records.models import AgentRun, EpisodeRow
+from records.models import AgentRun, EpisodeRow, Event
 from tasks import registry
 from tasks.worldtest import protocol as protocols
 from tasks.worldtest.problem import Problem
-from tasks.worldtest.turn import ERROR, FINISHED, INTERRUPTED, MAX_INVALID, MAX_TURNS, resumable
+from tasks.worldtest.turn import (
+    ACTIVE,
+    ERROR,
+    FINISHED,
+    INTERRUPTED,
+    MAX_INVALID,
+    MAX_TURNS,
+    resumable,
+)
 
 GRACE = 5.0
 """Seconds after the first Ctrl-C that running attempts have to reach a turn boundary."""
@@ -115,11 +127,43 @@ def stored_episodes(store: Any, agent_run_id: int) -> list[StoredEpisode]:
     return [StoredEpisode(r.id, r.problem_id, r.status, r.info or {}) for r in rows]
 
 
+def reap_orphans(store: Any, agent_run_id: int) -> list[int]:
+    """End as ``interrupted`` every ``active`` attempt of the run whose process died
+    without closing it (:mod:`game_client.owner`), as Ctrl-C would have ended it: resumable,
+    unless it was played on the real-time clock (which cannot be replayed). Returns their
+    ids."""
+    with store.session() as session:
+        rows = session.exec(select(EpisodeRow).where(EpisodeRow.agent_run_id == agent_run_id,
+                                                     EpisodeRow.status == ACTIVE)).all()
+        last = dict(session.exec(select(Event.episode_id, func.max(Event.server_time))
+                                 .where(Event.episode_id.in_([r.id for r in rows]))
+                                 .group_by(Event.episode_id)).all()) if rows else {}
+    reaped = []
+    for row in rows:
+        info = row.info or {}
+        seen = last.get(row.id) or _seconds(row.started_at)
+        if owner.alive(info.get("owner"), seen):
+            continue
+        store.finish_episode(row.id, status=INTERRUPTED, phase=row.phase, score=0.0, info={
+            "reason": f"{owner.describe(info.get('owner'))} ended without closing it",
+            "resumable": info.get("clock") != "realtime"})
+        reaped.append(row.id)
+    return reaped
+
+
+def _seconds(moment: Any) -> float:
+    """Unix seconds of a stored time (SQLite gives it back without its UTC zone)."""
+    if moment is None:
+        return 0.0
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
 def pending_jobs(run: RunSpec, problem_ids: Iterable[str], runs: int,
                  stored: Iterable[StoredEpisode]) -> list[Job]:
     """The attempts to continue, then the new ones: per problem, ``runs`` attempts in all
-    count those finished and those to continue; a new attempt takes the lowest run index
-    not in use."""
+    count those finished, those to continue and those a live process is playing now
+    (still ``active`` after :func:`reap_orphans`); a new attempt takes the lowest run
+    index not in use."""
     wanted = list(problem_ids)
     resume: list[Job] = []
     taken: dict[str, list[int | None]] = {pid: [] for pid in wanted}
@@ -129,7 +173,7 @@ def pending_jobs(run: RunSpec, problem_ids: Iterable[str], runs: int,
         index = episode.info.get("run_index")
         if resumable(episode.status, episode.info):
             resume.append(Job(run, episode.problem_id, index or 0, episode.episode_id))
-        elif episode.status not in FINISHED:
+        elif episode.status not in (*FINISHED, ACTIVE):  # active: another process plays it
             continue
         taken[episode.problem_id].append(index)
     new = []
@@ -147,11 +191,15 @@ class LocalRecords:
 
     def __init__(self, store: Any) -> None:
         self.store = store
+        self.reaped: list[int] = []
+        """Attempts left ``active`` by a process that died, ended here to be resumed."""
 
     def create_run(self, kind: str, model: str | None, config: dict[str, Any]) -> int:
         return find_or_create_run(self.store, kind, model, config)
 
     def episodes(self, agent_run_id: int) -> list[StoredEpisode]:
+        self.store.wait()
+        self.reaped += reap_orphans(self.store, agent_run_id)
         return stored_episodes(self.store, agent_run_id)
 
     def open_attempt(self, job: Job) -> Attempt:

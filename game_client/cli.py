@@ -226,8 +226,8 @@ def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, 
 
     Every attempt counts: one the model does not finish (invalid replies, turn limit,
     budget) scores 0. Rerunning the same command continues what is left: attempts
-    interrupted (Ctrl-C, a budget) or cut short by the provider resume from their last
-    recorded turn. The first Ctrl-C stops the batch within seconds, a second at once.
+    interrupted (Ctrl-C, a budget, a killed process) or cut short by the provider resume
+    from their last recorded turn. The first Ctrl-C stops the batch within seconds, a second at once.
     A refused key or an unknown model stops the batch at the first request. The exit
     status is 0 only when every attempt finished.
     """
@@ -305,10 +305,23 @@ def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, 
     runs_count, concurrency = pick(runs, "runs", 1), pick(concurrency, "concurrency", 1)
     with _records(server, token, db) as records:
         jobs: list[Job] = []
+        elsewhere = []
         for run in runs_list:
             run.agent_run_id = records.create_run(run.kind, run.model, run.config)
-            jobs += pending_jobs(run, problem_ids, runs_count, records.episodes(run.agent_run_id))
+            stored = records.episodes(run.agent_run_id)
+            jobs += pending_jobs(run, problem_ids, runs_count, stored)
+            elsewhere += [e for e in stored if e.status == "active" and e.problem_id in problem_ids]
         resumed = sum(job.episode_id is not None for job in jobs)
+        reaped = getattr(records, "reaped", [])
+        if reaped:
+            click.echo(f"{len(reaped)} attempt(s) were left active by a process that ended "
+                       f"without closing them (episode {', '.join(map(str, reaped))}); they "
+                       "are continued from their last recorded turn (one played on the "
+                       "real-time clock is played anew)", err=True)
+        if elsewhere:
+            click.echo(f"{len(elsewhere)} attempt(s) are being played by another process "
+                       f"(episode {', '.join(str(e.episode_id) for e in elsewhere)}); left "
+                       "to it", err=True)
         click.echo(f"{len(jobs)} attempt(s) to play" + (f", {resumed} of them resumed" if resumed else "")
                    + f" on {len(problem_ids)} problem(s) with {len(runs_list)} agent(s)", err=True)
         outcome = Batch(records.open_attempt, concurrency=concurrency, guard=guard,

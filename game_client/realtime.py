@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any
 
+from game_client import owner
 from game_client.agents import Decision
 from records.recorder import EpisodeRecorder
 from tasks import registry
@@ -60,7 +61,7 @@ class RealtimeAttempt:
         self.recorded: list[Any] = []
         self.max_invalid, self.max_turns = max_invalid, max_turns
         info = {"max_invalid": max_invalid, "max_turns": max_turns, "run_index": run_index,
-                "clock": CLOCK}
+                "clock": CLOCK, "owner": owner.me()}
         self.recorder = (EpisodeRecorder(store, problem, agent_run_id=agent_run_id, info=info)
                          if store else None)
         self.episode_id = self.recorder.episode_id if self.recorder else None

@@ -29,10 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, make_dataclass
 from typing import Any, Protocol
 
+from game_client import owner
 from game_client.agents import Agent, Decision, Turn
 from game_client.bridge.provider import FatalProviderError, ProviderError
 from records.rebuild import stored_attempt
-from records.recorder import EpisodeRecorder
+from records.recorder import EpisodeRecorder, merge_info
 from records.schema import RECORDED_TURN
 from tasks import registry
 from tasks.worldtest import protocol as protocols
@@ -278,7 +279,8 @@ class LocalAttempt:
         if turns is not None:
             self.episode_id, self.turns = episode_id, turns
             return
-        info = {"max_invalid": max_invalid, "max_turns": max_turns, "run_index": run_index}
+        info = {"max_invalid": max_invalid, "max_turns": max_turns, "run_index": run_index,
+                "owner": owner.me()}
         if protocol is not protocols.GRIDSTUDY:
             info["protocol"] = protocol.name
         recorder = (EpisodeRecorder(store, problem, agent_run_id=agent_run_id, info=info)
@@ -290,7 +292,8 @@ class LocalAttempt:
     @classmethod
     def resume(cls, store: Any, episode_id: int, make_env=registry.make) -> LocalAttempt:
         """Continue the stored attempt ``episode_id`` (interrupted, or ended by its
-        provider); ``ValueError`` when it cannot be continued."""
+        provider), as this process's (``info.owner``); ``ValueError`` when it cannot be
+        continued."""
         stored = stored_attempt(store, episode_id, make_env)
         if stored is None:
             raise ValueError(f"no agent attempt {episode_id} in {store!r}")
@@ -298,6 +301,7 @@ class LocalAttempt:
             raise ValueError(f"attempt {episode_id} is {stored.row.status}; only an interrupted "
                              "attempt, or one its provider failed, can be resumed")
         stored.turns.reopen()
+        merge_info(store, episode_id, {"owner": owner.me()})
         return cls(registry.get_problem(stored.row.problem_id), turns=stored.turns,
                    episode_id=episode_id,
                    recorded=[recorded_turn(e) for e in stored.events if e.source == "agent"])

@@ -15,6 +15,20 @@ from typing import Any
 from records.rows import failed_step_row, invalid_turn_row, raw_input_row, step_row
 
 
+def merge_info(store: Any, episode_id: int, info: dict[str, Any]) -> None:
+    """Merge ``info`` into the episode's info (who plays a resumed attempt now)."""
+    from sqlalchemy import update
+
+    from records.models import EpisodeRow
+
+    with store.session() as session:
+        row = session.get(EpisodeRow, episode_id)
+        if row is None:
+            raise LookupError(f"no episode {episode_id} in {store!r}")
+        session.execute(update(EpisodeRow).where(EpisodeRow.id == episode_id)
+                        .values(info={**(row.info or {}), **info}))
+
+
 class EpisodeRecorder:
     """The rows of one attempt, numbered by ``seq`` in the order they happen.
 
@@ -72,10 +86,15 @@ class EpisodeRecorder:
 
     def finished(self, episode: Any, *, status: str, info: dict[str, Any]) -> None:
         """How the attempt ended (written once): its status, last phase, score (0 when
-        it did not finish) and outcome."""
+        it did not finish) and outcome. A model's attempt is marked ended only once its
+        events are written, so that a process killed in between leaves it ``active``
+        with every turn it recorded (a rerun continues it) rather than ended without its
+        last turns."""
         if self.done:
             return
         self.done = True
+        if self.ids["agent_run_id"] is not None:
+            self.store.wait()
         self.store.finish_episode(self.episode_id, status=status, phase=episode.phase,
                                   score=episode.final_score,
                                   info={**episode.outcome(), **info})

@@ -130,8 +130,8 @@ class AgentTurns:
             result = self._invalid(action, raw_reply, why, fields) if why else \
                 self._apply(action, raw_reply, fields)
         self._follow_up(result, phase)
-        if not self.ended and self.turns >= self.max_turns:
-            self.end(ABANDONED, f"no end after {self.max_turns} turns")
+        if not self.ended and self.limit_reached():
+            self.end(ABANDONED, self.limit_reached())
         return result
 
     def why_invalid(self, action: Any, reported: str | None = None) -> str | None:
@@ -196,7 +196,7 @@ class AgentTurns:
             reply = raw_reply or (action if isinstance(action, str) else "")
             self.sink.invalid(phase=self.episode.phase, raw_reply=reply, error=why, **fields)
         if self.streak >= self.max_invalid:
-            self.end(ABANDONED, f"{self.streak} invalid replies in a row")
+            self.end(ABANDONED, self.limit_reached())
         return TurnResult(False, error=why)
 
     def end(self, status: str, reason: str | None = None, *, resumable: bool = False) -> None:
@@ -216,12 +216,27 @@ class AgentTurns:
             self.sink.finished(self.episode, status=status, info=info)
 
     def reopen(self) -> None:
-        """Continue an attempt that was ended ``resumable``, from where it stopped."""
+        """Continue an attempt that was ended ``resumable``, from where it stopped. One
+        whose record already reaches its end (its process died after the last turn and
+        before the attempt was marked ended) ends now, as that turn would have ended it."""
         if self.status in FINISHED:
             raise ValueError(f"the attempt is over ({self.status}) and cannot be resumed")
         self.status, self.reason, self.resumable = ACTIVE, None, False
         if self.sink is not None:
             self.sink.reopened()
+        if self.episode.done:
+            self.end(DONE)
+        elif self.limit_reached():
+            self.end(ABANDONED, self.limit_reached())
+
+    def limit_reached(self) -> str | None:
+        """Why the model's turns are over (too many invalid replies in a row, or turns
+        without an end), or None."""
+        if self.streak >= self.max_invalid:
+            return f"{self.streak} invalid replies in a row"
+        if self.turns >= self.max_turns:
+            return f"no end after {self.max_turns} turns"
+        return None
 
     def state(self) -> dict[str, Any]:
         """What the agent is shown: the episode's view, the observation's ``text`` and
