@@ -67,7 +67,8 @@ class RunSpec:
     """One agent configuration of a batch."""
 
     label: str
-    """How the summary names it (the model's name, or the agent kind)."""
+    """How the summary names it: :func:`records.schema.agent_name` of its configuration,
+    as the report does."""
     kind: str
     model: str | None
     config: dict[str, Any]

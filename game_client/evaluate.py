@@ -40,11 +40,13 @@ from game_client.agents import PlannerAgent, RandomAgent
 from game_client.batch import Outcome, RunSpec
 from game_client.bridge.images import OBSERVATIONS
 from game_client.runner import Budget, EpisodeResult
+from records.schema import agent_name
 from tasks.worldtest.turn import MAX_INVALID, MAX_TURNS
 
 MODEL_KEYS = {
     "model": "the model's name at its endpoint (required)",
-    "label": "how reports and the summary name it (default: the model's name)",
+    "label": "how reports, the export and the summary name it (default: llm:MODEL with "
+             "the settings that differ from the defaults, e.g. llm:m [temperature=0])",
     "base_url": "the endpoint (default $OPENAI_BASE_URL, else OpenAI's)",
     "api_key_env": "the environment variable holding its key (default OPENAI_API_KEY)",
     "prices": "{input, output}: dollars per million prompt and completion tokens",
@@ -195,10 +197,12 @@ def llm_run(spec: ModelSpec, limits: Limits, *, sleep: Callable[[float], Any],
 
     agent = make(0)
     config = {**agent.config(), "context_window": spec.context_window, **limits.config()}
+    if spec.label:
+        config["label"] = spec.label
     if spec.model in prices.prices:
         price = prices.prices[spec.model]
         config["prices"] = {"input": price.input, "output": price.output}
-    return RunSpec(spec.name, "llm", spec.model, config, make,
+    return RunSpec(agent_name("llm", spec.model, config), "llm", spec.model, config, make,
                    max_turns=lambda problem: limits.max_turns or MAX_TURNS,
                    max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock,
                    protocol=limits.protocol)
@@ -208,7 +212,7 @@ def random_run(seed: int, interaction_steps: int, limits: Limits) -> RunSpec:
     """The random agent's run: unless ``max_turns`` is set, each attempt may take the
     turns its problem's horizon needs, so that none is abandoned for lack of turns."""
     config = {"seed": seed, "interaction_steps": interaction_steps, **limits.config()}
-    return RunSpec("random", "random", None, config,
+    return RunSpec(agent_name("random", None, config), "random", None, config,
                    lambda index: RandomAgent(seed=seed + index, interaction_steps=interaction_steps),
                    max_turns=lambda problem: limits.max_turns or
                    RandomAgent.turn_limit(problem, interaction_steps),
@@ -218,7 +222,7 @@ def random_run(seed: int, interaction_steps: int, limits: Limits) -> RunSpec:
 
 def planner_run(limits: Limits) -> RunSpec:
     config = {**PlannerAgent().config(), **limits.config()}
-    return RunSpec("planner", "planner", None, config, lambda index: PlannerAgent(),
+    return RunSpec(agent_name("planner", None, config), "planner", None, config, lambda index: PlannerAgent(),
                    max_turns=lambda problem: limits.max_turns or MAX_TURNS,
                    max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock,
                    protocol=limits.protocol)

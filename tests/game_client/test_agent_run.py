@@ -136,13 +136,17 @@ models:
                                                                ("beta", second.base_url)]
     by_run = {r.id: sorted(e.status for e in episodes if e.agent_run_id == r.id) for r in runs}
     assert by_run == {runs[0].id: ["done", "done"], runs[1].id: ["abandoned", "abandoned"]}
-    assert "alpha (agent run 1): 2 attempts (done 2)" in result.stdout
-    assert "beta-local (agent run 2): 2 attempts (abandoned 2); mean score 0.000" in result.stdout
+    # the summary and the report name each configuration alike: its label, else the model
+    # with the parameters that change its behaviour
+    alpha, beta = "llm:alpha [temperature=0]", "beta-local"
+    assert f"{alpha} (agent run 1): 2 attempts (done 2)" in result.stdout
+    assert f"{beta} (agent run 2): 2 attempts (abandoned 2); mean score 0.000" in result.stdout
     # the report: a model whose every reply is invalid scores 0, and its tokens count
     table = {row["agent"]: row for row in score_cost(load(f"sqlite:///{tmp_path / 'r.db'}"))}
-    assert (table["llm:beta"]["score"], table["llm:beta"]["scored"]) == (0.0, 2)
-    assert table["llm:beta"]["cost"] == "unpriced" and table["llm:beta"]["prompt_tokens"] > 0
-    assert table["llm:alpha"]["score"] == 1.0 and table["llm:alpha"]["cost"] > 0
+    assert set(table) == {alpha, beta}
+    assert (table[beta]["score"], table[beta]["scored"]) == (0.0, 2)
+    assert table[beta]["cost"] == "unpriced" and table[beta]["prompt_tokens"] > 0
+    assert table[alpha]["score"] == 1.0 and table[alpha]["cost"] > 0
 
 
 @pytest.mark.parametrize("text, message", [
@@ -207,3 +211,46 @@ def test_the_report_scores_an_all_invalid_model_0_counts_its_cost_and_warns(tmp_
         outcomes = {row["agent"]: row for row in csv.DictReader(handle)}
     assert outcomes["llm:zero"]["abandoned: invalid replies"] == "2"
     assert outcomes["llm:cut"]["interrupted"] == "1"
+
+
+def test_two_configurations_of_one_model_are_two_agents_everywhere(tmp_path, registered):
+    """One model twice in a run file, labelled: the summary, the report's tables, the
+    DataFrames and the export keep the two apart under their labels."""
+    import csv
+
+    from analysis.frames import frames
+    from study_server.export import export
+
+    run_file = tmp_path / "models.yaml"
+    with FakeOpenAI([solver] * 16) as fake:
+        run_file.write_text(f"""
+problems: ["test/walker-planning"]
+runs: 2
+models:
+  - model: policy
+    label: policy-t0
+    base_url: {fake.base_url}
+    params: {{temperature: 0}}
+  - model: policy
+    label: policy-t1-high
+    base_url: {fake.base_url}
+    params: {{temperature: 1, reasoning_effort: high}}
+""")
+        result = CliRunner().invoke(main, ["agent", "run", "--run-file", str(run_file),
+                                           "--db", str(tmp_path / "r.db"), "--quiet"],
+                                    env={"OPENAI_API_KEY": "sk-a"})
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert {r.get("temperature") for r in fake.requests} == {0, 1}
+    labels = {"policy-t0", "policy-t1-high"}
+    assert {line.split(" (agent run")[0] for line in result.stdout.splitlines()
+            if "(agent run" in line} == labels
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    table = {row["agent"]: row for row in score_cost(load(url))}
+    assert set(table) == labels and all(row["attempts"] == 2 for row in table.values())
+    data = frames(load(url))
+    assert set(data.episodes["agent"]) == labels and set(data.turns["agent"]) == labels
+    assert data.turns.groupby("agent").size().to_dict() == {"policy-t0": 8, "policy-t1-high": 8}
+    export(url, tmp_path / "out")
+    with open(tmp_path / "out" / "episodes.csv", newline="") as handle:
+        exported = list(csv.DictReader(handle))
+    assert sorted(row["agent"] for row in exported) == sorted([*labels, *labels])
