@@ -42,6 +42,7 @@ from game_client.runner import (
     EpisodeResult,
     Guard,
     LocalAttempt,
+    Spending,
     play,
 )
 from records.models import AgentRun, EpisodeRow, Event
@@ -50,6 +51,7 @@ from tasks.worldtest import protocol as protocols
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.turn import (
     ACTIVE,
+    AGENT,
     ERROR,
     FINISHED,
     INTERRUPTED,
@@ -128,6 +130,18 @@ def stored_episodes(store: Any, agent_run_id: int) -> list[StoredEpisode]:
     return [StoredEpisode(r.id, r.problem_id, r.status, r.info or {}) for r in rows]
 
 
+def recorded_spending(store: Any, agent_run_id: int) -> Spending:
+    """What the run's recorded model turns cost, in every invocation so far."""
+    store.wait()
+    with store.session() as session:
+        cost, prompt, completion = session.exec(
+            select(func.sum(Event.cost), func.sum(Event.prompt_tokens),
+                   func.sum(Event.completion_tokens))
+            .where(Event.agent_run_id == agent_run_id, Event.source == AGENT)).one()
+    tokens = int(prompt or 0) + int(completion or 0)
+    return Spending(None if cost is None and tokens else float(cost or 0.0), tokens)
+
+
 def reap_orphans(store: Any, agent_run_id: int) -> list[int]:
     """End as ``interrupted`` every ``active`` attempt of the run whose process died
     without closing it (:mod:`game_client.owner`), as Ctrl-C would have ended it: resumable,
@@ -203,6 +217,9 @@ class LocalRecords:
         self.reaped += reap_orphans(self.store, agent_run_id)
         return stored_episodes(self.store, agent_run_id)
 
+    def spent(self, agent_run_id: int) -> Spending:
+        return recorded_spending(self.store, agent_run_id)
+
     def open_attempt(self, job: Job) -> Attempt:
         if job.episode_id is not None:
             return LocalAttempt.resume(self.store, job.episode_id)
@@ -226,6 +243,8 @@ class Outcome:
     guard: Guard
     stragglers: bool = False
     """Threads still waiting on a model when the batch returned (the process should exit)."""
+    unplayed: list[Job] = field(default_factory=list)
+    """Jobs never started (the batch stopped first)."""
 
     @property
     def stopped(self) -> str | None:
@@ -279,7 +298,7 @@ class Batch:
             self._restore_signals(previous)
         stragglers = any(w.is_alive() for w in workers)
         return Outcome([self.results[j] for j in jobs if j in self.results], self.guard,
-                       stragglers)
+                       stragglers, [j for j in jobs if j not in self.results])
 
     def _work(self, todo: queue.SimpleQueue) -> None:
         while not self.guard.stopping:
@@ -339,8 +358,12 @@ class Batch:
     def _show(self, bar: Any) -> None:
         guard = self.guard
         bar.n = len(self.results)
-        cost = "unpriced" if guard.unpriced and not guard.cost else f"${guard.cost:.4f}"
-        bar.set_postfix_str(f"turns {guard.turns}, tokens {guard.tokens:,}, cost {cost}"
+        now = guard.cost - (guard.before.cost or 0.0)
+        cost = "unpriced" if guard.unpriced and not guard.cost else f"${now:.4f}"
+        if guard.before.tokens:
+            cost += f" (${guard.cost:.4f} with earlier runs)"
+        bar.set_postfix_str(f"turns {guard.turns}, tokens {guard.tokens - guard.before.tokens:,}, "
+                            f"cost {cost}"
                             + (f", stopping: {guard.reason}" if guard.stopping else ""),
                             refresh=True)
 

@@ -188,10 +188,15 @@ def _param(ctx, option, values):
               help="Most requests a minute to the endpoint, shared by every attempt.")
 @click.option("--timeout", default=120.0, show_default=True, help="Seconds per model request.")
 @click.option("--retries", default=5, show_default=True, help="Retries on 429, 5xx, timeouts and malformed replies.")
-@click.option("--prices", "prices_file", default=None, help="JSON price table: {model: {input, output}} per million tokens.")
+@click.option("--prices", "prices_file", default=None,
+              help="Prices in dollars per million tokens, as JSON inline or a JSON file's "
+                   'path: \'{"gpt-4o": {"input": 2.5, "output": 10}}\' or prices.json.')
 @click.option("--max-cost", type=float, default=None,
-              help="Dollars the whole batch may spend; then running attempts stop (resumable).")
-@click.option("--token-budget", type=int, default=None, help="Tokens the whole batch may spend.")
+              help="Dollars the batch's agent runs may spend, counting what earlier runs of "
+                   "the same command spent; then running attempts stop (resumable).")
+@click.option("--token-budget", type=int, default=None,
+              help="Tokens the batch's agent runs may spend, counting earlier runs of the "
+                   "same command.")
 @click.option("--max-cost-per-attempt", type=float, default=None,
               help="Dollars one attempt may spend; then it is abandoned (scores 0).")
 @click.option("--token-budget-per-attempt", type=int, default=None, help="Tokens one attempt may spend.")
@@ -241,7 +246,7 @@ def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, 
         pending_jobs,
         select_problems,
     )
-    from game_client.runner import Budget, Guard
+    from game_client.runner import Budget, Guard, Spending
 
     defaults = {"history": history, "k": k, "prompt_variant": prompt_variant, "summary": summary,
                 "observation": observation,
@@ -324,9 +329,14 @@ def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, 
                        "to it", err=True)
         click.echo(f"{len(jobs)} attempt(s) to play" + (f", {resumed} of them resumed" if resumed else "")
                    + f" on {len(problem_ids)} problem(s) with {len(runs_list)} agent(s)", err=True)
+        spent = getattr(records, "spent", None)  # the agent API does not say (yet)
+        before = {run.agent_run_id: spent(run.agent_run_id) for run in runs_list} if spent else {}
+        guard.carry(sum(before.values(), Spending()))
         outcome = Batch(records.open_attempt, concurrency=concurrency, guard=guard,
                         progress=not quiet).run(jobs)
-    for line in evaluate.summary_lines(runs_list, outcome):
+        after = {run_id: spent(run_id) for run_id in before}
+        spending = {run_id: (after[run_id] - before[run_id], after[run_id]) for run_id in before}
+    for line in evaluate.summary_lines(runs_list, outcome, spending):
         click.echo(line)
     if guard.fatal:
         click.echo(f"Error: {guard.fatal}", err=True)

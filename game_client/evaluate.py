@@ -8,7 +8,7 @@ not given falls back to the command's options::
     problems: ["autumn/*/planning"]
     runs: 3
     concurrency: 8
-    max_cost: 25            # dollars for the whole batch
+    max_cost: 25            # dollars for the batch's runs, over every invocation
     models:
       - model: gpt-4o-mini
         base_url: https://api.openai.com/v1
@@ -39,7 +39,7 @@ from typing import Any
 from game_client.agents import PlannerAgent, RandomAgent
 from game_client.batch import Outcome, RunSpec
 from game_client.bridge.images import OBSERVATIONS
-from game_client.runner import Budget, EpisodeResult
+from game_client.runner import Budget, EpisodeResult, Spending
 from records.schema import agent_name
 from tasks.worldtest.turn import MAX_INVALID, MAX_TURNS
 
@@ -233,18 +233,26 @@ def planner_run(limits: Limits) -> RunSpec:
 OUTCOMES = ("done", "abandoned", "error", "interrupted")
 
 
-def summary_lines(runs: Iterable[RunSpec], outcome: Outcome) -> list[str]:
+def summary_lines(runs: Iterable[RunSpec], outcome: Outcome,
+                  spending: dict[int, tuple[Spending, Spending]] | None = None) -> list[str]:
     """One line per agent run (its attempts by how they ended, mean score, grounding,
-    tokens and cost), then why the batch stopped and what a rerun would do."""
+    tokens and cost), then why the batch stopped and what a rerun would do.
+
+    ``spending`` gives, per agent run id, what this invocation spent and what the run
+    has spent in all invocations (from the record); without it, the attempts' own
+    figures (which count the recorded turns of a resumed attempt) are shown."""
     by_run: dict[str, list[EpisodeResult]] = defaultdict(list)
     for result in outcome.results:
         by_run[result.agent].append(result)
+    unplayed = Counter(job.run.label for job in outcome.unplayed)
     lines = []
     for run in runs:
         results = by_run.get(run.label, [])
+        name = f"{run.label} (agent run {run.agent_run_id})"
         if not results:
-            lines.append(f"{run.label} (agent run {run.agent_run_id}): nothing left to play "
-                         "(every attempt is finished)")
+            lines.append(f"{name}: {_count(unplayed[run.label], 'attempt')} not started"
+                         if unplayed[run.label] else
+                         f"{name}: nothing left to play (every attempt is finished)")
             continue
         counts = Counter(r.status for r in results)
         ended = ", ".join(f"{s} {counts[s]}" for s in OUTCOMES if counts[s])
@@ -252,14 +260,20 @@ def summary_lines(runs: Iterable[RunSpec], outcome: Outcome) -> list[str]:
         score = (f"mean score {sum(r.score or 0.0 for r in finished) / len(finished):.3f} "
                  f"over {len(finished)} finished") if finished else "no finished attempt"
         turns = sum(r.turns for r in results)
-        grounding = (turns - sum(r.invalid for r in results)) / turns if turns else None
-        costs = [r.cost for r in results]
-        cost = ("unpriced" if any(c is None for c in costs) and not any(costs)
-                else f"${sum(c or 0.0 for c in costs):.4f}")
-        lines.append(f"{run.label} (agent run {run.agent_run_id}): {_count(len(results), 'attempt')} "
-                     f"({ended}); {score}; grounding "
-                     f"{'-' if grounding is None else f'{grounding:.3f}'}; tokens "
-                     f"{sum(r.tokens for r in results):,}; cost {cost}")
+        grounding = (turns - sum(r.invalid for r in results)) / turns if turns and finished \
+            else None
+        if spending and run.agent_run_id in spending:
+            now, total = spending[run.agent_run_id]
+            spent = (f"tokens {now.tokens:,} and cost {now.dollars()} this invocation; "
+                     f"{total.tokens:,} and {total.dollars()} in all for agent run "
+                     f"{run.agent_run_id}")
+        else:
+            spent = (f"tokens {sum(r.tokens for r in results):,}; cost "
+                     f"{Spending(*_cost_of(results)).dollars()}")
+        lines.append(f"{name}: {_count(len(results), 'attempt')} ({ended}); {score}; grounding "
+                     f"{'-' if grounding is None else f'{grounding:.3f}'}; {spent}")
+        if unplayed[run.label]:
+            lines.append(f"  not started, {_count(unplayed[run.label], 'attempt')}")
         unfinished: dict[tuple[str, str], list[str]] = defaultdict(list)
         for result in results:
             if result.status in ("error", "interrupted"):
@@ -277,15 +291,21 @@ def summary_lines(runs: Iterable[RunSpec], outcome: Outcome) -> list[str]:
     return lines
 
 
+def _cost_of(results: list[EpisodeResult]) -> tuple[float | None, int]:
+    costs = [r.cost for r in results]
+    cost = None if any(c is None for c in costs) and not any(costs) else sum(c or 0.0 for c in costs)
+    return cost, sum(r.tokens for r in results)
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def exit_code(outcome: Outcome) -> int:
-    """0 when every attempt finished; 130 after Ctrl-C; 1 when any attempt failed or
-    the provider refused the batch."""
+    """0 when every attempt finished; 130 after Ctrl-C; 1 when any attempt failed or was
+    never started (the budget was spent), or the provider refused the batch."""
     if outcome.guard.fatal:
         return 1
     if outcome.stopped and "operator" in outcome.stopped:
         return 130
-    return 1 if outcome.failed else 0
+    return 1 if outcome.failed or outcome.unplayed else 0

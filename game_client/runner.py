@@ -96,6 +96,26 @@ class Budget:
         return None
 
 
+@dataclass(frozen=True)
+class Spending:
+    """Dollars and tokens spent; ``cost`` None: tokens were spent and none had a price."""
+
+    cost: float | None = 0.0
+    tokens: int = 0
+
+    def __add__(self, other: Spending) -> Spending:
+        if self.cost is None and other.cost is None:
+            return Spending(None, self.tokens + other.tokens)
+        return Spending((self.cost or 0.0) + (other.cost or 0.0), self.tokens + other.tokens)
+
+    def __sub__(self, other: Spending) -> Spending:
+        cost = None if self.cost is None else self.cost - (other.cost or 0.0)
+        return Spending(cost, self.tokens - other.tokens)
+
+    def dollars(self) -> str:
+        return "unpriced" if self.cost is None else f"${self.cost:.4f}"
+
+
 class Guard:
     """What every attempt of a batch shares: whether the batch is stopping (and why),
     the batch's budget, and what has been spent (for the progress bar).
@@ -111,6 +131,8 @@ class Guard:
         """The provider's message when a refused key or an unknown model stopped the batch."""
         self.cost, self.tokens, self.turns = 0.0, 0, 0
         self.unpriced = False
+        self.before = Spending()
+        """What earlier invocations of the batch's agent runs spent (:meth:`carry`)."""
         self.lock = threading.Lock()
 
     @property
@@ -128,6 +150,19 @@ class Guard:
 
     def sleep(self, seconds: float) -> bool:
         return self.stopped.wait(seconds)
+
+    def carry(self, before: Spending) -> None:
+        """Count what earlier invocations of the same agent runs spent against the
+        budget (a rerun continues the run, and its budget); stop at once when it is spent."""
+        with self.lock:
+            self.before = before
+            self.cost += before.cost or 0.0
+            self.tokens += before.tokens
+            self.unpriced |= before.cost is None and before.tokens > 0
+            over = self.budget.exceeded(self.cost, self.tokens)
+        if over:
+            self.stop(f"the batch's budget ran out ({over}, all of it by earlier runs of "
+                      "the same command)")
 
     def charge(self, decision: Decision) -> None:
         """Count one turn's spending; stop the batch when it passes the batch's budget."""

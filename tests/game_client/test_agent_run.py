@@ -254,3 +254,45 @@ models:
     with open(tmp_path / "out" / "episodes.csv", newline="") as handle:
         exported = list(csv.DictReader(handle))
     assert sorted(row["agent"] for row in exported) == sorted([*labels, *labels])
+
+
+def test_the_batch_budget_counts_what_earlier_runs_of_the_command_spent(tmp_path, registered):
+    """--max-cost 1 spent by a first run: rerunning stops at once, paying nothing; a
+    larger budget continues the same agent run, and the summary names this invocation's
+    cost and the run's total apart. Prices are given inline."""
+    prices = json.dumps({"m": {"input": 1000.0, "output": 1000.0}})
+    env_of = lambda fake: {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"}  # noqa: E731
+    db = tmp_path / "r.db"
+    args = ("--model", "m", "--prices", prices, "--runs", "2", "--max-turns", "30")
+    with FakeOpenAI(["<action>noop</action>"] * 100) as fake:
+        first = agent_run(db, *args, "--max-cost", "1", env=env_of(fake))
+        assert first.exit_code == 1 and "the batch's budget ran out" in first.stdout
+        paid = sum(e.cost for e in rows(db)[2])
+        assert paid >= 1.0
+        asked = len(fake.requests)
+        again = agent_run(db, *args, "--max-cost", "1", env=env_of(fake))
+        assert len(fake.requests) == asked  # not one request more
+        assert again.exit_code == 1, again.stdout
+        assert "all of it by earlier runs of the same command" in again.stdout
+        assert "(agent run 1): 2 attempts not started" in again.stdout
+        more = agent_run(db, *args, "--max-cost", "2", env=env_of(fake))
+    runs, _, events = rows(db)
+    assert len(runs) == 1  # one agent run across the three invocations
+    total = sum(e.cost for e in events)
+    assert 2.0 <= total < 2.0 + max(e.cost for e in events)  # stopped at the budget, in all
+    line = next(line for line in more.stdout.splitlines() if "(agent run 1)" in line)
+    assert f"cost ${total - paid:.4f} this invocation" in line
+    assert f"${total:.4f} in all for agent run 1" in line
+    assert more.stdout.count("$") >= 2 and "grounding" in line
+    broken = agent_run(db, *args[:2], "--prices", '{"m": {"input": 1}}', env=env_of(fake))
+    assert broken.exit_code == 2
+    assert "the inline price table: not a price table (KeyError: 'output')" in broken.stderr
+
+
+def test_a_model_without_a_finished_attempt_has_no_grounding(tmp_path, registered):
+    """Its one turn was valid, but an attempt that did not finish has no grounding to show."""
+    with FakeOpenAI(["<action>noop</action>", Failure(503)]) as fake:
+        result = agent_run(tmp_path / "r.db", "--model", "m",
+                           env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"})
+    line = next(line for line in result.stdout.splitlines() if "(agent run 1)" in line)
+    assert "no finished attempt; grounding -;" in line, line
