@@ -87,6 +87,9 @@ class RunSpec:
     :mod:`game_client.realtime`)."""
     protocol: str = "gridstudy"
     """The protocol profile its attempts are played by (:mod:`tasks.worldtest.protocol`)."""
+    from_config: Callable[[dict[str, Any]], RunSpec] | None = None
+    """The same agent with a stored run's configuration in place of this one's
+    (``--continue-run``), or None when it cannot be rebuilt."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,15 @@ def find_or_create_run(store: Any, kind: str, model: str | None, config: dict[st
         session.add(row)
         session.flush()
         return row.id
+
+
+def runs_like(store: Any, kind: str, model: str | None) -> list[tuple[int, dict[str, Any]]]:
+    """The id and configuration of every agent run of this kind and model, newest first."""
+    with store.session() as session:
+        rows = session.exec(select(AgentRun).where(AgentRun.agent_kind == kind,
+                                                   AgentRun.model == model)
+                            .order_by(AgentRun.id.desc())).all()
+    return [(row.id, row.config or {}) for row in rows]
 
 
 def stored_episodes(store: Any, agent_run_id: int) -> list[StoredEpisode]:
@@ -211,6 +223,9 @@ class LocalRecords:
 
     def create_run(self, kind: str, model: str | None, config: dict[str, Any]) -> int:
         return find_or_create_run(self.store, kind, model, config)
+
+    def runs_like(self, kind: str, model: str | None) -> list[tuple[int, dict[str, Any]]]:
+        return runs_like(self.store, kind, model)
 
     def episodes(self, agent_run_id: int) -> list[StoredEpisode]:
         self.store.wait()

@@ -220,21 +220,30 @@ def _param(ctx, option, values):
               help="Play through a running server's agent API (recorded there) instead of in-process.")
 @click.option("--token", envvar="GRIDSTUDY_TOKEN", default=None,
               help="The agent-API token for --server (default: $GRIDSTUDY_TOKEN).")
+@click.option("--continue-run", "continue_run", is_flag=True,
+              help="When the options differ from the agent run holding this command's "
+                   "unfinished attempts: finish those attempts with that run's recorded "
+                   "options.")
+@click.option("--new-run", "new_run", is_flag=True,
+              help="When the options differ from the agent run holding this command's "
+                   "unfinished attempts: start a new agent run with these options and "
+                   "leave those attempts as they are.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, k, prompt_variant,
               summary, observation, temperature, max_tokens, params, context_window, requests_per_minute,
               timeout, retries, prices_file, max_cost, token_budget, max_cost_per_attempt,
               token_budget_per_attempt, max_turns, max_invalid, clock, protocol, interaction_steps,
               seed, server,
-              token, quiet):
+              token, continue_run, new_run, quiet):
     """Play problems with agents and record every turn.
 
     Every attempt counts: one the model does not finish (invalid replies, turn limit,
     budget) scores 0. Rerunning the same command continues what is left: attempts
     interrupted (Ctrl-C, a budget, a killed process) or cut short by the provider resume
-    from their last recorded turn. The first Ctrl-C stops the batch within seconds, a second at once.
-    A refused key or an unknown model stops the batch at the first request. The exit
-    status is 0 only when every attempt finished.
+    from their last recorded turn; when the options changed meanwhile, the command says
+    so and asks for --continue-run or --new-run. The first Ctrl-C stops the batch within
+    seconds, a second at once. A refused key or an unknown model stops the batch at the
+    first request. The exit status is 0 only when every attempt finished.
     """
     import os
     import sys
@@ -308,7 +317,16 @@ def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, 
         raise click.UsageError("--server needs an agent-API token: --token or GRIDSTUDY_TOKEN "
                                "(a researcher creates one with gridstudy token create NAME)")
     runs_count, concurrency = pick(runs, "runs", 1), pick(concurrency, "concurrency", 1)
+    if continue_run and new_run:
+        raise click.UsageError("--continue-run and --new-run exclude each other: choose one")
+    choice = evaluate.CONTINUE if continue_run else evaluate.NEW if new_run else None
     with _records(server, token, db) as records:
+        try:
+            runs_list, notes = evaluate.reconcile(records, runs_list, problem_ids, choice)
+        except evaluate.RerunChoice as error:
+            raise click.UsageError(str(error)) from None
+        for note in notes:
+            click.echo(note, err=True)
         jobs: list[Job] = []
         elsewhere = []
         for run in runs_list:

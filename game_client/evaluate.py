@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +167,14 @@ class Limits:
     protocol: str = "gridstudy"
     """The protocol profile (tasks/worldtest/protocol.py)."""
 
+    @classmethod
+    def of(cls, config: dict[str, Any]) -> Limits:
+        """The limits an agent run's stored configuration keeps (:meth:`config`)."""
+        return cls(config.get("max_turns"), config.get("max_invalid", MAX_INVALID),
+                   Budget(config.get("max_cost_per_attempt"),
+                          config.get("token_budget_per_attempt")),
+                   config.get("clock", "turns"), config.get("protocol", "gridstudy"))
+
     def config(self) -> dict[str, Any]:
         return {"max_turns": self.max_turns, "max_invalid": self.max_invalid,
                 "max_cost_per_attempt": self.budget.cost,
@@ -202,10 +210,16 @@ def llm_run(spec: ModelSpec, limits: Limits, *, sleep: Callable[[float], Any],
     if spec.model in prices.prices:
         price = prices.prices[spec.model]
         config["prices"] = {"input": price.input, "output": price.output}
+    def stored(config: dict[str, Any]) -> RunSpec:
+        behaviour = {name: config[name] for name in STORED_MODEL_KEYS if name in config}
+        rebuilt = replace(spec, **behaviour, label=config.get("label"),
+                          prices=config.get("prices"))
+        return llm_run(rebuilt, Limits.of(config), sleep=sleep, price_table=price_table)
+
     return RunSpec(agent_name("llm", spec.model, config), "llm", spec.model, config, make,
                    max_turns=lambda problem: limits.max_turns or MAX_TURNS,
                    max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock,
-                   protocol=limits.protocol)
+                   protocol=limits.protocol, from_config=stored)
 
 
 def random_run(seed: int, interaction_steps: int, limits: Limits) -> RunSpec:
@@ -217,7 +231,9 @@ def random_run(seed: int, interaction_steps: int, limits: Limits) -> RunSpec:
                    max_turns=lambda problem: limits.max_turns or
                    RandomAgent.turn_limit(problem, interaction_steps),
                    max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock,
-                   protocol=limits.protocol)
+                   protocol=limits.protocol,
+                   from_config=lambda c: random_run(c["seed"], c["interaction_steps"],
+                                                    Limits.of(c)))
 
 
 def planner_run(limits: Limits) -> RunSpec:
@@ -225,7 +241,102 @@ def planner_run(limits: Limits) -> RunSpec:
     return RunSpec(agent_name("planner", None, config), "planner", None, config, lambda index: PlannerAgent(),
                    max_turns=lambda problem: limits.max_turns or MAX_TURNS,
                    max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock,
-                   protocol=limits.protocol)
+                   protocol=limits.protocol, from_config=lambda c: planner_run(Limits.of(c)))
+
+
+# -- reruns ------------------------------------------------------------------------------
+
+STORED_MODEL_KEYS = ("base_url", "params", "history", "k", "prompt_variant", "summary",
+                     "observation", "context_window")
+"""The keys of a model's :class:`ModelSpec` its agent run's configuration keeps."""
+CONTINUE, NEW = "continue", "new"
+
+
+class RerunChoice(ValueError):
+    """A rerun whose options differ from the agent run holding its unfinished attempts
+    (the message lists the differences and the attempts, and the two ways on)."""
+
+
+def differences(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """``key: old -> new`` for each setting that differs (nested mappings by dotted key).
+
+    >>> differences({"params": {"temperature": 0}, "k": 0}, {"params": {"temperature": 1}, "k": 0})
+    ['params.temperature: 0 -> 1']
+    """
+    found = []
+    for key in sorted(set(old) | set(new), key=str):
+        before, after = old.get(key), new.get(key)
+        if isinstance(before, dict) and isinstance(after, dict):
+            found += differences(before, after, f"{prefix}{key}.")
+        elif before != after:
+            found.append(f"{prefix}{key}: {_shown(before)} -> {_shown(after)}")
+    return found
+
+
+def _shown(value: Any) -> str:
+    return "(unset)" if value is None else str(value)
+
+
+def reconcile(records: Any, runs: list[RunSpec], problem_ids: list[str],
+              choice: str | None) -> tuple[list[RunSpec], list[str]]:
+    """The batch's runs after comparing each with the agent runs already stored for the
+    same agent (kind, model and label), and what to tell the researcher.
+
+    A run whose configuration is stored continues that agent run. One whose options
+    differ from a stored run that still has unfinished attempts (interrupted, ended by
+    its provider, or left by a killed process) on these problems raises
+    :class:`RerunChoice`, unless ``choice`` is ``continue`` (play the stored run's
+    attempts with its stored configuration) or ``new`` (start a new agent run; the old
+    one's attempts stay as they are). A new run beside finished ones is said, not refused."""
+    from tasks.worldtest.turn import ACTIVE, resumable
+
+    like = getattr(records, "runs_like", None)
+    if like is None:  # a server's agent API: it keeps its runs by configuration
+        return runs, []
+    kept, notes = [], []
+    for run in runs:
+        stored = [(i, c) for i, c in like(run.kind, run.model)
+                  if c.get("label") == run.config.get("label")]
+        same = any(config == run.config for _, config in stored)
+        stranded = []
+        for run_id, config in stored:
+            if config == run.config:
+                continue
+            unfinished = [e for e in records.episodes(run_id) if e.problem_id in problem_ids and
+                          (e.status == ACTIVE or resumable(e.status, e.info))]
+            if unfinished:
+                stranded.append((run_id, config, unfinished))
+        if not stranded:
+            if stored and not same:
+                run_id, config = stored[0]
+                notes.append(f"{run.label}: a new agent run; its options differ from agent "
+                             f"run {run_id} ({'; '.join(differences(config, run.config))})")
+            kept.append(run)
+            continue
+        run_id, config, unfinished = stranded[0]
+        which = ", ".join(f"{e.episode_id} ({e.problem_id}, {e.status})" for e in unfinished)
+        changed = "; ".join(differences(config, run.config))
+        if choice == CONTINUE:
+            again = run.from_config(config) if run.from_config else None
+            if again is None or again.config != config:
+                raise RerunChoice(f"agent run {run_id} was recorded with settings this version "
+                                  "cannot rebuild; start a new run with --new-run")
+            notes.append(f"{again.label}: continuing agent run {run_id} with its recorded "
+                         f"options (this command's differ: {changed})")
+            kept.append(again)
+        elif choice == NEW or same:
+            notes.append(f"{run.label}: agent run {run_id} keeps {len(unfinished)} unfinished "
+                         f"attempt(s) (episode {which}) played with other options ({changed}); "
+                         "--continue-run would finish them")
+            kept.append(run)
+        else:
+            raise RerunChoice(
+                f"{run.label}: the options differ from agent run {run_id}, which has "
+                f"{len(unfinished)} unfinished attempt(s) on these problems (episode {which}). "
+                f"Differences (recorded -> now): {changed}. Add --continue-run to finish "
+                "them with the recorded options, or --new-run to start a new agent run with "
+                "these options and leave them.")
+    return kept, notes
 
 
 # -- the summary ---------------------------------------------------------------------------

@@ -296,3 +296,41 @@ def test_a_model_without_a_finished_attempt_has_no_grounding(tmp_path, registere
                            env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"})
     line = next(line for line in result.stdout.splitlines() if "(agent run 1)" in line)
     assert "no finished attempt; grounding -;" in line, line
+
+
+def test_a_rerun_with_other_options_says_so_and_lets_the_researcher_choose(tmp_path, registered):
+    """Interrupted attempts of a run at temperature 0; the command again at temperature 1
+    refuses, naming the difference and the attempts; --new-run leaves them; --continue-run
+    finishes them with the recorded temperature."""
+    env_of = lambda fake: {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"}  # noqa: E731
+    db = tmp_path / "r.db"
+    prices = json.dumps({"m": {"input": 1000.0, "output": 1000.0}})
+    cold = ("--model", "m", "--temperature", "0", "--prices", prices, "--max-turns", "6")
+    hot = ("--model", "m", "--temperature", "1", "--prices", prices, "--max-turns", "6")
+    with FakeOpenAI(["<action>noop</action>"] * 100) as fake:
+        first = agent_run(db, *cold, "--max-cost", "0.5", env=env_of(fake))
+        assert first.exit_code == 1 and "budget ran out" in first.stdout
+        _, stranded, _ = rows(db)
+        assert [e.status for e in stranded] == ["interrupted"]
+        asked = len(fake.requests)
+        refused = agent_run(db, *hot, env=env_of(fake))
+        assert refused.exit_code == 2 and len(fake.requests) == asked
+        assert "params.temperature: 0.0 -> 1.0" in refused.stderr
+        assert f"episode {stranded[0].id} (test/walker-planning, interrupted)" in refused.stderr
+        assert "--continue-run" in refused.stderr and "--new-run" in refused.stderr
+        new = agent_run(db, *hot, "--new-run", env=env_of(fake))
+        assert new.exit_code == 0, new.stderr
+        assert f"agent run 1 keeps 1 unfinished attempt(s) (episode {stranded[0].id}" in new.stderr
+        assert "params.temperature: 0.0 -> 1.0" in new.stderr
+        assert {r["temperature"] for r in fake.requests[asked:]} == {1.0}
+        asked = len(fake.requests)
+        both = agent_run(db, *hot, "--new-run", "--continue-run", env=env_of(fake))
+        assert both.exit_code == 2 and "exclude each other" in both.stderr
+        kept = agent_run(db, *hot, "--continue-run", env=env_of(fake))
+    assert kept.exit_code == 0, kept.stderr
+    assert "continuing agent run 1 with its recorded options" in kept.stderr
+    assert {r["temperature"] for r in fake.requests[asked:]} == {0.0}  # the recorded one
+    runs, episodes, _ = rows(db)
+    assert len(runs) == 2
+    assert [(e.agent_run_id, e.status) for e in episodes] == [(1, "abandoned"), (2, "abandoned")]
+    assert episodes[0].id == stranded[0].id  # finished, not replaced
