@@ -130,8 +130,24 @@ class AgentTurns:
             result = self._invalid(action, raw_reply, why, fields) if why else \
                 self._apply(action, raw_reply, fields)
         self._follow_up(result, phase)
-        if not self.ended and self.limit_reached():
-            self.end(ABANDONED, self.limit_reached())
+        self._check_limits()
+        return result
+
+    def applied_elsewhere(self) -> None:
+        """A turn whose action the driver applied itself (the real-time clock applies a
+        model's action at its tick, ``game_client.realtime``): counted, the streak of
+        invalid turns ends, and the turn limit applies."""
+        self.turns += 1
+        self.streak = 0
+        self._check_limits()
+
+    def refused_elsewhere(self, action: Any, raw_reply: str | None, why: str,
+                          fields: dict[str, Any]) -> TurnResult:
+        """A turn whose action the driver could not apply (:meth:`why_invalid`, or its
+        clock refused it): counted, recorded and limited as any invalid turn."""
+        self.turns += 1
+        result = self._invalid(action, raw_reply, why, fields)
+        self._check_limits()
         return result
 
     def why_invalid(self, action: Any, reported: str | None = None) -> str | None:
@@ -196,7 +212,7 @@ class AgentTurns:
             reply = raw_reply or (action if isinstance(action, str) else "")
             self.sink.invalid(phase=self.episode.phase, raw_reply=reply, error=why, **fields)
         if self.streak >= self.max_invalid:
-            self.end(ABANDONED, self.limit_reached())
+            self._check_limits()
         return TurnResult(False, error=why)
 
     def end(self, status: str, reason: str | None = None, *, resumable: bool = False) -> None:
@@ -226,8 +242,12 @@ class AgentTurns:
             self.sink.reopened()
         if self.episode.done:
             self.end(DONE)
-        elif self.limit_reached():
-            self.end(ABANDONED, self.limit_reached())
+        self._check_limits()
+
+    def _check_limits(self) -> None:
+        why = None if self.ended else self.limit_reached()
+        if why:
+            self.end(ABANDONED, why)
 
     def limit_reached(self) -> str | None:
         """Why the model's turns are over (too many invalid replies in a row, or turns
