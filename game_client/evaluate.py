@@ -25,6 +25,10 @@ not given falls back to the command's options::
 
 Each model is its own agent run; its attempts share the batch's concurrency, and the
 requests to one endpoint share one rate limiter.
+
+:meth:`BatchConfig.build` merges the command's options and the run file once (an option
+given wins over the run file, which wins over the defaults) and validates the result;
+the command only wires it to the store, the batch and the summary.
 """
 
 from __future__ import annotations
@@ -242,6 +246,144 @@ def planner_run(limits: Limits) -> RunSpec:
                    max_turns=lambda problem: limits.max_turns or MAX_TURNS,
                    max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock,
                    protocol=limits.protocol, from_config=lambda c: planner_run(Limits.of(c)))
+
+
+# -- the batch's configuration -------------------------------------------------------------
+
+CLOCKS = ("turns", "realtime")
+PROTOCOLS = ("gridstudy", "autumnbench")
+
+
+class ConfigError(ValueError):
+    """Options and a run file that do not make a batch; ``option`` names the option to fix."""
+
+    def __init__(self, message: str, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+@dataclass
+class BatchConfig:
+    """Everything ``gridstudy agent run`` plays, from its options and its run file, merged
+    once (:meth:`build`): an option given on the command line wins over the run file,
+    which wins over the defaults; a model of the run file takes the command's model
+    options for what it leaves out."""
+
+    kind: str
+    """llm, random or planner."""
+    problem_ids: list[str]
+    models: list[ModelSpec]
+    """The language models (llm); empty for the other kinds."""
+    runs: int = 1
+    """Attempts per problem and agent."""
+    concurrency: int = 1
+    limits: Limits = field(default_factory=Limits)
+    """What each attempt may take and spend, its clock and protocol."""
+    budget: Budget = field(default_factory=Budget)
+    """What the batch's agent runs may spend, over every invocation."""
+    prices: Any = None
+    """A :class:`game_client.bridge.provider.PriceTable` from ``--prices``, or None."""
+    seed: int = 0
+    interaction_steps: int = 0
+    """The random agent's seed and actions before going to the test."""
+    server: str | None = None
+    token: str | None = None
+    """Play through a server's agent API (``--server``, ``--token``), else in process."""
+    choice: str | None = None
+    """``continue`` or ``new`` when the options differ from a stored run (:func:`reconcile`)."""
+
+    @classmethod
+    def build(cls, options: dict[str, Any]) -> BatchConfig:
+        """The batch the command's ``options`` (click's parameters by name) describe;
+        :class:`ConfigError` when they do not make one."""
+        from game_client.batch import select_problems
+        from game_client.bridge.provider import PriceTable
+
+        o = options
+        defaults = {"history": o["history"], "k": o["k"], "prompt_variant": o["prompt_variant"],
+                    "summary": o["summary"], "observation": o["observation"],
+                    "timeout": o["timeout"], "retries": o["retries"],
+                    "context_window": o["context_window"],
+                    "requests_per_minute": o["requests_per_minute"],
+                    "params": {**({"temperature": o["temperature"]}
+                                  if o["temperature"] is not None else {}),
+                               **({"max_tokens": o["max_tokens"]}
+                                  if o["max_tokens"] is not None else {}),
+                               **o["params"]}}
+        named = [ModelSpec(**{"model": m, **{k: v for k, v in defaults.items() if v is not None}})
+                 for m in o["models"]]
+        batch: dict[str, Any] = {}
+        models = named
+        if o["run_file"]:
+            if o["kind"] != "llm":
+                raise ConfigError("--run-file lists language models; it goes with --agent llm")
+            try:
+                batch, models = read_run_file(o["run_file"], defaults)
+            except RunFileError as error:
+                raise ConfigError(str(error), "--run-file") from None
+            models += named
+        patterns = o["patterns"] or tuple(batch.get("problems") or ())
+        if not patterns:
+            raise ConfigError("name the problems: --problems PATTERN (or problems: in the run file)")
+        try:
+            problem_ids = select_problems(patterns)
+        except ValueError as error:
+            raise ConfigError(str(error), "--problems") from None
+
+        def pick(option: Any, key: str, default: Any) -> Any:
+            return option if option is not None else batch.get(key, default)
+
+        limits = Limits(pick(o["max_turns"], "max_turns", None),
+                        pick(o["max_invalid"], "max_invalid", MAX_INVALID),
+                        Budget(pick(o["max_cost_per_attempt"], "max_cost_per_attempt", None),
+                               pick(o["token_budget_per_attempt"], "token_budget_per_attempt",
+                                    None)),
+                        pick(None if o["clock"] == "turns" else o["clock"], "clock", "turns"),
+                        pick(None if o["protocol"] == "gridstudy" else o["protocol"], "protocol",
+                             "gridstudy"))
+        if limits.clock not in CLOCKS:
+            raise ConfigError(f"clock must be turns or realtime, not {limits.clock!r}", "--clock")
+        if limits.protocol not in PROTOCOLS:
+            raise ConfigError(f"protocol must be gridstudy or autumnbench, not "
+                              f"{limits.protocol!r}", "--protocol")
+        if limits.protocol != "gridstudy" and (o["server"] or limits.clock == "realtime"):
+            raise ConfigError("--protocol autumnbench plays turn by turn in this process; it "
+                              "goes with neither --server nor --clock realtime")
+        if limits.clock == "realtime" and o["server"]:
+            raise ConfigError("--clock realtime plays in this process; it does not go with "
+                              "--server")
+        if o["kind"] == "llm" and not models:
+            raise ConfigError("name the model: --model NAME (repeat for several) or "
+                              "--run-file FILE")
+        if o["server"] and not o["token"]:
+            raise ConfigError("--server needs an agent-API token: --token or GRIDSTUDY_TOKEN "
+                              "(a researcher creates one with gridstudy token create NAME)")
+        if o["continue_run"] and o["new_run"]:
+            raise ConfigError("--continue-run and --new-run exclude each other: choose one")
+        try:
+            prices = PriceTable.load(o["prices_file"]) if o["prices_file"] else None
+        except ValueError as error:
+            raise ConfigError(str(error), "--prices") from None
+        return cls(o["kind"], problem_ids, models if o["kind"] == "llm" else [],
+                   pick(o["runs"], "runs", 1), pick(o["concurrency"], "concurrency", 1), limits,
+                   Budget(pick(o["max_cost"], "max_cost", None),
+                          pick(o["token_budget"], "token_budget", None)),
+                   prices, o["seed"], o["interaction_steps"], o["server"], o["token"],
+                   CONTINUE if o["continue_run"] else NEW if o["new_run"] else None)
+
+    def agent_runs(self, sleep: Callable[[float], Any]) -> list[RunSpec]:
+        """The batch's agent configurations; ``sleep`` is how a provider waits between
+        retries (the batch's guard: it wakes when the batch stops). :class:`ConfigError`
+        for a model the provider could not be asked with."""
+        if self.kind == "random":
+            return [random_run(self.seed, self.interaction_steps, self.limits)]
+        if self.kind == "planner":
+            return [planner_run(self.limits)]
+        try:
+            return [llm_run(spec, self.limits, sleep=sleep, price_table=self.prices)
+                    for spec in self.models]
+        except ValueError as error:  # a request parameter the provider would refuse
+            raise ConfigError(str(error)) from None
 
 
 # -- reruns ------------------------------------------------------------------------------

@@ -84,14 +84,15 @@ def test_kill_in_the_middle_of_attempts(tmp_path):
 def test_kill_during_a_retry_wait(tmp_path):
     db = tmp_path / "runs.db"
     busy = Failure(429, {"retry-after": "60"}, '{"error": {"message": "slow down"}}')
-    with FakeOpenAI([NOOP] * 3 + [busy] * 2 + [Stall(30.0, NOOP)] * 10) as fake:
-        process = start(db, fake)
-        wait_for_requests(fake, 5, process)
-        time.sleep(0.8)  # both attempts now wait out the Retry-After
+    # one attempt at a time: a Retry-After holds every request to the endpoint
+    with FakeOpenAI([NOOP] * 3 + [busy] + [Stall(30.0, NOOP)] * 10) as fake:
+        process = start(db, fake, "--concurrency", "1")
+        wait_for_requests(fake, 4, process)
+        time.sleep(0.8)  # the attempt now waits out the Retry-After
         kill(process)
         before, events_before = stored(db)
-        assert len(events_before) == 3
-        _, err = rerun(db, fake)
+        assert len(events_before) == 3 and [e.status for e in before] == ["active"]
+        _, err = rerun(db, fake, "--concurrency", "1")
         check_played_once(db, before, events_before, fake, err)
 
 
