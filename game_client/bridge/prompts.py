@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tasks.worldtest import protocol as protocols
 from tasks.worldtest.challenge import get
 
 SYSTEM_PROMPT = """You are a helpful assistant currently operating as a curious agent exploring an environment that consists of a grid containing cells which can take colors.
@@ -68,7 +69,9 @@ def opening(state: dict[str, Any], previous_phase: str | None) -> str:
     """The header of a turn: the welcome, a phase change, or nothing."""
     challenge, phase = state["challenge"], state["phase"]
     if previous_phase is None and phase == "interaction":
-        return f"{INTERACTION_INTRO}\n\n{task_description(challenge)}\n\nHere is the initial state of the grid:"
+        task = (f"\n\n{task_description(challenge)}"
+                if protocols.get(state.get("protocol", "gridstudy")).task_in_intro else "")
+        return f"{INTERACTION_INTRO}{task}\n\nHere is the initial state of the grid:"
     if phase == "test" and previous_phase in (None, "interaction"):
         return f"The interaction phase is over, you have entered the test phase. Now {get(challenge).model_task}\n\nThe initial frame is:"
     if phase == "select" and previous_phase != "select":

@@ -117,7 +117,7 @@ class AgentTurns:
         phase = self.episode.phase
         self.interaction_turns += phase == "interaction"
         self.stacked = []
-        action = self.protocol.canonical(action)
+        action = self.protocol.canonical(action, self.episode)
         why = self.why_invalid(action, error)
         stand_in = self.protocol.unparsed(self.episode) if action is None else None
         if stand_in is not None:  # the profile plays a reply without an action as noop
@@ -256,6 +256,10 @@ class AgentTurns:
             return f"{self.streak} invalid replies in a row"
         if self.turns >= self.max_turns:
             return f"no end after {self.max_turns} turns"
+        cap = self.protocol.test_step_cap
+        if cap and self.episode.phase != "interaction" and \
+                self.turns - self.interaction_turns >= cap:
+            return f"no end after {cap} turns of the test (the {self.protocol.name} profile's cap)"
         return None
 
     def state(self) -> dict[str, Any]:
