@@ -23,7 +23,9 @@ beside the paper's:
 7. scores as the harness gives them: a wrong option in masked frame prediction, and a
    change-detection answer before the change (or a change never triggered), score -1
    (:meth:`Protocol.score`; the stored ``score`` stays gridstudy's, in [0, 1], and the
-   harness's is kept as ``info.protocol_score``);
+   harness's is kept as ``info.protocol_score``); a change-detection answer is also
+   scored as the harness's code computes it (the formula at the number of test turns
+   before the submit, not at the chosen frame), kept as ``info.protocol_score_as_run``;
 8. pictures for vision models are ``--observation``'s (``game_client/bridge/images.py``);
 9. the interaction phase offers the harness's list in its order, ``quit`` included
    (which, as there, ends the interaction: the test follows);
@@ -48,6 +50,7 @@ from typing import Any
 
 from tasks.core import parse_action
 from tasks.worldtest.episode import INTERACTION, Episode
+from tasks.worldtest.scoring import cd_score
 
 SELECT = "select"
 
@@ -192,9 +195,12 @@ class Protocol:
 
     # -- scores ---------------------------------------------------------------------------
 
-    def score(self, episode: Episode) -> float:
+    def score(self, episode: Episode, answered: int | None = None) -> float:
         """The attempt's score as the profile gives it (gridstudy's when the profile
-        keeps scores in [0, 1])."""
+        keeps scores in [0, 1]). With ``answered``, a change-detection answer is read as
+        the harness's code reads it: the formula is taken at ``answered`` (the number of
+        test turns before the submit) in place of the chosen frame, a quirk of the
+        harness that its published numbers include."""
         score = episode.final_score
         if not self.negative_scores or not episode.done:
             return score
@@ -204,8 +210,10 @@ class Protocol:
             return -1.0
         if episode.problem.challenge == "cd" and chosen is not None:
             t_star = outcome.get("test_t_star")
-            if t_star is None or chosen < t_star - 1:
+            at = chosen if answered is None else answered
+            if t_star is None or at < t_star - 1:
                 return -1.0
+            return cd_score(at, t_star) if answered is not None else score
         return score
 
 

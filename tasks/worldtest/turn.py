@@ -229,6 +229,9 @@ class AgentTurns:
             if self.protocol is not GRIDSTUDY:
                 info["protocol"] = self.protocol.name
                 info["protocol_score"] = self.protocol.score(self.episode)
+                # the harness's own reading: its clock counts every test turn, the submit's
+                answered = self.turns - self.interaction_turns - 1
+                info["protocol_score_as_run"] = self.protocol.score(self.episode, answered)
             self.sink.finished(self.episode, status=status, info=info)
 
     def reopen(self) -> None:

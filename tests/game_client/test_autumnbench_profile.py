@@ -94,3 +94,26 @@ def test_the_welcome_does_not_describe_the_test_s_task(imported, tmp_path):  # n
     # the same welcome, without the task's paragraph
     welcome = asked(plain[0]).split("\n\n# Task Description")[0]
     assert asked(published[0]).startswith(f"{welcome}\n\nHere is the initial state of the grid:")
+
+
+def test_change_detection_is_scored_by_the_paper_and_as_the_harness_computes_it(
+        imported, tmp_path):  # noqa: F811
+    from analysis.load import load
+    from analysis.tables import published_scores
+    from tasks.worldtest.scoring import cd_score
+    from tests.tasks.test_protocol import CD_POLICY
+
+    play(tmp_path / "a.db", CD, CD_POLICY, "--protocol", "autumnbench")
+    _, [episode], events = rows(tmp_path / "a.db")
+    info = episode.info
+    chosen, t_star = info["test_chosen"], info["test_t_star"]
+    # the harness's clock: every test turn before the submit (steps, the found-change
+    # answer, the frame chosen), not the frame the model chose
+    test_turns = [e for e in events if e.source == "agent" and e.phase != "interaction"]
+    answered = len(test_turns) - 1
+    assert answered != chosen
+    assert info["protocol_score"] == cd_score(chosen, t_star) == 1.0
+    assert info["protocol_score_as_run"] == cd_score(answered, t_star) < 1.0
+    [row] = published_scores(load(str(tmp_path / "a.db")))
+    assert (row["harness score"], row["harness score as its code computes it"]) == \
+        (info["protocol_score"], info["protocol_score_as_run"])

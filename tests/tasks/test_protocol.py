@@ -272,7 +272,8 @@ def test_the_report_sets_the_harness_s_scores_beside_gridstudy_s(imported, tmp_p
 
     assert published_scores(dataset) == [{
         "agent": "llm:m [autumnbench protocol]", "challenge": "cd", "attempts": 1,
-        "gridstudy score": 0.0, "harness score": -1.0}]
+        "gridstudy score": 0.0, "harness score": -1.0,
+        "harness score as its code computes it": -1.0}]
     page = write_report(dataset, tmp_path / "report").read_text()
     assert "Scores as the published harness gives them" in page
     assert (tmp_path / "report" / "published_scores.csv").exists()
