@@ -88,12 +88,13 @@ def test_details(state: dict[str, Any]) -> str:
 
 
 def observed(state: dict[str, Any]) -> str:
-    """The frame's text; with stacked frames (the autumnbench protocol), every frame the
-    last action produced, in the published harness's layout (its ``Observation:`` prefix
+    """The frame's text (or the challenge's own showing of it: ``model_frame``); with
+    stacked frames (the autumnbench protocol), every frame the last action produced, in the published harness's layout (its ``Observation:`` prefix
     doubled between frames included)."""
     stacked = state.get("stacked")
     if not stacked:
-        return state["text"]
+        frame = get(state["challenge"]).model_frame if state.get("test") else None
+        return (frame(state) if frame else None) or state["text"]
     return "\n\nObservation: ".join(
         f"Frame time: {frame['tick']}\nAction took: {frame['action']}\nObservation: {frame['text']}"
         for frame in stacked)

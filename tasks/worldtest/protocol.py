@@ -19,7 +19,8 @@ beside the paper's:
    the change-detection test (where, as published, it does nothing);
 5. in masked frame prediction only ``step`` is offered until the last frame, then
    ``rewind`` and the options; choosing an option ends the test;
-6. the planning goal is shown as a full grid beside a 0/1 mask;
+6. the planning goal is shown as a full grid beside a 0/1 mask, in one JSON object with
+   the frame each test turn (``tasks.worldtest.planning.goal_frame``);
 7. scores as the harness gives them: a wrong option in masked frame prediction, and a
    change-detection answer before the change (or a change never triggered), score -1
    (:meth:`Protocol.score`; the stored ``score`` stays gridstudy's, in [0, 1], and the

@@ -117,3 +117,20 @@ def test_change_detection_is_scored_by_the_paper_and_as_the_harness_computes_it(
     [row] = published_scores(load(str(tmp_path / "a.db")))
     assert (row["harness score"], row["harness score as its code computes it"]) == \
         (info["protocol_score"], info["protocol_score_as_run"])
+
+
+def test_the_planning_goal_is_one_object_with_the_frame_each_turn(imported, tmp_path):  # noqa: F811
+    import json
+
+    problem = registry.get_problem("autumnbench/dabs/planning")
+    script = ["<action>go-to-test</action>", "<action>noop</action>", "<action>noop</action>"]
+    published = play(tmp_path / "a.db", problem.id, script, "--protocol", "autumnbench",
+                     "--max-turns", "3")
+    for request in published[1:]:  # every test turn
+        lines = [line for line in asked(request).splitlines() if line.startswith("{")]
+        shown = [json.loads(line) for line in lines]
+        assert [sorted(s) for s in shown] == [["goal", "highlight_mask", "render"]]
+        assert shown[0]["goal"] == problem.params["goal_grid"]
+    plain = play(tmp_path / "b.db", problem.id, script, "--max-turns", "3")
+    lines = [json.loads(line) for line in asked(plain[1]).splitlines() if line.startswith("{")]
+    assert [sorted(s) for s in lines] == [["goal", "highlight_mask"]]  # beside the frame
