@@ -18,7 +18,9 @@ beside the paper's:
    ``choose_frame_i`` and ``choose_option_i`` listed one by one, and ``reset`` offered in
    the change-detection test (where, as published, it does nothing);
 5. in masked frame prediction only ``step`` is offered until the last frame, then
-   ``rewind`` and the options; choosing an option ends the test;
+   ``rewind`` and the options; choosing an option ends the test; each frame is one
+   object with the harness's ``action_took`` key, and the options are its ``choices``
+   at the last frame only (``tasks.worldtest.mfp.harness_frame``);
 6. the planning goal is shown as a full grid beside a 0/1 mask, in one JSON object with
    the frame each test turn (``tasks.worldtest.planning.goal_frame``);
 7. scores as the harness gives them: a wrong option in masked frame prediction, and a

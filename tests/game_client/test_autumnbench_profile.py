@@ -134,3 +134,26 @@ def test_the_planning_goal_is_one_object_with_the_frame_each_turn(imported, tmp_
     plain = play(tmp_path / "b.db", problem.id, script, "--max-turns", "3")
     lines = [json.loads(line) for line in asked(plain[1]).splitlines() if line.startswith("{")]
     assert [sorted(s) for s in lines] == [["goal", "highlight_mask"]]  # beside the frame
+
+
+def test_masked_frame_prediction_shows_the_choices_only_at_the_last_frame(imported, tmp_path):  # noqa: F811
+    import json
+
+    problem = registry.get_problem("autumnbench/dabs/mfp")
+    length = len(problem.params["actions"])
+    script = ["<action>go-to-test</action>"] + ["<action>step</action>"] * length + \
+        ["<action>choose_option_0</action>"]
+    published = play(tmp_path / "a.db", problem.id, script, "--protocol", "autumnbench")
+    frames = [json.loads(line) for request in published[1:] for line in
+              asked(request).splitlines() if line.startswith('{"video_location"')]
+    assert len(frames) == length + 1  # the first test frame, then one per step
+    assert all(set(f) == {"video_location", "render", "action_took", "is_finished"}
+               for f in frames[:-1])  # no choices before the last frame
+    assert frames[-1]["is_finished"] and len(frames[-1]["choices"]) == len(problem.params["options"])
+    assert not any("The options are:" in asked(r) or "masked region spans" in asked(r)
+                   for r in published)
+    assert '"action_took": action taken at this timestep' in asked(published[1])
+    plain = play(tmp_path / "b.db", problem.id, [s.replace("choose_option_0", "submit")
+                                                 for s in script[:2]], "--max-turns", "2")
+    assert "The options are:" in asked(plain[1])  # from the first test frame on
+    assert '"action_taken": action taken at this timestep' in asked(plain[1])
