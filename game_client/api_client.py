@@ -14,7 +14,7 @@ import httpx
 
 from game_client.agents import Agent, Decision
 from game_client.batch import Job, StoredEpisode
-from game_client.runner import EpisodeResult, play, recorded_turn
+from game_client.runner import EpisodeResult, Spending, play, recorded_turn
 from tasks import registry
 from tasks.worldtest.turn import ABANDONED, MAX_INVALID, MAX_TURNS, TurnResult
 
@@ -60,6 +60,11 @@ class AgentAPIClient:
         return [StoredEpisode(r["episode_id"], r["problem_id"], r["status"],
                               {"resumable": r["resumable"], "run_index": r["run_index"]})
                 for r in rows]
+
+    def spent(self, run_id: int) -> Spending:
+        """What the run's recorded turns cost, over every invocation."""
+        body = self._request("GET", f"/runs/{run_id}/spending")
+        return Spending(body["cost"], body["tokens"])
 
     def start_episode(self, run_id: int, problem_id: str, max_invalid: int = MAX_INVALID,
                       max_turns: int = MAX_TURNS, run_index: int = 0) -> dict[str, Any]:

@@ -46,12 +46,12 @@ from game_client.runner import (
     play,
 )
 from records.models import AgentRun, EpisodeRow, Event
+from records.recorder import run_spending
 from tasks import registry
 from tasks.worldtest import protocol as protocols
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.turn import (
     ACTIVE,
-    AGENT,
     ERROR,
     FINISHED,
     INTERRUPTED,
@@ -142,18 +142,6 @@ def stored_episodes(store: Any, agent_run_id: int) -> list[StoredEpisode]:
     return [StoredEpisode(r.id, r.problem_id, r.status, r.info or {}) for r in rows]
 
 
-def recorded_spending(store: Any, agent_run_id: int) -> Spending:
-    """What the run's recorded model turns cost, in every invocation so far."""
-    store.wait()
-    with store.session() as session:
-        cost, prompt, completion = session.exec(
-            select(func.sum(Event.cost), func.sum(Event.prompt_tokens),
-                   func.sum(Event.completion_tokens))
-            .where(Event.agent_run_id == agent_run_id, Event.source == AGENT)).one()
-    tokens = int(prompt or 0) + int(completion or 0)
-    return Spending(None if cost is None and tokens else float(cost or 0.0), tokens)
-
-
 def reap_orphans(store: Any, agent_run_id: int) -> list[int]:
     """End as ``interrupted`` every ``active`` attempt of the run whose process died
     without closing it (:mod:`game_client.owner`), as Ctrl-C would have ended it: resumable,
@@ -233,7 +221,8 @@ class LocalRecords:
         return stored_episodes(self.store, agent_run_id)
 
     def spent(self, agent_run_id: int) -> Spending:
-        return recorded_spending(self.store, agent_run_id)
+        """What the run's recorded turns cost, over every invocation."""
+        return Spending(*run_spending(self.store, agent_run_id))
 
     def open_attempt(self, job: Job) -> Attempt:
         if job.episode_id is not None:

@@ -274,8 +274,8 @@ def agent_run(**options):
         for line in notes + _rerun_notes(getattr(records, "reaped", []), elsewhere, jobs,
                                          len(config.problem_ids), len(runs)):
             click.echo(line, err=True)
-        spent = getattr(records, "spent", None)  # the agent API does not say (yet)
-        before = {run.agent_run_id: spent(run.agent_run_id) for run in runs} if spent else {}
+        spent = records.spent
+        before = {run.agent_run_id: spent(run.agent_run_id) for run in runs}
         guard.carry(sum(before.values(), Spending()))
         outcome = Batch(records.open_attempt, concurrency=config.concurrency, guard=guard,
                         progress=not options["quiet"]).run(jobs)

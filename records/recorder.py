@@ -29,6 +29,25 @@ def merge_info(store: Any, episode_id: int, info: dict[str, Any]) -> None:
                         .values(info={**(row.info or {}), **info}))
 
 
+def run_spending(store: Any, agent_run_id: int) -> tuple[float | None, int]:
+    """What an agent run's recorded model turns cost in dollars (None: tokens were spent
+    and none had a price) and in tokens, over every invocation that played it."""
+    from sqlalchemy import func
+    from sqlmodel import select
+
+    from records.models import Event
+    from tasks.worldtest.turn import AGENT
+
+    store.wait()
+    with store.session() as session:
+        cost, prompt, completion = session.exec(
+            select(func.sum(Event.cost), func.sum(Event.prompt_tokens),
+                   func.sum(Event.completion_tokens))
+            .where(Event.agent_run_id == agent_run_id, Event.source == AGENT)).one()
+    tokens = int(prompt or 0) + int(completion or 0)
+    return (None if cost is None and tokens else float(cost or 0.0)), tokens
+
+
 class EpisodeRecorder:
     """The rows of one attempt, numbered by ``seq`` in the order they happen.
 

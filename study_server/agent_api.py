@@ -13,6 +13,8 @@ a run belongs to the token that created it. Routes (JSON in, JSON out; errors ar
 (200 with the existing run when this token already made one with exactly this configuration)
 ``GET  /api/agent/runs/<id>/episodes``        -> ``{episodes: [{episode_id, problem_id, status,
 resumable, run_index}]}``
+``GET  /api/agent/runs/<id>/spending``        -> ``{cost, tokens}``: what its recorded model
+turns cost over every invocation (``cost`` null when none had a price)
 ``POST /api/agent/runs/<id>/episodes``        ``{problem_id, max_invalid, max_turns, run_index}`` -> 201 ``{episode_id, state}``
 ``GET  /api/agent/episodes/<id>``             -> ``{episode_id, state}``
 ``POST /api/agent/episodes/<id>/actions``     ``{action, error, raw_reply, prompt, ...}`` (the
@@ -47,7 +49,7 @@ from sqlmodel import select
 from records import schema
 from records.models import AgentRun, EpisodeRow, Study
 from records.rebuild import stored_attempt
-from records.recorder import EpisodeRecorder
+from records.recorder import EpisodeRecorder, run_spending
 from study_server import cluster, tokens
 from tasks import registry
 from tasks.worldtest.episode import Episode
@@ -274,6 +276,15 @@ def list_episodes(run_id: int):
          "status": live[r.id].turns.status if r.id in live else r.status,
          "resumable": resumable(r.status, r.info), "run_index": (r.info or {}).get("run_index")}
         for r in rows]})
+
+
+@bp.get("/runs/<int:run_id>/spending")
+def run_spent(run_id: int):
+    """What the run's recorded model turns cost, over every invocation: a rerun counts it
+    against its budget."""
+    _run(run_id)
+    cost, tokens = run_spending(_store(), run_id)
+    return jsonify({"cost": cost, "tokens": tokens})
 
 
 @bp.post("/runs/<int:run_id>/episodes")

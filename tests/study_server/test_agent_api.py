@@ -168,3 +168,37 @@ def test_a_study_token_writes_into_its_study_only_and_takes_no_participant_slot(
     with live_server.store.session() as session:
         counts = assignment.fill_counts(session, "pilot", list(definition.problems))
     assert counts == {"test/rt-walker-mfp": 0, "test/rt-walker-cd": 0}
+
+
+def test_a_budget_through_a_server_counts_what_earlier_runs_spent(live_server, test_problems):
+    """--max-cost with --server: the server says what the agent run spent; a rerun after
+    the budget ran out asks the model nothing more."""
+    import json
+
+    from click.testing import CliRunner
+
+    from bench.standin import FakeOpenAI
+    from study_server.cli import main
+
+    prices = json.dumps({"m": {"input": 1000.0, "output": 1000.0}})
+    args = ["agent", "run", "--problems", "test/rt-walker-mfp", "--model", "m", "--prices",
+            prices, "--max-cost", "0.5", "--retries", "0", "--quiet", "--server",
+            live_server.url]
+    with FakeOpenAI(["<action>noop</action>"] * 50) as fake:
+        env = {"GRIDSTUDY_TOKEN": live_server.token(), "OPENAI_BASE_URL": fake.base_url,
+               "OPENAI_API_KEY": "k"}
+        first = CliRunner().invoke(main, args, env=env)
+        assert first.exit_code == 1 and "the batch's budget ran out" in first.output
+        asked = len(fake.requests)
+        again = CliRunner().invoke(main, args, env=env)
+    assert len(fake.requests) == asked
+    assert again.exit_code == 1 and "all of it by earlier runs" in again.output
+    run_id = int(first.output.split("(agent run ")[1].split(")")[0])
+    with live_server.store.session() as session:
+        from sqlmodel import select
+
+        from records.models import Event
+
+        paid = sum(e.cost for e in session.exec(select(Event).where(Event.agent_run_id == run_id)))
+    assert paid >= 0.5
+    assert f"{paid:.4f} in all for agent run {run_id}" in first.output
