@@ -28,10 +28,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC
 from typing import Any
 
-from sqlmodel import func, select
+from sqlmodel import select
 
 from game_client import owner
 from game_client.agents import Agent
@@ -45,8 +44,8 @@ from game_client.runner import (
     Spending,
     play,
 )
-from records.models import AgentRun, EpisodeRow, Event
-from records.recorder import run_spending
+from records.models import AgentRun, EpisodeRow
+from records.recorder import last_seen, run_spending
 from tasks import registry
 from tasks.worldtest import protocol as protocols
 from tasks.worldtest.problem import Problem
@@ -150,27 +149,17 @@ def reap_orphans(store: Any, agent_run_id: int) -> list[int]:
     with store.session() as session:
         rows = session.exec(select(EpisodeRow).where(EpisodeRow.agent_run_id == agent_run_id,
                                                      EpisodeRow.status == ACTIVE)).all()
-        last = dict(session.exec(select(Event.episode_id, func.max(Event.server_time))
-                                 .where(Event.episode_id.in_([r.id for r in rows]))
-                                 .group_by(Event.episode_id)).all()) if rows else {}
+    seen = last_seen(store, rows)
     reaped = []
     for row in rows:
         info = row.info or {}
-        seen = last.get(row.id) or _seconds(row.started_at)
-        if owner.alive(info.get("owner"), seen):
+        if owner.alive(info.get("owner"), seen[row.id]):
             continue
         store.finish_episode(row.id, status=INTERRUPTED, phase=row.phase, score=0.0, info={
-            "reason": f"{owner.describe(info.get('owner'))} ended without closing it",
+            "reason": owner.orphaned(info.get("owner")),
             "resumable": info.get("clock") != "realtime"})
         reaped.append(row.id)
     return reaped
-
-
-def _seconds(moment: Any) -> float:
-    """Unix seconds of a stored time (SQLite gives it back without its UTC zone)."""
-    if moment is None:
-        return 0.0
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def pending_jobs(run: RunSpec, problem_ids: Iterable[str], runs: int,

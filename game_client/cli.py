@@ -271,7 +271,7 @@ def agent_run(**options):
             jobs += pending_jobs(run, config.problem_ids, config.runs, stored)
             elsewhere += [e for e in stored
                           if e.status == "active" and e.problem_id in config.problem_ids]
-        for line in notes + _rerun_notes(getattr(records, "reaped", []), elsewhere, jobs,
+        for line in notes + _rerun_notes(records.reaped, elsewhere, jobs,
                                          len(config.problem_ids), len(runs)):
             click.echo(line, err=True)
         spent = records.spent

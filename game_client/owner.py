@@ -56,6 +56,11 @@ def describe(owner: dict[str, Any] | None) -> str:
     return f"process {owner.get('pid')} on {owner.get('host')}"
 
 
+def orphaned(owner: dict[str, Any] | None) -> str:
+    """The reason recorded on an attempt its process left active."""
+    return f"{describe(owner)} ended without closing it"
+
+
 def alive(owner: dict[str, Any] | None, last_seen: float, now: float | None = None,
           lease: float = LEASE) -> bool:
     """Whether the process that ``owner`` names may still be playing its attempt, whose

@@ -48,6 +48,28 @@ def run_spending(store: Any, agent_run_id: int) -> tuple[float | None, int]:
     return (None if cost is None and tokens else float(cost or 0.0)), tokens
 
 
+def last_seen(store: Any, rows: list[Any]) -> dict[int, float]:
+    """Unix seconds of the last record of each episode row: its last event, else its
+    start (how long an attempt has been silent)."""
+    from datetime import UTC
+
+    from sqlalchemy import func
+    from sqlmodel import select
+
+    from records.models import Event
+
+    if not rows:
+        return {}
+    with store.session() as session:
+        last = dict(session.exec(select(Event.episode_id, func.max(Event.server_time))
+                                 .where(Event.episode_id.in_([r.id for r in rows]))
+                                 .group_by(Event.episode_id)).all())
+    started = {r.id: r.started_at for r in rows}
+    return {r.id: last.get(r.id) or (started[r.id] if started[r.id].tzinfo else
+                                     started[r.id].replace(tzinfo=UTC)).timestamp()
+            for r in rows}
+
+
 class EpisodeRecorder:
     """The rows of one attempt, numbered by ``seq`` in the order they happen.
 

@@ -144,3 +144,51 @@ def test_an_attempt_of_a_live_process_is_left_to_it(tmp_path):
             assert [e.status for e in episodes] == ["active", "active", "abandoned", "abandoned"]
         finally:
             kill(first)
+
+
+def test_kill_while_playing_through_a_server(tmp_path, live_server):
+    """The same through a running server's agent API: the server keeps the attempts, the
+    rerun finds those its killed client left active and continues them there."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from sqlmodel import select
+
+    from records.models import EpisodeRow, Event
+
+    def command(fake):
+        env = {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test",
+               "GRIDSTUDY_TOKEN": token}
+        return subprocess.Popen(
+            [str(Path(sys.executable).parent / "gridstudy"), "agent", "run", "--problems",
+             "ant_trail/planning,cloud_burst/planning", "--model", "fake", "--runs", "1",
+             "--concurrency", "2", "--max-turns", str(TURNS), "--server", live_server.url,
+             "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def stored_here():
+        live_server.store.wait()
+        with live_server.store.session() as session:
+            return (session.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all(),
+                    session.exec(select(Event).order_by(Event.episode_id, Event.seq)).all())
+
+    token = live_server.token()
+    with FakeOpenAI([NOOP] * 5 + [Stall(30.0, NOOP)] * 10) as fake:
+        process = command(fake)
+        wait_for_requests(fake, 7, process)
+        kill(process)
+        before, events_before = stored_here()
+        assert [e.status for e in before] == ["active", "active"]
+        fake.script[:] = [NOOP] * 100
+        fake.requests.clear()
+        again = command(fake)
+        out, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err[-3000:]
+    assert "2 attempt(s) were left active by a process that ended" in err
+    after, events = stored_here()
+    assert [e.id for e in after] == [e.id for e in before]  # continued, not replaced
+    assert [e.status for e in after] == ["abandoned", "abandoned"]
+    assert {(ev.episode_id, ev.seq, ev.raw_reply) for ev in events_before} <= \
+        {(ev.episode_id, ev.seq, ev.raw_reply) for ev in events}
+    assert len(fake.requests) == 2 * TURNS - len(events_before)
