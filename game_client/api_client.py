@@ -65,6 +65,14 @@ class AgentAPIClient:
         body = {"agent_kind": agent_kind, "model": model, "config": config}
         return self._request("POST", "/runs", body)["agent_run_id"]
 
+    def runs_like(self, kind: str, model: str | None) -> list[tuple[int, dict[str, Any]]]:
+        """This token's runs of this kind and model, newest first, with their configs."""
+        from urllib.parse import urlencode
+
+        query = urlencode({"agent_kind": kind, **({"model": model} if model else {})})
+        runs = self._request("GET", f"/runs?{query}")["runs"]
+        return [(r["agent_run_id"], r["config"]) for r in runs]
+
     def episodes(self, run_id: int) -> list[StoredEpisode]:
         """The run's attempts, after ending as ``interrupted`` (to be resumed) those a
         client process left active when it died (:mod:`game_client.owner`)."""

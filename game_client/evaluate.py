@@ -432,9 +432,7 @@ def reconcile(records: Any, runs: list[RunSpec], problem_ids: list[str],
     one's attempts stay as they are). A new run beside finished ones is said, not refused."""
     from tasks.worldtest.turn import ACTIVE, resumable
 
-    like = getattr(records, "runs_like", None)
-    if like is None:  # a server's agent API: it keeps its runs by configuration
-        return runs, []
+    like = records.runs_like
     kept, notes = [], []
     for run in runs:
         stored = [(i, c) for i, c in like(run.kind, run.model)

@@ -11,6 +11,8 @@ a run belongs to the token that created it. Routes (JSON in, JSON out; errors ar
 
 ``POST /api/agent/runs``                      ``{agent_kind, model, config, study_id}`` -> 201 ``{agent_run_id}``
 (200 with the existing run when this token already made one with exactly this configuration)
+``GET  /api/agent/runs?agent_kind=K&model=M``  -> ``{runs: [{agent_run_id, config}]}``: this
+token's runs of one agent, newest first
 ``GET  /api/agent/runs/<id>/episodes``        -> ``{episodes: [{episode_id, problem_id, status,
 resumable, run_index, owner, last_seen}]}``
 ``GET  /api/agent/runs/<id>/spending``        -> ``{cost, tokens}``: what its recorded model
@@ -252,6 +254,20 @@ def create_run():
         session.add(row)
         session.flush()
         return jsonify({"agent_run_id": row.id}), 201
+
+
+@bp.get("/runs")
+def list_runs():
+    """This token's runs of one agent (``?agent_kind=llm&model=NAME``; no model: runs
+    without one), newest first, with their configurations: how a rerun whose options
+    changed finds the run that holds its unfinished attempts."""
+    kind = request.args.get("agent_kind") or "llm"
+    model = request.args.get("model") or None
+    with _store().session() as session:
+        rows = session.exec(select(AgentRun).where(
+            AgentRun.token == g.token.name, AgentRun.agent_kind == kind,
+            AgentRun.model == model).order_by(AgentRun.id.desc())).all()
+    return jsonify({"runs": [{"agent_run_id": r.id, "config": r.config or {}} for r in rows]})
 
 
 def _run(run_id: int) -> AgentRun:
