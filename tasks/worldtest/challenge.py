@@ -132,6 +132,9 @@ class Challenge:
     """For a model, the test described after 'In the test phase, '."""
     model_details: Callable[[dict[str, Any]], str] | None = None
     """Extra text a model needs each test turn (goal grid, options), from the state."""
+    model_frame: Callable[[dict[str, Any]], str | None] | None = None
+    """The test turn's observation as a model is shown it, when the challenge shows it
+    otherwise than the frame's text (None from it: the frame's text)."""
     prompt_style: str = WORLDTEST_PROMPT
     questions: tuple[Question, ...] = ()
     """The quiz questions a participant answers before meeting this challenge."""

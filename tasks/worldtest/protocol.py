@@ -18,13 +18,28 @@ beside the paper's:
    ``choose_frame_i`` and ``choose_option_i`` listed one by one, and ``reset`` offered in
    the change-detection test (where, as published, it does nothing);
 5. in masked frame prediction only ``step`` is offered until the last frame, then
-   ``rewind`` and the options; choosing an option ends the test;
-6. the planning goal is shown as a full grid beside a 0/1 mask;
+   ``rewind`` and the options; choosing an option ends the test; each frame is one
+   object with the harness's ``action_took`` key, and the options are its ``choices``
+   at the last frame only (``tasks.worldtest.mfp.harness_frame``);
+6. the planning goal is shown as a full grid beside a 0/1 mask, in one JSON object with
+   the frame each test turn (``tasks.worldtest.planning.goal_frame``);
 7. scores as the harness gives them: a wrong option in masked frame prediction, and a
    change-detection answer before the change (or a change never triggered), score -1
    (:meth:`Protocol.score`; the stored ``score`` stays gridstudy's, in [0, 1], and the
-   harness's is kept as ``info.protocol_score``);
-8. pictures for vision models are ``--observation``'s (``game_client/bridge/images.py``).
+   harness's is kept as ``info.protocol_score``); a change-detection answer is also
+   scored as the harness's code computes it (the formula at the number of test turns
+   before the submit, not at the chosen frame), kept as ``info.protocol_score_as_run``;
+8. pictures for vision models are ``--observation``'s (``game_client/bridge/images.py``);
+9. the interaction phase offers the harness's list in its order, ``quit`` included
+   (which, as there, ends the interaction: the test follows);
+10. replies are read as the harness reads them (``game_client.bridge.parse``, style
+    ``harness``): the lower-case ``<action>`` tag only, its last occurrence, stripped of
+    blanks and nothing else (an environment action: its first line), and an action
+    counts only written exactly (``Left`` or a fenced `````left````` does nothing, as
+    there: an invalid turn, nothing moves);
+11. the test ends unfinished after :attr:`Protocol.test_step_cap` (501) turns, the
+    harness's loop limit;
+12. the interaction phase's welcome does not describe the test's task.
 
 :class:`tasks.worldtest.turn.AgentTurns` plays by a profile; the text bridge reads the
 state it gives (``actions`` in the profile's names, ``stacked`` frames, the ``protocol``).
@@ -36,7 +51,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tasks.core import parse_action
 from tasks.worldtest.episode import INTERACTION, Episode
+from tasks.worldtest.scoring import cd_score
 
 SELECT = "select"
 
@@ -59,6 +76,17 @@ class Protocol:
     """Test steps before ``found-change`` is offered."""
     planning_full_goal: bool = False
     negative_scores: bool = False
+    interaction_order: tuple[str, ...] = ()
+    """The interaction phase's actions in the profile's order, ``quit`` among them
+    (the harness's quit ends its interactive environment: the test follows, as after
+    ``go-to-test``); empty: gridstudy's own list."""
+    strict_replies: bool = False
+    """Actions are read as the harness reads them: the lower-case ``<action>`` tag as
+    written, no clean-up, an environment action as written in canonical form."""
+    test_step_cap: int | None = None
+    """Turns in the test after which the attempt ends unfinished (the harness's loop)."""
+    task_in_intro: bool = True
+    """The interaction phase's welcome describes the task of the test."""
 
     # -- what is offered, and in which names ---------------------------------------------
 
@@ -74,7 +102,11 @@ class Protocol:
     def _ours(self, episode: Episode) -> list[str]:
         """The gridstudy actions offered now (indexed ones written out)."""
         texts = []
-        for pattern in episode.allowed_actions():
+        allowed = episode.allowed_actions()
+        if self.interaction_order and episode.phase == INTERACTION:
+            verbs = {a.split(" ")[0]: a for a in allowed} | {"quit": "quit"}
+            allowed = [verbs[verb] for verb in self.interaction_order if verb in verbs]
+        for pattern in allowed:
             match = re.fullmatch(r"(choose_\w+)_\[0-(\d+)\]", pattern)
             if match and self.list_each_choice:
                 texts += [f"{match.group(1)}_{i}" for i in range(int(match.group(2)) + 1)]
@@ -96,10 +128,14 @@ class Protocol:
             texts = [*frames, "submit", "quit"]  # the harness lists its submit from the start
         return texts
 
-    def canonical(self, text: Any) -> Any:
-        """The gridstudy action a reply's action text names (names mapped back)."""
+    def canonical(self, text: Any, episode: Episode | None = None) -> Any:
+        """The gridstudy action a reply's action text names (names mapped back; the
+        interaction phase's ``quit`` where the profile offers it goes to the test)."""
         if not isinstance(text, str):
             return text
+        if (self.interaction_order and text == "quit" and episode is not None
+                and episode.phase == INTERACTION):
+            return "go-to-test"
         for ours, theirs in self.names.items():
             if text.strip() == theirs:
                 return ours
@@ -110,6 +146,14 @@ class Protocol:
         profile offers what gridstudy does)."""
         if self.name == GRIDSTUDY.name:
             return None
+        if self.strict_replies and text not in self.names.values():
+            try:
+                written = str(parse_action(text))
+            except ValueError:
+                written = text
+            if written != text:
+                return (f"{text!r} is not an action as written; the harness reads "
+                        f"{written!r} only written exactly so")
         theirs = self.names.get(text, text)
         if theirs in self.offered(episode) or text in self._ours(episode):
             return None
@@ -154,9 +198,12 @@ class Protocol:
 
     # -- scores ---------------------------------------------------------------------------
 
-    def score(self, episode: Episode) -> float:
+    def score(self, episode: Episode, answered: int | None = None) -> float:
         """The attempt's score as the profile gives it (gridstudy's when the profile
-        keeps scores in [0, 1])."""
+        keeps scores in [0, 1]). With ``answered``, a change-detection answer is read as
+        the harness's code reads it: the formula is taken at ``answered`` (the number of
+        test turns before the submit) in place of the chosen frame, a quirk of the
+        harness that its published numbers include."""
         score = episode.final_score
         if not self.negative_scores or not episode.done:
             return score
@@ -166,8 +213,10 @@ class Protocol:
             return -1.0
         if episode.problem.challenge == "cd" and chosen is not None:
             t_star = outcome.get("test_t_star")
-            if t_star is None or chosen < t_star - 1:
+            at = chosen if answered is None else answered
+            if t_star is None or at < t_star - 1:
                 return -1.0
+            return cd_score(at, t_star) if answered is not None else score
         return score
 
 
@@ -178,6 +227,9 @@ AUTUMNBENCH = Protocol(
     names={"found-change": "I found the change!", "submit": "Submit choice"},
     list_each_choice=True, mfp_step_first=True, cd_reset_offered=True, cd_found_after=2,
     planning_full_goal=True, negative_scores=True,
+    interaction_order=("left", "right", "up", "down", "click", "noop", "quit", "go-to-test",
+                       "reset"),
+    strict_replies=True, test_step_cap=501, task_in_intro=False,
 )
 PROTOCOLS = {p.name: p for p in (GRIDSTUDY, AUTUMNBENCH)}
 
