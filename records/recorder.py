@@ -151,15 +151,12 @@ class EpisodeRecorder:
 
     def finished(self, episode: Any, *, status: str, info: dict[str, Any]) -> None:
         """How the attempt ended (written once): its status, last phase, score (0 when
-        it did not finish) and outcome. A model's attempt is marked ended only once its
-        events are written, so that a process killed in between leaves it ``active``
-        with every turn it recorded (a rerun continues it) rather than ended without its
-        last turns."""
+        it did not finish) and outcome. The end is queued behind the attempt's events, so
+        a process killed in between leaves it ``active`` with every turn it recorded (a
+        rerun continues it), never ended without its last turns."""
         if self.done:
             return
         self.done = True
-        if self.ids["agent_run_id"] is not None:
-            self.store.wait()
         self.store.finish_episode(self.episode_id, status=status, phase=episode.phase,
                                   score=episode.final_score,
                                   info={**episode.outcome(), **info}, wait=self.wait_for_end)

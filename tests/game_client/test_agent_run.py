@@ -219,6 +219,7 @@ def test_two_configurations_of_one_model_are_two_agents_everywhere(tmp_path, reg
     import csv
 
     from analysis.frames import frames
+
     from study_server.export import export
 
     run_file = tmp_path / "models.yaml"
