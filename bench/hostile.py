@@ -51,6 +51,7 @@ PASSWORD = "correct horse battery"
 
 
 LIMITED = {"step budget": ("bench/over-budget", "tests.envs:over_budget_env"),
+           "step budget, reached slowly": ("bench/heavy", "tests.envs:heavy_env"),
            "time limit": ("bench/stuck", "tests.envs:Stuck")}
 """The environments whose ``left`` goes over a step limit: (environment id, entry point)."""
 
