@@ -218,7 +218,6 @@ def test_two_configurations_of_one_model_are_two_agents_everywhere(tmp_path, reg
     DataFrames and the export keep the two apart under their labels."""
     import csv
 
-    from analysis.frames import frames
 
     from study_server.export import export
 
@@ -248,7 +247,7 @@ models:
     url = f"sqlite:///{tmp_path / 'r.db'}"
     table = {row["agent"]: row for row in score_cost(load(url))}
     assert set(table) == labels and all(row["attempts"] == 2 for row in table.values())
-    data = frames(load(url))
+    data = load(url)  # its tables are DataFrames
     assert set(data.episodes["agent"]) == labels and set(data.turns["agent"]) == labels
     assert data.turns.groupby("agent").size().to_dict() == {"policy-t0": 8, "policy-t1-high": 8}
     export(url, tmp_path / "out")
