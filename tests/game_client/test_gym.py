@@ -1,0 +1,176 @@
+"""Every problem as a Gymnasium environment: registration, Gymnasium's own checker on all
+of them, same-seed determinism, the spaces, the WorldTest phases as one episode, and the
+record written through the same rows as people's and models' attempts."""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from sqlmodel import select
+
+import game_client.gym
+from analysis.load import load
+from analysis.readings import base_agent
+from game_client.gym import RecordEpisodes, gym_id
+from game_client.gym.spaces import PALETTE, ActionTable
+from records.models import AgentRun, EpisodeRow, Event
+from records.store import Store
+from tasks import registry
+
+PROBLEMS = [spec.id for spec in registry.list_problems()]
+
+
+def test_every_problem_is_registered():
+    registered = {i for i in gymnasium.registry if i.startswith("gridstudy/")}
+    assert registered == {gym_id(p) for p in PROBLEMS}
+    assert any(p.startswith("dagmap/") for p in PROBLEMS)  # task-DAG maps too
+
+
+@pytest.mark.parametrize("problem_id", PROBLEMS)
+def test_check_env_and_same_seed_rollouts(problem_id):
+    env = gymnasium.make(gym_id(problem_id), render_mode="rgb_array")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning of the checker fails the test
+        check_env(env.unwrapped)
+    assert rollout(gym_id(problem_id), seed=3) == rollout(gym_id(problem_id), seed=3)
+
+
+def rollout(env_id: str, seed: int, steps: int = 60) -> list[bytes]:
+    """A random agent's observations (allowed actions only), seeded by ``seed``."""
+    env = gymnasium.make(env_id)
+    env.action_space.seed(seed)
+    obs, info = env.reset(seed=seed)
+    seen = [obs.tobytes()]
+    for _ in range(steps):
+        obs, _, terminated, truncated, info = env.step(
+            env.action_space.sample(mask=info["action_mask"]))
+        seen.append(obs.tobytes())
+        if terminated or truncated:
+            break
+    return seen
+
+
+def test_make_with_the_module_and_no_import():
+    env = gymnasium.make("game_client.gym:gridstudy/lamp_grid-planning-v0")
+    assert env.unwrapped.problem.id == "lamp_grid/planning"
+
+
+def test_the_spaces_of_a_problem():
+    env = gymnasium.make("gridstudy/lamp_grid-mfp-v0").unwrapped
+    width, height = env.episode.size
+    options = len(env.problem.params["options"])
+    assert env.action_space.n == 5 + width * height + 7 + options
+    assert env.observation_space.shape == (height, width)
+    assert env.observation_space.high.max() == len(PALETTE) - 1
+    table = env.table
+    assert [table.text(i) for i in (0, 4, 5, 5 + width + 2)] == ["noop", "right", "click 0 0",
+                                                                   "click 2 1"]
+    assert table.text(len(table) - 1) == f"choose_option_{options - 1}"
+    with pytest.raises(ValueError, match="outside this problem's 0..") as error:
+        table.text(len(table))
+    assert str(len(table) - 1) in str(error.value)
+
+
+def test_change_detection_has_a_frame_per_test_step():
+    problem = registry.get_problem("lamp_grid/cd")
+    table = ActionTable.for_problem(problem, (5, 5))
+    assert table.frames == int(problem.params["horizon"]) + 1
+    assert table.text(len(table) - 1) == f"choose_frame_{table.frames - 1}"
+
+
+def index_of(env, text: str) -> int:
+    return next(i for i in range(env.action_space.n) if env.unwrapped.table.text(i) == text)
+
+
+def test_interaction_then_test_then_the_score_as_reward():
+    env = gymnasium.make("gridstudy/lamp_grid-planning-v0")
+    obs, info = env.reset(seed=0)
+    assert (info["phase"], info["tick"], "question" in info) == ("interaction", 0, False)
+    obs, reward, terminated, truncated, info = env.step(index_of(env, "submit"))
+    assert info["invalid"] is not None and info["tick"] == 0  # not allowed: nothing happened
+    assert info["action_mask"][index_of(env, "go-to-test")] == 1
+    obs, reward, terminated, truncated, info = env.step(index_of(env, "go-to-test"))
+    assert (info["phase"], info["tick"], info["invalid"]) == ("test", 1, None)
+    assert info["question"]["goal_cells"] == env.unwrapped.problem.params["goal_cells"]
+    assert info["action_mask"][index_of(env, "go-to-test")] == 0
+    for text in env.unwrapped.problem.params["plan"]:
+        obs, reward, terminated, truncated, info = env.step(index_of(env, text))
+        if terminated:
+            break
+    assert (reward, terminated, truncated, info["status"]) == (1.0, True, False, "done")
+
+
+def test_the_time_limit_truncates():
+    env = gymnasium.make("gridstudy/dagmap-high-n4-v0", interaction_steps=0)
+    limit = env.unwrapped.time_limit
+    env.reset(seed=0)
+    invalid = index_of(env, "go-to-test")  # no interaction phase: never allowed
+    for turn in range(1, limit + 1):
+        _, reward, terminated, truncated, info = env.step(invalid)
+        assert terminated is False and truncated is (turn == limit)
+    assert (reward, info["status"]) == (0.0, "abandoned")
+
+
+def test_the_rgb_picture_is_the_one_vision_models_get():
+    from game_client.bridge.images import frame_png
+
+    env = gymnasium.make("gridstudy/lamp_grid-planning-v0", render_mode="rgb_array")
+    env.reset(seed=0)
+    picture = env.render()
+    width, height = env.unwrapped.episode.size
+    assert picture.shape == (height * 17 + 1, width * 17 + 1, 3)
+    png = frame_png(env.unwrapped.episode.observation.frame)
+    assert int.from_bytes(png[16:20], "big") == picture.shape[1]
+
+
+def test_bad_arguments_say_what_is_expected(tmp_path):
+    with pytest.raises(ValueError, match="render_mode 'ansi' is not supported"):
+        gymnasium.make("gridstudy/lamp_grid-planning-v0", render_mode="ansi")
+    env = gymnasium.make("gridstudy/lamp_grid-planning-v0")
+    with pytest.raises(ValueError, match="must be written rl:NAME"):
+        RecordEpisodes(env, db=f"sqlite:///{tmp_path / 'r.db'}", agent="qlearning")
+
+
+def test_recorded_episodes_are_attempts_of_an_rl_run(tmp_path):
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    env = RecordEpisodes(gymnasium.make("gridstudy/lamp_grid-planning-v0"), db=url,
+                         agent="rl:tester", config={"alpha": 0.5})
+    env.reset(seed=0)
+    env.step(index_of(env, "submit"))  # an invalid turn
+    env.step(index_of(env, "go-to-test"))
+    for text in env.unwrapped.problem.params["plan"]:
+        *_, terminated, _, _ = env.step(index_of(env, text))
+        if terminated:
+            break
+    env.reset(seed=1)
+    env.step(index_of(env, "up"))
+    env.close()  # the second episode ends abandoned
+    with Store(url) as store, store.session() as session:
+        runs = session.exec(select(AgentRun)).all()
+        episodes = session.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all()
+        events = session.exec(select(Event).where(Event.episode_id == episodes[0].id)
+                              .order_by(Event.seq)).all()
+    assert [(r.agent_kind, r.model, r.config["alpha"]) for r in runs] == [("rl", "tester", 0.5)]
+    assert [(e.status, e.score) for e in episodes] == [("done", 1.0), ("abandoned", 0.0)]
+    assert (events[0].applied, events[0].raw_reply) == (False, "submit")
+    assert [e.action for e in events[1:3]] == ["go-to-test",
+                                               env.unwrapped.problem.params["plan"][0]]
+    assert [(base_agent(e), e.agent_kind) for e in load(url)] == [("rl:tester", "rl")] * 2
+
+
+def test_vector_environments():
+    envs = gymnasium.make_vec("gridstudy/lamp_grid-planning-v0", num_envs=3,
+                              vectorization_mode="sync")
+    obs, info = envs.reset(seed=5)
+    assert obs.shape == (3, *envs.single_observation_space.shape)
+    obs, reward, terminated, truncated, info = envs.step(np.zeros(3, dtype=np.int64))
+    assert list(info["tick"]) == [1, 1, 1] and list(reward) == [0.0, 0.0, 0.0]
+    envs.close()
+
+
+def test_registration_adds_problems_added_later():
+    assert game_client.gym.register_all() == []  # nothing new
