@@ -14,28 +14,16 @@ spaces, rewards and info); :class:`RecordEpisodes` writes its episodes into the 
 
 from __future__ import annotations
 
-import re
-
 import gymnasium
 
 from game_client.gym.env import GridstudyEnv
 from game_client.gym.record import RecordEpisodes
 from tasks import registry
+from tasks.worldtest.problem import gym_id
 
 __all__ = ["GridstudyEnv", "RecordEpisodes", "gym_id", "register_all"]
 
-NAMESPACE = "gridstudy"
 ENTRY_POINT = "game_client.gym.env:GridstudyEnv"
-_NAME = re.compile(r"[\w.-]+")
-
-
-def gym_id(problem_id: str) -> str:
-    """The Gymnasium id of a problem.
-
-    >>> gym_id("ant_trail/planning"), gym_id("dagmap/low-n4")
-    ('gridstudy/ant_trail-planning-v0', 'gridstudy/dagmap-low-n4-v0')
-    """
-    return f"{NAMESPACE}/{problem_id.replace('/', '-')}-v0"
 
 
 def register_all() -> list[str]:
@@ -44,12 +32,12 @@ def register_all() -> list[str]:
     with a warning naming it."""
     added = []
     for spec in registry.list_problems():
-        env_id = gym_id(spec.id)
-        if env_id in gymnasium.registry:
+        try:
+            env_id = gym_id(spec.id)
+        except ValueError as error:
+            gymnasium.logger.warn(str(error))
             continue
-        if not _NAME.fullmatch(spec.id.replace("/", "-")):
-            gymnasium.logger.warn(f"problem {spec.id!r} has no Gymnasium id: rename it with "
-                                  "letters, digits and _.-/ only")
+        if env_id in gymnasium.registry:
             continue
         gymnasium.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"problem_id": spec.id})
         added.append(env_id)

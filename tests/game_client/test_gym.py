@@ -172,5 +172,30 @@ def test_vector_environments():
     envs.close()
 
 
-def test_registration_adds_problems_added_later():
-    assert game_client.gym.register_all() == []  # nothing new
+def test_problems_added_later_register_too(test_problems):
+    ids = [gym_id(problem.id) for problem in test_problems.values()]
+    try:
+        assert sorted(game_client.gym.register_all()) == sorted(ids)
+        assert game_client.gym.register_all() == []  # each once
+        for env_id in ids:
+            check_env(gymnasium.make(env_id).unwrapped)
+    finally:
+        for env_id in ids:
+            gymnasium.registry.pop(env_id, None)
+
+
+def test_gym_id_refuses_what_gymnasium_cannot_take():
+    with pytest.raises(ValueError, match="'my lib/a b' has no Gymnasium id: rename it"):
+        gym_id("my lib/a b")
+
+
+def test_problems_list_prints_the_gym_ids():
+    from click.testing import CliRunner
+
+    from study_server.cli import main
+
+    result = CliRunner().invoke(main, ["problems", "list", "--gym", "--challenge", "explore"])
+    assert result.exit_code == 0, result.output
+    explore = [s.id for s in registry.list_problems(challenge="explore")]
+    assert result.output.split() == [gym_id(p) for p in explore]
+    assert "gridstudy/dagmap-low-n4-v0" in result.output.split()
