@@ -199,3 +199,22 @@ def test_problems_list_prints_the_gym_ids():
     explore = [s.id for s in registry.list_problems(challenge="explore")]
     assert result.output.split() == [gym_id(p) for p in explore]
     assert "gridstudy/dagmap-low-n4-v0" in result.output.split()
+
+
+def test_the_qlearning_example_learns_and_is_recorded(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    from analysis.tables import score_cost
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "rl_qlearning.py"
+    spec = importlib.util.spec_from_file_location("rl_qlearning", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    url = f"sqlite:///{tmp_path / 'rl.db'}"
+    scores = example.train(example.PROBLEM, 100, db=url, seed=0)
+    assert np.mean(scores[-25:]) > np.mean(scores[:25])  # late episodes beat early ones
+    assert "episodes   81-100  mean score" in capsys.readouterr().out
+    table = {row["agent"]: row for row in score_cost(load(url))}
+    assert (table["rl:qlearning"]["attempts"], table["rl:qlearning"]["score"]) == \
+        (100, pytest.approx(np.mean(scores)))
