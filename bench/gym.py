@@ -5,8 +5,8 @@ interpreter's own step rate.
 planning problem and a task-DAG map) with random allowed actions (``info["action_mask"]``,
 fixed seed) for N steps:
 
-* ``interpreter``: the bare environment (``tasks.registry.make``), random noop, arrows and
-  clicks, no episode around it;
+* ``interpreter``: the bare environment (``tasks.registry.make``), noop, arrows and
+  clicks drawn as the mask draws them in the interaction phase, no episode around it;
 * ``gym x1``: ``gymnasium.make``, the whole WorldTest episode through ``AgentTurns``, the
   observation encoded, the action mask and info built each step; reset when it ends;
 * ``gym sync x8``: ``gymnasium.make_vec(..., num_envs=8, vectorization_mode="sync")``,
@@ -23,6 +23,7 @@ import gymnasium
 import numpy as np
 
 import game_client.gym  # noqa: F401  (registers the problems)
+from game_client.gym.spaces import PLAIN, ActionTable
 from tasks import registry
 from tasks.worldtest.problem import gym_id
 
@@ -32,19 +33,18 @@ VECTOR = 8
 
 
 def interpreter_rate(problem_id: str, steps: int, seed: int = 7) -> float:
-    """Steps per second of the problem's bare environment."""
+    """Steps per second of the problem's bare environment, its actions drawn as the
+    Gymnasium environment's are: uniformly over noop, the arrows and a click per cell."""
     problem = registry.get_problem(problem_id)
     env = registry.make(problem.env_id)
     env.reset(problem.seed)
-    width, height = env.size
+    table = ActionTable.for_problem(problem, env.size)
+    plain = [table.text(i) for i in range(len(PLAIN) + table.clicks)]
+    actions = [a for a in plain if a.split()[0] in env.available_actions()]
     rng = random.Random(seed)
-    verbs = [v for v in ("noop", "up", "down", "left", "right", "click")
-             if v in env.available_actions()]
     start = time.perf_counter()
     for _ in range(steps):
-        verb = rng.choice(verbs)
-        env.step(f"click {rng.randrange(width)} {rng.randrange(height)}" if verb == "click" else verb)
-        if getattr(env, "done", False):
+        if env.step(rng.choice(actions)).done:
             env.reset(problem.seed)
     return steps / (time.perf_counter() - start)
 

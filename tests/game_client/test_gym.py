@@ -128,7 +128,8 @@ def test_the_rgb_picture_is_the_one_vision_models_get():
 
 
 def test_bad_arguments_say_what_is_expected(tmp_path):
-    with pytest.raises(ValueError, match="render_mode 'ansi' is not supported"):
+    with pytest.raises(ValueError, match="render_mode 'ansi' is not supported"), \
+            pytest.warns(UserWarning, match="not in the possible render_modes"):
         gymnasium.make("gridstudy/lamp_grid-planning-v0", render_mode="ansi")
     env = gymnasium.make("gridstudy/lamp_grid-planning-v0")
     with pytest.raises(ValueError, match="must be written rl:NAME"):
