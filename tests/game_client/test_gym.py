@@ -4,6 +4,7 @@ record written through the same rows as people's and models' attempts."""
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import gymnasium
@@ -219,3 +220,28 @@ def test_the_qlearning_example_learns_and_is_recorded(tmp_path, capsys):
     table = {row["agent"]: row for row in score_cost(load(url))}
     assert (table["rl:qlearning"]["attempts"], table["rl:qlearning"]["score"]) == \
         (100, pytest.approx(np.mean(scores)))
+
+
+def test_a_user_library_problem_is_made_with_no_import(tmp_path):
+    import json
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    shipped = Path(registry.__file__).parent / "library" / "lamp_grid"
+    folder = tmp_path / "lib" / "autumnbench" / "my_lamps"
+    (folder / "problems").mkdir(parents=True)
+    shutil.copy(shipped / "program.sexp", folder / "program.sexp")
+    problem = json.loads((shipped / "problems" / "planning.json").read_text())
+    problem.update(id="autumnbench/my_lamps/planning", env_id="autumnbench/my_lamps")
+    (folder / "problems" / "planning.json").write_text(json.dumps(problem))
+    script = ("import gymnasium\n"
+              "env = gymnasium.make('game_client.gym:gridstudy/autumnbench-my_lamps-planning-v0')\n"
+              "obs, info = env.reset(seed=0)\n"
+              "print(env.unwrapped.problem.id, obs.shape, info['phase'])\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, "GRIDSTUDY_LIBRARY": str(tmp_path / "lib")},
+                            cwd=Path(__file__).resolve().parents[2], timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["autumnbench/my_lamps/planning", "(5,", "5)", "interaction"]
