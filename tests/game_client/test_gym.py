@@ -245,3 +245,25 @@ def test_a_user_library_problem_is_made_with_no_import(tmp_path):
                             cwd=Path(__file__).resolve().parents[2], timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["autumnbench/my_lamps/planning", "(5,", "5)", "interaction"]
+
+
+def test_a_recorded_vector_keeps_one_run(tmp_path):
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    envs = gymnasium.make_vec("gridstudy/dagmap-high-n4-v0", num_envs=2,
+                              vectorization_mode="sync",
+                              wrappers=[lambda env: RecordEpisodes(env, db=url, agent="rl:vec")])
+    envs.single_action_space.seed(0)
+    _, info = envs.reset(seed=0)
+    ended = 0
+    for _ in range(60):
+        actions = [envs.single_action_space.sample(mask=m.astype(np.int8))
+                   for m in info["action_mask"]]
+        _, _, terminated, truncated, info = envs.step(np.array(actions))
+        ended += int(np.sum(terminated | truncated))
+    envs.close()
+    with Store(url) as store, store.session() as session:
+        runs = session.exec(select(AgentRun)).all()
+        statuses = [e.status for e in session.exec(select(EpisodeRow)).all()]
+    assert [(r.agent_kind, r.model) for r in runs] == [("rl", "vec")]
+    assert statuses.count("done") == ended and len(statuses) == ended + 2  # 2 left open
+    assert statuses.count("abandoned") == 2
