@@ -107,6 +107,9 @@ class GridstudyEnv(gymnasium.Env):
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         if self.turns is None:
             raise RuntimeError("call reset() before step()")
+        if self.turns.ended:
+            raise RuntimeError(f"the episode is over ({self.turns.status}); call reset() to "
+                               "start another")
         text = self.table.text(int(action))
         result = self.turns.take(text, raw_reply=text)
         status = self.turns.status

@@ -103,6 +103,9 @@ def test_interaction_then_test_then_the_score_as_reward():
         if terminated:
             break
     assert (reward, terminated, truncated, info["status"]) == (1.0, True, False, "done")
+    assert not info["action_mask"].any()
+    with pytest.raises(RuntimeError, match=r"the episode is over \(done\); call reset\(\)"):
+        env.unwrapped.step(0)
 
 
 def test_the_time_limit_truncates():
@@ -129,6 +132,8 @@ def test_the_rgb_picture_is_the_one_vision_models_get():
 
 
 def test_bad_arguments_say_what_is_expected(tmp_path):
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+        gymnasium.make("gridstudy/lamp_grid-planning-v0").unwrapped.step(0)
     with pytest.raises(ValueError, match="render_mode 'ansi' is not supported"), \
             pytest.warns(UserWarning, match="not in the possible render_modes"):
         gymnasium.make("gridstudy/lamp_grid-planning-v0", render_mode="ansi")
@@ -267,3 +272,16 @@ def test_a_recorded_vector_keeps_one_run(tmp_path):
     assert [(r.agent_kind, r.model) for r in runs] == [("rl", "vec")]
     assert statuses.count("done") == ended and len(statuses) == ended + 2  # 2 left open
     assert statuses.count("abandoned") == 2
+
+
+def test_the_benchmark_prints_a_rate_per_way_of_playing(capsys, monkeypatch):
+    import sys
+
+    from bench import gym as bench_gym
+
+    monkeypatch.setattr(sys, "argv", ["bench.gym", "dagmap/high-n4", "--steps", "16"])
+    bench_gym.main()
+    header, row = capsys.readouterr().out.strip().splitlines()
+    assert header.split()[:4] == ["problem", "interpreter", "gym", "x1"]
+    name, *rates = row.split()
+    assert name == "dagmap/high-n4" and len(rates) == 3 and all(float(r) > 0 for r in rates)
