@@ -285,3 +285,13 @@ def test_the_benchmark_prints_a_rate_per_way_of_playing(capsys, monkeypatch):
     assert header.split()[:4] == ["problem", "interpreter", "gym", "x1"]
     name, *rates = row.split()
     assert name == "dagmap/high-n4" and len(rates) == 3 and all(float(r) > 0 for r in rates)
+
+
+@pytest.mark.parametrize("name", ["game_client.gym.spaces", "game_client.gym.record",
+                                  "tasks.worldtest.problem"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
