@@ -169,9 +169,10 @@ def test_recorded_episodes_are_attempts_of_an_rl_run(tmp_path):
     assert [(base_agent(e), e.agent_kind) for e in load(url)] == [("rl:tester", "rl")] * 2
 
 
-def test_vector_environments():
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_vector_environments(mode):
     envs = gymnasium.make_vec("gridstudy/lamp_grid-planning-v0", num_envs=3,
-                              vectorization_mode="sync")
+                              vectorization_mode=mode)
     obs, info = envs.reset(seed=5)
     assert obs.shape == (3, *envs.single_observation_space.shape)
     obs, reward, terminated, truncated, info = envs.step(np.zeros(3, dtype=np.int64))
