@@ -201,7 +201,7 @@ PARTICIPANT = Table("participant", "One person who opened the study's link.", (
 AGENT_RUN = Table("agentrun", "One agent configuration; its attempts are episodes.", (
     _id("Agent run id (agent_run_id elsewhere)."),
     Field("study_id", TEXT, "Study slug, if the run belongs to one.", index=True),
-    Field("agent_kind", TEXT, "llm, random, scripted, planner.", default="llm"),
+    Field("agent_kind", TEXT, "llm, random, scripted, planner, rl.", default="llm"),
     Field("model", TEXT, "The language model, for llm runs."),
     Field("config", JSON, "Provider, prompt variant, history mode, temperature, prices ..."),
     Field("token", TEXT, "Name of the API token that created the run through the agent API; "
@@ -418,7 +418,7 @@ EPISODE_VIEW = Table("episode view", "One row per attempt at a problem, with who
     Field("episode_id", INT, EPISODE.field("id").doc, required=True),
     STUDY_ID, PARTICIPANT_ID, AGENT_RUN_ID,
     Field("agent_kind", TEXT, "human for a participant's attempt, else the agent run's kind "
-                              "(llm, random, scripted, planner); unknown when neither is "
+                              "(llm, random, scripted, planner, rl); unknown when neither is "
                               "recorded.", required=True),
     Field("model", TEXT, "The language model of an llm agent run."),
     Field("agent_config", JSON, "The agent run's configuration (provider, history mode, prompt "
