@@ -116,6 +116,10 @@ def play(url: str, researcher: httpx.Client, until: float, rng: random.Random,
     """The participant: open a recorded session, join, press keys until ``until``; the
     arrival time of every state goes into ``frames``."""
     answer = researcher.post(f"/play/{BENCH_PROBLEM}/session", params={"record": "1"})
+    deadline = time.monotonic() + 60
+    while answer.status_code == 503 and time.monotonic() < deadline:  # previews all taken
+        time.sleep(2)  # (by the preview flood: unjoined ones go after UNJOINED_TIMEOUT)
+        answer = researcher.post(f"/play/{BENCH_PROBLEM}/session", params={"record": "1"})
     if answer.status_code != 200:
         raise RuntimeError(f"the participant's session could not open: {answer.status_code} "
                            f"{answer.text[:300]}")
@@ -374,9 +378,11 @@ def socket_floods(url: str, researcher: httpx.Client, pid: int, log: str, second
     log lines written and the memory; then the memory ``settle`` seconds later.
     ``researcher`` is signed in (its latest login: a login ends the earlier ones)."""
     frames: list[float] = []
-    until = time.time() + len(SOCKET_FLOODS) * (seconds + 3) + 2
+    until = time.time() + len(SOCKET_FLOODS) * (seconds + 3) + 64
     player = threading.Thread(target=play, args=(url, researcher, until, random.Random(1), frames))
     player.start()
+    while not frames and player.is_alive():  # its session may wait for a free preview
+        time.sleep(0.2)
     time.sleep(2)
     rows, before = [], memory_mb(pid)
     for kind, connections in SOCKET_FLOODS:
