@@ -7,13 +7,15 @@ source quoted:
 errors (the program would fail, or cannot mean what it says)
     names that are defined nowhere (functions, variables, object types in declarations),
     fields that no object type has, too few arguments to a built-in, to one of the
-    program's functions or to an object constructor (too many to a native built-in),
-    literals of the wrong type for a declared variable, a constructor's field, an
-    ``updateObj`` of a field, an arithmetic operand or ``!``;
+    program's functions or to an object constructor, ``(f)`` alone included (too many
+    to a native built-in or a constructor), literals or functions of the wrong type for
+    a declared variable, a constructor's field, an ``updateObj`` of a field, an
+    arithmetic operand or ``!``;
 warnings (it runs, but probably not as meant)
     definitions and object types never used, variables declared and never defined,
-    extra arguments (ignored by the interpreter), names that only a caller's local could
-    supply (Autumn's scoping is dynamic, so such a program can work, but rarely means to).
+    extra arguments to an Autumn lambda or the built-in module (evaluated, then
+    ignored), names that only a caller's local could supply (Autumn's scoping is
+    dynamic, so such a program can work, but rarely means to).
 
 The walk is lexical: a name is known where a lambda parameter, an earlier ``=`` in an
 enclosing ``let``, an object's own fields (in its cells), a top-level definition, a
@@ -120,7 +122,7 @@ def check_source(source: str, name: str = "<program>") -> tuple[Finding, ...]:
 class Arity:
     least: int
     most: int | None  # None: any number
-    tolerant: bool  # extra arguments are ignored (an Autumn lambda) rather than an error
+    tolerant: bool  # extra arguments are evaluated, then ignored (an Autumn lambda): no error
 
 
 def _arity(fn, tolerant: bool) -> Arity:
@@ -396,7 +398,8 @@ class _Checker:
             getattr(self, _FORMS[head.value])(node, args, bound)
             return
         if head.kind == SYM and not args:
-            self.name_(head, bound, "name")  # (f) is just the variable f
+            self.name_(head, bound, "name")  # (f) is the variable f: a function needs arguments
+            self.call(node, head.value, args, bound)
             return
         if head.kind == SYM:
             self.name_(head, bound, "function", at=node)
@@ -423,23 +426,34 @@ class _Checker:
     def assign(self, node: Node, args: list[Node], bound: frozenset[str]) -> None:
         self.visit(args[1], bound)
         if args[0].value not in bound:
-            self.against_declaration(args[0].value, args[1])
+            self.against_declaration(args[0].value, args[1], bound)
 
-    def against_declaration(self, name: str, value: Node) -> None:
+    def against_declaration(self, name: str, value: Node, bound: frozenset[str] = frozenset()) -> None:
         declared = self.defs.declared.get(name)
         if declared is None:
             return
         kind, element, _ = declared
-        self.expect(kind, value, f"'{name}' is declared {kind}")
+        self.expect(kind, value, f"'{name}' is declared {kind}", bound)
         if kind == "List" and element and _form(value, "list"):
             for item in value.value[1:]:
-                self.expect(element, item, f"'{name}' is declared (List {element})")
+                self.expect(element, item, f"'{name}' is declared (List {element})", bound)
 
-    def expect(self, wanted: str, value: Node, why: str) -> None:
+    def function_named(self, value: Node, bound: frozenset[str]) -> bool:
+        """``value`` is the name of a function: a built-in or one of the program's own,
+        not shadowed by a local or a global of the same name."""
+        name = value.value
+        if value.kind != SYM or name in bound:
+            return False
+        if name in self.defs.functions:
+            return name not in self.defs.assigned
+        return name in self.arities and name not in self.defs.plain \
+            and name not in self.defs.state and name not in self.defs.assigned
+
+    def expect(self, wanted: str, value: Node, why: str, bound: frozenset[str] = frozenset()) -> None:
         if wanted not in BASE_TYPES and wanted not in self.defs.objects:
             return  # an unknown type: reported where it is declared
         wanted = "Number" if wanted == "Int" else wanted
-        got = _literal_type(value, self.defs.objects)
+        got = FUNCTION if self.function_named(value, bound) else _literal_type(value, self.defs.objects)
         if got is not None and got != wanted:
             self.report(ERROR, value, f"{why}, but this is {_article(got)}")
 
@@ -513,16 +527,16 @@ class _Checker:
                   f"at least {arity.least}" if arity.most is None else
                   f"{arity.least} to {arity.most}")
         named = f" ({params})" if params else ""
+        takes = f"{name} takes {wanted} argument{'' if wanted == '1' else 's'}{named}, got {got}"
         if got < arity.least:
-            self.report(ERROR, node, f"{name} takes {wanted} argument"
-                        f"{'' if wanted == '1' else 's'}{named}, got {got}")
+            alone = f"; ({name}) alone is the function itself, not a call" if not got else ""
+            self.report(ERROR, node, takes + alone)
         elif arity.most is not None and got > arity.most:
-            self.report(WARNING if arity.tolerant else ERROR, node,
-                        f"{name} takes {wanted} argument{'' if wanted == '1' else 's'}{named}, "
-                        f"got {got}" + ("; the extra ones are ignored" if arity.tolerant else ""))
+            self.report(WARNING if arity.tolerant else ERROR, node, takes + (
+                "; the extra ones are evaluated, then ignored" if arity.tolerant else ""))
 
     def construct(self, node: Node, obj: ObjectType, args: list[Node]) -> None:
-        self.count(node, obj.name, args, Arity(len(obj.fields) + 1, len(obj.fields) + 1, True),
+        self.count(node, obj.name, args, Arity(len(obj.fields) + 1, len(obj.fields) + 1, False),
                    " ".join([*obj.fields, "origin"]))
         if len(args) < len(obj.fields) + 1:
             return  # which argument is which is anyone's guess
