@@ -40,7 +40,11 @@ BASE = """(program
 BROKEN = [
     # (case, the lines added, severity, line, column, the message)
     ("unbalanced", "  (on clicked (= dots (list))",
-     ERROR, 1, 1, "unbalanced '(': this list is never closed"),
+     ERROR, 8, 3, "unbalanced '(': this list is never closed"),
+    ("unclosed-definition", "  (= speed 3\n  (on clicked (= dots (list speed)))",
+     ERROR, 8, 3, "unbalanced '(': this list is never closed"),
+    ("unclosed-inner-list", "  (on clicked\n    (= dots (list (Dot true (Position 2 2)))\n  )",
+     ERROR, 9, 5, "unbalanced '(': this list is never closed"),
     ("unknown-function", "  (on clicked (= dots (filter (--> d (> (lengthz dots) 2)) dots)))",
      ERROR, 8, 41, "unknown function 'lengthz' (did you mean 'length'?)"),
     ("unknown-variable", "  (on (> count 3) (= dots (list)))",
@@ -130,7 +134,7 @@ BROKEN = [
 
 LOAD_FAILURES = {"init-reads-a-later-state-variable", "plain-reads-a-state-variable",
                  "plain-defined-later", "operand-count", "malformed-if", "cell-arguments",
-                 "unbalanced"}
+                 "unbalanced", "unclosed-definition", "unclosed-inner-list"}
 """Cases whose program fails as soon as it loads: the interpreter agrees on the place. (The
 others load, and fail on the step that reaches them, or never, like a declared type the
 interpreter does not check at the start.)"""
@@ -165,6 +169,15 @@ def test_the_errors_about_loading_are_where_loading_fails(case) -> None:
     assert (failure.value.line, failure.value.column) == (line, column)
 
 
+def test_an_unclosed_bracket_is_found_where_the_indentation_says_and_at_the_end_otherwise() -> None:
+    source = "(program\n  (= GRID_SIZE 10\n  (object Dot (Cell 0 0 \"red\"))\n  (= d (Dot (Position 1 1))))\n"
+    (finding,) = check_source(source, "env.sexp")
+    assert (finding.line, finding.column) == (2, 3)
+    assert str(finding).splitlines()[1:] == ["      (= GRID_SIZE 10", "      ^"]
+    (finding,) = check_source("(program (= GRID_SIZE 10) (= d 1", "env.sexp")
+    assert (finding.line, finding.column) == (1, 27)  # one line: the innermost open list
+
+
 def test_an_empty_file_is_one_clear_error() -> None:
     (finding,) = check_source("", "env.sexp")
     assert str(finding).startswith("env.sexp:1:1: error: a program must be exactly one list")
@@ -193,7 +206,7 @@ def test_envs_check_prints_every_finding_and_fails_on_errors(tmp_path: Path) -> 
     good, bad = tmp_path / "good.sexp", tmp_path / "sub" / "bad.sexp"
     bad.parent.mkdir()
     good.write_text(BASE.format(extra=""))
-    bad.write_text(BASE.format(extra=BROKEN[1][1] + "\n  (= speed 3)"))
+    bad.write_text(BASE.format(extra=next(c[1] for c in BROKEN if c[0] == "unknown-function") + "\n  (= speed 3)"))
     result = CliRunner().invoke(envs_command, ["check", str(tmp_path)])
     assert result.exit_code == 1
     assert f"{bad}:8:41: error: unknown function 'lengthz'" in result.output
