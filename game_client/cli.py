@@ -31,10 +31,9 @@ def make_driver(target: str, seed: int):
     try:
         registry.env_spec(target)
     except KeyError:
-        raise click.BadParameter(
+        raise click.ClickException(
             f"{target!r} is neither a registered problem nor an environment; "
-            "see `gridstudy problems list` and `gridstudy envs list`", param_hint="TARGET",
-        ) from None
+            "see `gridstudy problems list` and `gridstudy envs list`") from None
     return Sandbox(target, seed)
 
 
@@ -100,8 +99,8 @@ def _debug(target, seed, fps, scale, actions_file):
         try:
             path = registry.env_spec(env_id).program
         except KeyError:
-            raise click.BadParameter(f"{target!r} is neither a program file nor a registered "
-                                     "environment or problem", param_hint="TARGET") from None
+            raise click.ClickException(f"{target!r} is neither a program file nor a registered "
+                                       "environment or problem (see `gridstudy envs list`)") from None
         if not path:
             raise click.BadParameter(f"{env_id} is not written as a program: the debugger "
                                      "shows Autumn programs", param_hint="TARGET")

@@ -14,7 +14,7 @@ import json
 import re
 from pathlib import Path
 
-from tasks.library import CATEGORIES, LIBRARY
+from tasks.library import CATEGORIES, LIBRARY, OWN, library_root
 
 NAME = re.compile(r"[a-z][a-z0-9_]{1,39}")
 
@@ -82,8 +82,10 @@ def _meta(name: str, category: str, stochastic: bool) -> dict:
 
 
 def create(name: str, category: str, *, stochastic: bool = False,
-           library: Path = LIBRARY) -> Path:
-    """Write the folder ``library/name``; ``ValueError`` says what is wrong with the request."""
+           library: Path | None = None) -> Path:
+    """Write the folder ``library/name`` (default: the user's library's ``autumn``
+    folder); ``ValueError`` says what is wrong with the request."""
+    library = library_root() / OWN if library is None else library
     if not NAME.fullmatch(name):
         raise ValueError(f"{name!r}: a name is 2-40 lower-case letters, digits and underscores, "
                          "starting with a letter (it becomes the id autumn/NAME)")
@@ -92,6 +94,9 @@ def create(name: str, category: str, *, stochastic: bool = False,
     folder = library / name
     if folder.exists():
         raise ValueError(f"{folder} exists already; choose another name")
+    if library.resolve() != LIBRARY.resolve() and (LIBRARY / name).is_dir():
+        raise ValueError(f"gridstudy's library has an environment '{name}' already "
+                         "(autumn/NAME names one environment); choose another name")
     summary = "a walker, walls and a light" + (", and a drifting spark" if stochastic else "")
     program = _PROGRAM.format(name=name, summary=summary,
                               spark_object=_SPARK_OBJECT if stochastic else "",

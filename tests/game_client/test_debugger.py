@@ -168,7 +168,7 @@ def test_play_debug_refuses_what_it_cannot_debug(program: Path) -> None:
     result = runner.invoke(play, ["test/walker", "--debug"])
     assert result.exit_code == 2 and "is not written as a program" in result.output
     result = runner.invoke(play, ["no/such-thing", "--debug"])
-    assert result.exit_code == 2 and "neither a program file nor a registered" in result.output
+    assert result.exit_code == 1 and "neither a program file nor a registered" in result.output
 
 
 # -- the window on a real X server ----------------------------------------------------------
@@ -202,6 +202,27 @@ def screenshot(display: str, path: Path):
     image = ImageGrab.grab(xdisplay=display)
     image.save(path)
     return image
+
+
+def close_when_drawn(process: subprocess.Popen, display: str, path: Path, cell: tuple[int, int],
+                     colour: str, scale: int = 20) -> str:
+    """Wait until the window of ``process`` (``gridstudy play ... --debug --scale 20``)
+    draws ``cell`` in ``colour``, then Ctrl-C it as an author would; what it printed."""
+    try:
+        deadline = time.monotonic() + 30
+        x, y = (12 + k * scale + scale // 2 for k in cell)
+        while True:
+            pixel = screenshot(display, path).getpixel((x, y))
+            if pixel == rgb(colour) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert pixel == rgb(colour)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    return out
 
 
 def rgb(name: str) -> tuple[int, int, int]:
@@ -282,19 +303,8 @@ def test_play_debug_opens_the_window_on_a_library_environment(xvfb: str, tmp_pat
     process = subprocess.Popen([str(gridstudy), "play", "autumn/spark_jar", "--debug",
                                 "--actions", str(actions), "--seed", "8", "--scale", "20"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:  # the glass's grey walls appear where the grid is drawn
-            pixel = screenshot(xvfb, tmp_path / "window.png").getpixel((12 + 1 * 20 + 10, 12 + 4 * 20 + 10))
-            if pixel == rgb("gray") or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        assert pixel == rgb("gray")
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
-    finally:
-        process.kill()
-    assert process.returncode == 0, err
+    # the glass's grey walls appear where the grid is drawn
+    out = close_when_drawn(process, xvfb, tmp_path / "window.png", (1, 4), "gray")
     program = LIBRARY / "spark_jar" / "program.sexp"
     tick = int(out.strip().rsplit(" ", 1)[1])
     assert out.startswith(f"{program}: stopped at tick ") and tick >= 2
