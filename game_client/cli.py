@@ -104,9 +104,15 @@ def _debug(target, seed, fps, scale, actions_file):
         if not path:
             raise click.BadParameter(f"{env_id} is not written as a program: the debugger "
                                      "shows Autumn programs", param_hint="TARGET")
+    from tasks.autumn import AutumnError
+
     actions = read_actions(actions_file) if actions_file else []
-    session = debug(path, seed=problem.seed if problem else seed, actions=actions, fps=fps,
-                    scale=scale)
+    try:
+        session = debug(path, seed=problem.seed if problem else seed, actions=actions, fps=fps,
+                        scale=scale)
+    except AutumnError as error:  # the program does not load: its messages, as written
+        click.echo(str(error), err=True)
+        raise SystemExit(1) from None
     click.echo(f"{path}: stopped at tick {session.tick_count}")
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from tasks.autumn import compat
 from tasks.autumn.compiler import SPECIAL
-from tasks.autumn.errors import AutumnError
+from tasks.autumn.errors import AutumnError, quote
 from tasks.autumn.reader import LIST, NUM, STR, SYM, Node, read
 
 ERROR, WARNING = "error", "warning"
@@ -65,23 +65,7 @@ class Finding:
     def __str__(self) -> str:
         where = self.file if self.line is None else f"{self.file}:{self.line}:{self.column}"
         text = f"{where}: {self.severity}: {self.message}"
-        if not self.snippet:
-            return text
-        line, caret = _window(self.snippet, (self.column or 1) - 1)
-        return f"{text}\n    {line}\n    {' ' * caret}^"
-
-
-def _window(line: str, column: int, width: int = 88) -> tuple[str, int]:
-    """The part of a long source line around ``column``, and the column within it."""
-    if len(line) <= width:
-        return line, column
-    start = max(0, min(column - width // 2, len(line) - width))
-    shown = line[start:start + width]
-    if start:
-        shown, column = "..." + shown[3:], column
-    if start + width < len(line):
-        shown = shown[:-3] + "..."
-    return shown, column - start
+        return f"{text}\n{quote(self.snippet, self.column or 1)}" if self.snippet else text
 
 
 def errors(findings: Sequence[Finding]) -> list[Finding]:

@@ -58,7 +58,7 @@ def _position(source: str, offset: int) -> tuple[int, int]:
 def _error(source: str, offset: int, message: str, name: str | None) -> AutumnSyntaxError:
     line, col = _position(source, offset)
     text = source[offset:offset + 40].split("\n")[0]
-    return AutumnSyntaxError(message, line, col, text, name)
+    return AutumnSyntaxError(message, line, col, text, name, source)
 
 
 def read_all(source: str, name: str | None = None) -> list[Node]:
