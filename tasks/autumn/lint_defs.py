@@ -23,6 +23,7 @@ VALUE_FIELDS = {"origin", "x", "y", "position", "color"}
 a rendered element's position and color."""
 FUNCTION = "a function"
 
+
 @dataclass(frozen=True)
 class Finding:
     """One message about a program, at its position in the file."""

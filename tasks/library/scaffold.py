@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from tasks.library import CATEGORIES, LIBRARY, OWN, library_root
+from tasks.worldtest.challenge import challenges
 
 NAME = re.compile(r"[a-z][a-z0-9_]{1,39}")
 
@@ -120,5 +121,6 @@ def next_steps(folder: Path) -> list[str]:
         f"gridstudy play autumn/{name} --debug",
         f"edit {folder / 'env.json'}: the description, discoveries and the three recipes",
         f"gridstudy problems derive {name}",
-        f"gridstudy problems check {name}/mfp {name}/planning {name}/cd",
+        "gridstudy problems check " + " ".join(f"{name}/{challenge}" for challenge, c in
+                                               challenges().items() if c.from_recipe),
     ]

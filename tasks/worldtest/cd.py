@@ -239,5 +239,6 @@ CHALLENGE = register(Challenge(
     keys={"f": "found-change"},
     check=_check_cd,
     from_recipe=_from_recipe,
+    harness="tasks.worldtest.cd_harness:from_harness",
     baseline=TRIGGERS_CHANGE,
 ))

@@ -145,6 +145,10 @@ class Challenge:
     check: Checker | None = None
     from_recipe: RecipeBuilder | None = None
     """How the library derives this challenge's problem from an ``env.json`` recipe."""
+    harness: str | None = None
+    """``"module:function"``: how an AutumnBench harness folder's files for this
+    challenge become a problem, ``(folder, env, colours, make_env) -> Problem``
+    (:mod:`tasks.importer` asks; imported only when a folder is read)."""
     oracle: Oracle | None = None
     progress: str | None = None
     """The progress-rate form (``MATCH`` or ``SUBGOAL``), None where undefined."""

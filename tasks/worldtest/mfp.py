@@ -394,5 +394,6 @@ CHALLENGE = register(Challenge(
     ),
     check=_check_mfp,
     from_recipe=_from_recipe,
+    harness="tasks.worldtest.mfp_harness:from_harness",
     baseline=PICKS_OPTION,
 ))
