@@ -15,8 +15,10 @@ The public AutumnBench harness keeps one benchmark in a folder laid out as::
     answers/<env>_planning.json  ``optimal_actions_count``
     color_dict.yaml              ``<integer>: <colour name>``, the integers used in grids
 
-:func:`read_folder` turns each environment into its programs and up to three
-:class:`Problem` objects; :func:`library_files` gives them in :mod:`tasks.imported`'s
+:func:`read_folder` turns each environment into its programs and a :class:`Problem` for
+each challenge it has files for, read by that challenge's own reader (its
+``Challenge.harness``: ``tasks/worldtest/mfp_harness.py``, ``planning_harness.py``,
+``cd_harness.py``); :func:`library_files` gives them in :mod:`tasks.imported`'s
 layout, which ``gridstudy problems import`` writes into the library folder and registers
 (``tasks`` only reads files). The harness's recordings come from its own interpreter, so
 whatever gridstudy needs and the folder does not hold is found on our interpreter from
