@@ -240,5 +240,6 @@ CHALLENGE = register(Challenge(
     check=_check_cd,
     from_recipe=_from_recipe,
     harness="tasks.worldtest.cd_harness:from_harness",
+    harness_rules="tasks.worldtest.cd_harness:RULES",
     baseline=TRIGGERS_CHANGE,
 ))

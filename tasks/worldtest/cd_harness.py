@@ -13,6 +13,7 @@ from tasks.core import rollout
 from tasks.import_files import changed_program
 from tasks.importer import IMPORT_SEED, ImportedEnv
 from tasks.worldtest.cd import derive_cd
+from tasks.worldtest.challenge import SELECT, HarnessRules
 from tasks.worldtest.check import Lockstepped, lockstep
 from tasks.worldtest.derive import default_horizon
 from tasks.worldtest.problem import Problem
@@ -60,3 +61,38 @@ def _witnesses(env: ImportedEnv, make_env) -> Iterator[list[str]]:
             yield list(mfp.params["actions"])
     yield from probe_rollouts(pair, IMPORT_SEED, lambda o: o.info["differs"],
                               max_states=env.search_states)
+
+
+FOUND_AFTER = 2
+"""Test steps before the published harness offers ``I found the change!``."""
+
+
+class Rules(HarnessRules):
+    """The published harness's change detection: ``found-change`` only after
+    :data:`FOUND_AFTER` test steps, ``reset`` offered (and doing nothing); in the
+    selection every frame listed, then ``submit`` and ``quit``; an answer before the
+    change (or a change never triggered) scores -1."""
+
+    def offered(self, texts, test, phase, list_each_choice):
+        if phase == SELECT:
+            if not list_each_choice:
+                return texts
+            frames = [t for t in texts if t.startswith("choose_frame_")]
+            return [*frames, "submit", "quit"]  # the harness lists its submit from the start
+        if test["steps"] < FOUND_AFTER:
+            texts = [t for t in texts if t != "found-change"]
+        texts = list(texts)
+        texts.insert(len(texts) - 1, "reset")
+        return texts
+
+    def does_nothing(self, text):
+        return text == "reset"
+
+    def score(self, score, outcome):
+        chosen, t_star = outcome.get("test_chosen"), outcome.get("test_t_star")
+        if chosen is not None and (t_star is None or chosen < t_star - 1):
+            return -1.0
+        return score
+
+
+RULES = Rules()

@@ -10,6 +10,7 @@ from typing import Any
 from tasks.core import parse_action, rollout
 from tasks.import_files import FolderError, json_field, read_json
 from tasks.importer import IMPORT_SEED, MASKED, ImportedEnv, colour_of, read_grid
+from tasks.worldtest.challenge import HarnessRules
 from tasks.worldtest.problem import Problem
 
 
@@ -78,3 +79,25 @@ def _note_recording(env: ImportedEnv, make_env, actions, grids, colours) -> None
             env.notes.append(f"mfp: frame {t} differs from the recording (a stochastic "
                              "program, or an interpreter difference)")
             return
+
+
+class Rules(HarnessRules):
+    """The published harness's masked frame prediction: only ``step`` until the last
+    frame, then ``rewind`` and the options (no ``noop``, ``quit`` or ``submit``);
+    choosing an option submits it; a wrong option scores -1."""
+
+    noop_in_test = False
+
+    def offered(self, texts, test, phase, list_each_choice):
+        if test["position"] < test["length"]:
+            return ["step"]
+        return [t for t in texts if t not in ("noop", "quit", "submit")]
+
+    def follow_up(self, applied):
+        return ["submit"] if applied.startswith("choose_option_") else []
+
+    def score(self, score, outcome):
+        return -1.0 if outcome.get("test_chosen") is not None and score < 1.0 else score
+
+
+RULES = Rules()
