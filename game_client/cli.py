@@ -114,6 +114,9 @@ def _debug(target, seed, fps, scale, actions_file):
         click.echo(str(error), err=True)
         raise SystemExit(1) from None
     click.echo(f"{path}: stopped at tick {session.tick_count}")
+    shown = session.load_fault or session.fault  # what the window showed last, kept
+    if shown is not None:
+        click.echo("\n".join(shown.lines()), err=True)
 
 
 def _play_local(target, seed, fps, scale, record, db):

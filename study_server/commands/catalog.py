@@ -182,7 +182,9 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bo
     from tasks.worldtest.check import Metered, check_problem, heaviest_step
 
     ids = list(problem_ids) or [s.id for s in registry.list_problems()]
-    _known(ids, {s.id for s in registry.list_problems()}, "problem", "gridstudy problems list")
+    _known(ids, {s.id for s in registry.list_problems()}, "problem",
+           "gridstudy problems list; a new environment's problems exist once "
+           "'gridstudy problems derive NAME' wrote them")
     with click.progressbar(ids, label="checking", file=sys.stderr) as bar:
         results = []
         for problem_id in bar:

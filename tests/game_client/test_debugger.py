@@ -216,9 +216,10 @@ def screenshot(display: str, path: Path):
 
 
 def close_when_drawn(process: subprocess.Popen, display: str, path: Path, cell: tuple[int, int],
-                     colour: str, scale: int = 20) -> str:
+                     colour: str, scale: int = 20) -> tuple[str, str]:
     """Wait until the window of ``process`` (``gridstudy play ... --debug --scale 20``)
-    draws ``cell`` in ``colour``, then Ctrl-C it as an author would; what it printed."""
+    draws ``cell`` in ``colour``, then Ctrl-C it as an author would; what it printed (out,
+    err)."""
     try:
         deadline = time.monotonic() + 30
         x, y = (12 + k * scale + scale // 2 for k in cell)
@@ -233,7 +234,7 @@ def close_when_drawn(process: subprocess.Popen, display: str, path: Path, cell: 
     finally:
         process.kill()
     assert process.returncode == 0, err
-    return out
+    return out, err
 
 
 def rgb(name: str) -> tuple[int, int, int]:
@@ -315,7 +316,7 @@ def test_play_debug_opens_the_window_on_a_library_environment(xvfb: str, tmp_pat
                                 "--actions", str(actions), "--seed", "8", "--scale", "20"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # the glass's grey walls appear where the grid is drawn
-    out = close_when_drawn(process, xvfb, tmp_path / "window.png", (1, 4), "gray")
+    out, _ = close_when_drawn(process, xvfb, tmp_path / "window.png", (1, 4), "gray")
     program = LIBRARY / "spark_jar" / "program.sexp"
     tick = int(out.strip().rsplit(" ", 1)[1])
     assert out.startswith(f"{program}: stopped at tick ") and tick >= 2
@@ -377,6 +378,25 @@ def test_the_window_shows_a_broken_save_while_running_until_a_good_one(
     start_x = px + 8 + QUOTE_INDENT
     assert not any(image.getpixel((start_x + dx, rows[-1]))[1] > 200 for dx in range(3))
     assert seen["after"][:2] == (False, False)  # a good save: running again, no error
+
+
+def test_play_debug_says_in_the_terminal_the_error_it_stopped_at(
+        xvfb: str, program: Path, tmp_path: Path) -> None:
+    actions = tmp_path / "fails.actions"
+    actions.write_text("right\ndown\n")
+    gridstudy = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "gridstudy"
+    process = subprocess.Popen([str(gridstudy), "play", str(program), "--debug", "--actions",
+                                str(actions), "--scale", "20"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = close_when_drawn(process, xvfb, tmp_path / "window.png", (1, 0), "teal")
+    assert out.strip() == f"{program}: stopped at tick 1"
+    line = COUNTER.splitlines()[12]
+    column = line.index("(head") + 1
+    assert err.splitlines() == [
+        "Error at tick 2 (down):",
+        f"{program}:13:{column}: runtime error: head of an empty list",
+        "    " + line,
+        "    " + " " * (column - 1) + "^"]
 
 
 def test_the_window_pauses_on_a_step_over_its_budget_and_shows_it(

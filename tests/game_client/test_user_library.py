@@ -47,7 +47,7 @@ def test_an_environment_made_with_envs_new_goes_all_the_way_into_a_study(
     process = subprocess.Popen([GRIDSTUDY, "play", "autumn/glass_house", "--debug", "--scale", "20"],
                                cwd=tmp_path, env={**_environ(), **env}, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-    out = close_when_drawn(process, xvfb, tmp_path / "window.png", (4, 4), "royalblue")
+    out, _ = close_when_drawn(process, xvfb, tmp_path / "window.png", (4, 4), "royalblue")
     assert out.startswith(f"{folder / 'program.sexp'}: stopped at tick ")
 
     derived = run("problems", "derive", "glass_house", "--samples", "4")
