@@ -85,12 +85,12 @@ def dataframes(dataset: Dataset) -> DataFrames:
     for episode in dataset:
         agent = agent_of(episode)
         episode_rows.append({**{f.name: getattr(episode, f.name) for f in schema.EPISODE_VIEW.fields},
-                             "agent": agent, "counted": episode.is_included})
+                             "counted": episode.is_included})
         for f in EVENT_FIELDS:
             event_columns[f.name].extend(event_values(episode, f.name))
         event_columns["agent"].extend([agent] * len(episode.events))
     episodes = typed(episode_rows, schema.EPISODE_VIEW.fields,
-                     {"agent": "string", "counted": "boolean"})
+                     {"counted": "boolean"})
     events = typed(event_columns, EVENT_FIELDS, {"agent": "string"})
     turns = events[events["source"] == "agent"].reset_index(drop=True)
     return DataFrames(episodes, events, turns, dataset.participants)

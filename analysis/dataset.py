@@ -116,6 +116,9 @@ def episode_record(row: dict[str, Any], grid_frames: FrameSource) -> EpisodeReco
     """An EpisodeRecord from a mapping with every episode field (CSV text or a DB row)."""
     values = {f.name: f.parse(row.get(f.name)) for f in schema.EPISODE_VIEW.fields}
     values["agent_kind"] = values["agent_kind"] or "unknown"
+    # a database row, or an export made before the column existed: named here
+    values["agent"] = values["agent"] or schema.agent_name(values["agent_kind"], values["model"],
+                                                           values["agent_config"])
     values["n_events"] = values["n_events"] or 0
     return EpisodeRecord(**values, grid_frames=grid_frames)
 

@@ -2,7 +2,8 @@
 its scored phase, and how episodes group.
 
 Agents are named by :func:`agent_of`: every participant's attempt belongs to the one
-``human`` agent, a model run to ``kind:model``. Only attempts that count
+``human`` agent, a model run to its configuration's name (its label, else ``kind:model``
+and its settings). Only attempts that count
 (:attr:`EpisodeRecord.is_included`) enter a table.
 """
 
@@ -16,6 +17,9 @@ import numpy as np
 
 from analysis.dataset import Dataset, EpisodeRecord, event_values
 from analysis.metrics.records import derived
+from records.schema import FULL_HISTORY as FULL_HISTORY  # re-exported for the tables
+from records.schema import agent_name
+from records.schema import history_setting as schema_history
 from tasks.worldtest.challenge import challenges
 
 HUMAN = "human"
@@ -24,50 +28,26 @@ Row = dict[str, Any]
 
 
 def agent_of(episode: EpisodeRecord) -> str:
-    """``human`` for any participant; ``kind:model`` (or ``kind``) for an agent run, with
-    the settings that change what the model faced appended (:func:`settings`:
-    ``llm:m [history none]``, ``llm:m [realtime clock, image]``), so that an ablation is
-    never averaged with the runs it is compared against, and the same model at both
-    clocks is two rows side by side."""
-    if episode.is_human:
-        return HUMAN
-    base = base_agent(episode)
-    tags = settings(episode)
-    return f"{base} [{', '.join(tags)}]" if tags else base
-
-
-def settings(episode: EpisodeRecord) -> list[str]:
-    """The agent run's settings that differ from the default: the protocol profile, the
-    history window, the real-time clock, pictures in place of (or beside) the text
-    grid."""
-    config = episode.agent_config
-    tags = []
-    if config.get("protocol") not in (None, "gridstudy"):
-        tags.append(f"{config['protocol']} protocol")
-    if history_setting(episode) != FULL_HISTORY:
-        tags.append(f"history {history_setting(episode)}")
-    if config.get("clock") == "realtime":
-        tags.append("realtime clock")
-    observation = config.get("observation") or "text"
-    if observation != "text":
-        tags.append("image" if observation == "image" else "text+image")
-    return tags
+    """``human`` for any participant; for an agent run, its configuration's name
+    (:func:`records.schema.agent_name`: its label, else ``kind:model`` with the settings
+    that change what the model did or faced, ``llm:m [history none]``,
+    ``llm:m [realtime clock, image]``, ``llm:m [temperature=1]``), so that an ablation or
+    another configuration of one model is never averaged with the runs it is compared
+    against. The summary of ``gridstudy agent run`` and the export use the same name."""
+    return agent_name(episode.agent_kind, episode.model, episode.agent_config)
 
 
 def base_agent(episode: EpisodeRecord) -> str:
-    """``kind:model`` (or ``kind``) whatever the history setting."""
+    """``kind:model`` (or ``kind``) whatever the settings."""
     return f"{episode.agent_kind}:{episode.model}" if episode.model else episode.agent_kind
 
 
-FULL_HISTORY, NO_HISTORY = "full", "none"
+NO_HISTORY = "none"
 
 
 def history_setting(episode: EpisodeRecord) -> str:
-    """What an agent saw of earlier turns: ``full`` (also for agents without a history
-    option), ``none`` (the current observation only) or ``last K``."""
-    config = episode.agent_config
-    mode = config.get("history") or FULL_HISTORY
-    return f"last {config.get('k')}" if mode == "last" else str(mode)
+    """What an agent saw of earlier turns (:func:`records.schema.history_setting`)."""
+    return schema_history(episode.agent_config)
 
 
 def counted(dataset: Dataset) -> list[EpisodeRecord]:

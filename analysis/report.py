@@ -246,8 +246,11 @@ def published(dataset: Dataset) -> str:
         return ""
     return ("<h3>Scores as the published harness gives them</h3><p>Runs played with "
             "<code>--protocol autumnbench</code>: a wrong option, an early change answer "
-            "or a change never triggered scores -1 there and 0 in gridstudy; set the "
-            "harness column beside published numbers.</p>" + html_table(rows))
+            "or a change never triggered scores -1 there and 0 in gridstudy. The harness "
+            "score follows the paper's definition; the harness's code takes the change-"
+            "detection formula at the number of test turns instead of the chosen frame, "
+            "and its published numbers include that reading (the last column).</p>"
+            + html_table(rows))
 
 
 def warning_lines(dataset: Dataset) -> list[str]:

@@ -309,14 +309,19 @@ def published_scores(dataset: Dataset) -> list[Row]:
     """Per agent played under a protocol profile that scores as the published harness
     does (``info.protocol_score``) and per challenge: the mean of gridstudy's scores and
     of the harness's over the same finished attempts, side by side, so that neither is
-    read as the other."""
+    read as the other. The harness's is given twice: by the paper's definition, and as
+    its code computes it (change detection's formula taken at the number of test turns
+    rather than the chosen frame, ``info.protocol_score_as_run``; the same elsewhere)."""
     rows = []
     finished = [e for e in counted(dataset) if "protocol_score" in (e.info or {})]
     for (agent, challenge), episodes in group(finished, agent_of, challenge_of).items():
+        as_run = [e.info.get("protocol_score_as_run", e.info["protocol_score"])
+                  for e in episodes]
         rows.append({"agent": agent, "challenge": challenge, "attempts": len(episodes),
                      "gridstudy score": float(np.mean([score_of(e) for e in episodes])),
                      "harness score": float(np.mean([e.info["protocol_score"]
-                                                     for e in episodes]))})
+                                                     for e in episodes])),
+                     "harness score as its code computes it": float(np.mean(as_run))})
     return rows
 
 

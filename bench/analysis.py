@@ -172,6 +172,7 @@ def synthetic_dataset(events: list[Events], seed: int = 0) -> Any:
     from datetime import UTC, datetime
 
     from analysis.dataset import Dataset, EpisodeRecord, FrameSource
+    from records.schema import agent_name
 
     rng = np.random.default_rng(seed)
     grid_frames = FrameSource(lambda key: [["black"]])
@@ -179,11 +180,13 @@ def synthetic_dataset(events: list[Events], seed: int = 0) -> Any:
     for episode_id, columns in enumerate(events):
         human = episode_id % 2 == 0
         run = None if human else 1 + episode_id % 4 // 2
+        kind, model = ("human", None) if human else ("llm", "m")
+        config = {} if human else {"history": ("full", "none")[run - 1]}
         episodes.append(EpisodeRecord(
             episode_id=episode_id, study_id="bench",
             participant_id=episode_id if human else None, agent_run_id=run,
-            agent_kind="human" if human else "llm", model=None if human else "m",
-            agent_config={} if human else {"history": ("full", "none")[run - 1]},
+            agent_kind=kind, model=model, agent_config=config,
+            agent=agent_name(kind, model, config),
             problem_id=f"bench/p{episode_id // ATTEMPTS}", challenge="planning",
             env_id=f"bench/env{episode_id // ATTEMPTS % 10}", seed=0, status="done", phase="done",
             score=float(rng.random() < 0.4), included=True, exclusion_reason=None,

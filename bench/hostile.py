@@ -29,6 +29,7 @@ The flooding clients run in this process at a lower CPU priority than the server
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import random
 import re
@@ -40,6 +41,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import httpx
 import socketio
@@ -51,6 +53,7 @@ PASSWORD = "correct horse battery"
 
 
 LIMITED = {"step budget": ("bench/over-budget", "tests.envs:over_budget_env"),
+           "step budget, reached slowly": ("bench/heavy", "tests.envs:heavy_env"),
            "time limit": ("bench/stuck", "tests.envs:Stuck")}
 """The environments whose ``left`` goes over a step limit: (environment id, entry point)."""
 
@@ -197,37 +200,46 @@ FLOODS = {
 
 
 def socket_flood(url: str, kind: str, connections: int, seconds: float) -> int:
-    """``connections`` anonymous Socket.IO connections, each sending ``kind`` messages as
-    fast as python-socketio can for ``seconds``; how many were sent in all."""
-    sent = [0] * connections
+    """``connections`` anonymous Socket.IO connections, each in a process of its own at a
+    lower CPU priority (a real flood comes from other machines; threads here would also
+    starve this process's own clients of the GIL), each sending ``kind`` messages as fast
+    as python-socketio can for ``seconds``; how many were sent in all."""
+    context = multiprocessing.get_context("spawn")
+    ready, go, sent = context.Barrier(connections + 1), context.Event(), context.Value("i", 0)
+    floods = [context.Process(target=_flood_one, args=(url, kind, seconds, ready, go, sent))
+              for _ in range(connections)]
+    for flood_process in floods:
+        flood_process.start()
+    ready.wait(60)
+    go.set()
+    for flood_process in floods:
+        flood_process.join(seconds + 60)
+    return sent.value
 
-    def one(index: int) -> None:
-        try:  # at a lower priority than the server: a real flood comes from other machines
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-        except OSError:
-            pass
-        client = socketio.Client(reconnection=False)
-        try:
-            client.connect(url, transports=["websocket"], wait_timeout=30)
-        except socketio.exceptions.ConnectionError:
-            return
-        event, payload = FLOODS[kind](f"made-up-{index}-{random.random()}"[:22])
-        deadline = time.monotonic() + seconds
-        try:
-            while time.monotonic() < deadline and client.connected:
-                client.emit(event, payload)
-                sent[index] += 1
-        except (socketio.exceptions.BadNamespaceError, OSError):
-            pass  # the server closed the connection: it sent too much
-        finally:
-            client.disconnect()
 
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(connections)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return sum(sent)
+def _flood_one(url: str, kind: str, seconds: float, ready: Any, go: Any, sent: Any) -> None:
+    """One flooding connection (a process of :func:`socket_flood`)."""
+    os.nice(10)
+    client = socketio.Client(reconnection=False)
+    try:
+        client.connect(url, transports=["websocket"], wait_timeout=30)
+    except socketio.exceptions.ConnectionError:
+        ready.wait(60)
+        return
+    event, payload = FLOODS[kind](f"made-up-{os.getpid()}-{random.random()}"[:22])
+    ready.wait(60)
+    go.wait(60)
+    count, deadline = 0, time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline and client.connected:
+            client.emit(event, payload)
+            count += 1
+    except (socketio.exceptions.BadNamespaceError, OSError):
+        pass  # the server closed the connection: it sent too much
+    finally:
+        with sent.get_lock():
+            sent.value += count
+        client.disconnect()
 
 
 def page_seconds(url: str, stop: threading.Event, times: list[float]) -> None:

@@ -12,11 +12,19 @@ from typing import Any
 
 import httpx
 
+from game_client import owner
 from game_client.agents import Agent, Decision
 from game_client.batch import Job, StoredEpisode
-from game_client.runner import EpisodeResult, play, recorded_turn
+from game_client.runner import EpisodeResult, Spending, play, recorded_turn
 from tasks import registry
-from tasks.worldtest.turn import ABANDONED, MAX_INVALID, MAX_TURNS, TurnResult
+from tasks.worldtest.turn import (
+    ABANDONED,
+    ACTIVE,
+    INTERRUPTED,
+    MAX_INVALID,
+    MAX_TURNS,
+    TurnResult,
+)
 
 
 class AgentAPIError(RuntimeError):
@@ -32,6 +40,8 @@ class AgentAPIClient:
 
     def __init__(self, base_url: str, token: str, timeout: float = 30.0,
                  transport: httpx.BaseTransport | None = None) -> None:
+        self.reaped: list[int] = []
+        """Attempts a dead client left active, ended here to be resumed."""
         self.http = httpx.Client(base_url=base_url.rstrip("/") + "/api/agent", timeout=timeout,
                                  transport=transport,
                                  headers={"Authorization": f"Bearer {token}"})
@@ -55,20 +65,42 @@ class AgentAPIClient:
         body = {"agent_kind": agent_kind, "model": model, "config": config}
         return self._request("POST", "/runs", body)["agent_run_id"]
 
+    def runs_like(self, kind: str, model: str | None) -> list[tuple[int, dict[str, Any]]]:
+        """This token's runs of this kind and model, newest first, with their configs."""
+        from urllib.parse import urlencode
+
+        query = urlencode({"agent_kind": kind, **({"model": model} if model else {})})
+        runs = self._request("GET", f"/runs?{query}")["runs"]
+        return [(r["agent_run_id"], r["config"]) for r in runs]
+
     def episodes(self, run_id: int) -> list[StoredEpisode]:
+        """The run's attempts, after ending as ``interrupted`` (to be resumed) those a
+        client process left active when it died (:mod:`game_client.owner`)."""
         rows = self._request("GET", f"/runs/{run_id}/episodes")["episodes"]
+        dead = [r for r in rows if r["status"] == ACTIVE
+                and not owner.alive(r.get("owner"), r.get("last_seen") or 0.0)]
+        for row in dead:
+            self.end(row["episode_id"], owner.orphaned(row.get("owner")), INTERRUPTED)
+        self.reaped += [r["episode_id"] for r in dead]
+        if dead:
+            rows = self._request("GET", f"/runs/{run_id}/episodes")["episodes"]
         return [StoredEpisode(r["episode_id"], r["problem_id"], r["status"],
                               {"resumable": r["resumable"], "run_index": r["run_index"]})
                 for r in rows]
+
+    def spent(self, run_id: int) -> Spending:
+        """What the run's recorded turns cost, over every invocation."""
+        body = self._request("GET", f"/runs/{run_id}/spending")
+        return Spending(body["cost"], body["tokens"])
 
     def start_episode(self, run_id: int, problem_id: str, max_invalid: int = MAX_INVALID,
                       max_turns: int = MAX_TURNS, run_index: int = 0) -> dict[str, Any]:
         return self._request("POST", f"/runs/{run_id}/episodes", {
             "problem_id": problem_id, "max_invalid": max_invalid, "max_turns": max_turns,
-            "run_index": run_index})
+            "run_index": run_index, "owner": owner.me()})
 
     def resume(self, episode_id: int) -> dict[str, Any]:
-        return self._request("POST", f"/episodes/{episode_id}/resume", {})
+        return self._request("POST", f"/episodes/{episode_id}/resume", {"owner": owner.me()})
 
     def open_attempt(self, job: Job) -> RemoteAttempt:
         """A batch's job on the server: a new attempt, or a stored one continued."""

@@ -6,7 +6,9 @@ prompt and limits) is one ``AgentRun`` row; a rerun with the same configuration 
 that row. :func:`pending_jobs` then lists what is left: first the attempts to continue
 (interrupted, or ended by their provider: :func:`tasks.worldtest.turn.resumable`), then
 the new attempts up to ``runs`` per problem. An attempt that is ``done`` or
-``abandoned`` is over for good.
+``abandoned`` is over for good. One still ``active`` is played by a live process and left
+alone, or was left by a process that died (``kill -9``): it is ended as ``interrupted``
+first (:func:`reap_orphans`) and so continued like the others.
 
 :class:`Batch` plays the jobs on ``concurrency`` threads. Ctrl-C (or SIGTERM) stops it:
 the first starts no new attempt and ends the running ones at their next turn boundary as
@@ -30,6 +32,7 @@ from typing import Any
 
 from sqlmodel import select
 
+from game_client import owner
 from game_client.agents import Agent
 from game_client.runner import (
     Attempt,
@@ -38,13 +41,23 @@ from game_client.runner import (
     EpisodeResult,
     Guard,
     LocalAttempt,
+    Spending,
     play,
 )
 from records.models import AgentRun, EpisodeRow
+from records.recorder import last_seen, run_spending
 from tasks import registry
 from tasks.worldtest import protocol as protocols
 from tasks.worldtest.problem import Problem
-from tasks.worldtest.turn import ERROR, FINISHED, INTERRUPTED, MAX_INVALID, MAX_TURNS, resumable
+from tasks.worldtest.turn import (
+    ACTIVE,
+    ERROR,
+    FINISHED,
+    INTERRUPTED,
+    MAX_INVALID,
+    MAX_TURNS,
+    resumable,
+)
 
 GRACE = 5.0
 """Seconds after the first Ctrl-C that running attempts have to reach a turn boundary."""
@@ -55,7 +68,8 @@ class RunSpec:
     """One agent configuration of a batch."""
 
     label: str
-    """How the summary names it (the model's name, or the agent kind)."""
+    """How the summary names it: :func:`records.schema.agent_name` of its configuration,
+    as the report does."""
     kind: str
     model: str | None
     config: dict[str, Any]
@@ -72,6 +86,9 @@ class RunSpec:
     :mod:`game_client.realtime`)."""
     protocol: str = "gridstudy"
     """The protocol profile its attempts are played by (:mod:`tasks.worldtest.protocol`)."""
+    from_config: Callable[[dict[str, Any]], RunSpec] | None = None
+    """The same agent with a stored run's configuration in place of this one's
+    (``--continue-run``), or None when it cannot be rebuilt."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +124,15 @@ def find_or_create_run(store: Any, kind: str, model: str | None, config: dict[st
         return row.id
 
 
+def runs_like(store: Any, kind: str, model: str | None) -> list[tuple[int, dict[str, Any]]]:
+    """The id and configuration of every agent run of this kind and model, newest first."""
+    with store.session() as session:
+        rows = session.exec(select(AgentRun).where(AgentRun.agent_kind == kind,
+                                                   AgentRun.model == model)
+                            .order_by(AgentRun.id.desc())).all()
+    return [(row.id, row.config or {}) for row in rows]
+
+
 def stored_episodes(store: Any, agent_run_id: int) -> list[StoredEpisode]:
     """Every attempt of this run in the store."""
     store.wait()
@@ -115,11 +141,33 @@ def stored_episodes(store: Any, agent_run_id: int) -> list[StoredEpisode]:
     return [StoredEpisode(r.id, r.problem_id, r.status, r.info or {}) for r in rows]
 
 
+def reap_orphans(store: Any, agent_run_id: int) -> list[int]:
+    """End as ``interrupted`` every ``active`` attempt of the run whose process died
+    without closing it (:mod:`game_client.owner`), as Ctrl-C would have ended it: resumable,
+    unless it was played on the real-time clock (which cannot be replayed). Returns their
+    ids."""
+    with store.session() as session:
+        rows = session.exec(select(EpisodeRow).where(EpisodeRow.agent_run_id == agent_run_id,
+                                                     EpisodeRow.status == ACTIVE)).all()
+    seen = last_seen(store, rows)
+    reaped = []
+    for row in rows:
+        info = row.info or {}
+        if owner.alive(info.get("owner"), seen[row.id]):
+            continue
+        store.finish_episode(row.id, status=INTERRUPTED, phase=row.phase, score=0.0, info={
+            "reason": owner.orphaned(info.get("owner")),
+            "resumable": info.get("clock") != "realtime"})
+        reaped.append(row.id)
+    return reaped
+
+
 def pending_jobs(run: RunSpec, problem_ids: Iterable[str], runs: int,
                  stored: Iterable[StoredEpisode]) -> list[Job]:
     """The attempts to continue, then the new ones: per problem, ``runs`` attempts in all
-    count those finished and those to continue; a new attempt takes the lowest run index
-    not in use."""
+    count those finished, those to continue and those a live process is playing now
+    (still ``active`` after :func:`reap_orphans`); a new attempt takes the lowest run
+    index not in use."""
     wanted = list(problem_ids)
     resume: list[Job] = []
     taken: dict[str, list[int | None]] = {pid: [] for pid in wanted}
@@ -129,7 +177,7 @@ def pending_jobs(run: RunSpec, problem_ids: Iterable[str], runs: int,
         index = episode.info.get("run_index")
         if resumable(episode.status, episode.info):
             resume.append(Job(run, episode.problem_id, index or 0, episode.episode_id))
-        elif episode.status not in FINISHED:
+        elif episode.status not in (*FINISHED, ACTIVE):  # active: another process plays it
             continue
         taken[episode.problem_id].append(index)
     new = []
@@ -147,12 +195,23 @@ class LocalRecords:
 
     def __init__(self, store: Any) -> None:
         self.store = store
+        self.reaped: list[int] = []
+        """Attempts left ``active`` by a process that died, ended here to be resumed."""
 
     def create_run(self, kind: str, model: str | None, config: dict[str, Any]) -> int:
         return find_or_create_run(self.store, kind, model, config)
 
+    def runs_like(self, kind: str, model: str | None) -> list[tuple[int, dict[str, Any]]]:
+        return runs_like(self.store, kind, model)
+
     def episodes(self, agent_run_id: int) -> list[StoredEpisode]:
+        self.store.wait()
+        self.reaped += reap_orphans(self.store, agent_run_id)
         return stored_episodes(self.store, agent_run_id)
+
+    def spent(self, agent_run_id: int) -> Spending:
+        """What the run's recorded turns cost, over every invocation."""
+        return Spending(*run_spending(self.store, agent_run_id))
 
     def open_attempt(self, job: Job) -> Attempt:
         if job.episode_id is not None:
@@ -177,6 +236,8 @@ class Outcome:
     guard: Guard
     stragglers: bool = False
     """Threads still waiting on a model when the batch returned (the process should exit)."""
+    unplayed: list[Job] = field(default_factory=list)
+    """Jobs never started (the batch stopped first)."""
 
     @property
     def stopped(self) -> str | None:
@@ -230,7 +291,7 @@ class Batch:
             self._restore_signals(previous)
         stragglers = any(w.is_alive() for w in workers)
         return Outcome([self.results[j] for j in jobs if j in self.results], self.guard,
-                       stragglers)
+                       stragglers, [j for j in jobs if j not in self.results])
 
     def _work(self, todo: queue.SimpleQueue) -> None:
         while not self.guard.stopping:
@@ -290,8 +351,12 @@ class Batch:
     def _show(self, bar: Any) -> None:
         guard = self.guard
         bar.n = len(self.results)
-        cost = "unpriced" if guard.unpriced and not guard.cost else f"${guard.cost:.4f}"
-        bar.set_postfix_str(f"turns {guard.turns}, tokens {guard.tokens:,}, cost {cost}"
+        now = guard.cost - (guard.before.cost or 0.0)
+        cost = "unpriced" if guard.unpriced and not guard.cost else f"${now:.4f}"
+        if guard.before.tokens:
+            cost += f" (${guard.cost:.4f} with earlier runs)"
+        bar.set_postfix_str(f"turns {guard.turns}, tokens {guard.tokens - guard.before.tokens:,}, "
+                            f"cost {cost}"
                             + (f", stopping: {guard.reason}" if guard.stopping else ""),
                             refresh=True)
 

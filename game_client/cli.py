@@ -196,10 +196,15 @@ def _param(ctx, option, values):
               help="Most requests a minute to the endpoint, shared by every attempt.")
 @click.option("--timeout", default=120.0, show_default=True, help="Seconds per model request.")
 @click.option("--retries", default=5, show_default=True, help="Retries on 429, 5xx, timeouts and malformed replies.")
-@click.option("--prices", "prices_file", default=None, help="JSON price table: {model: {input, output}} per million tokens.")
+@click.option("--prices", "prices_file", default=None,
+              help="Prices in dollars per million tokens, as JSON inline or a JSON file's "
+                   'path: \'{"gpt-4o": {"input": 2.5, "output": 10}}\' or prices.json.')
 @click.option("--max-cost", type=float, default=None,
-              help="Dollars the whole batch may spend; then running attempts stop (resumable).")
-@click.option("--token-budget", type=int, default=None, help="Tokens the whole batch may spend.")
+              help="Dollars the batch's agent runs may spend, counting what earlier runs of "
+                   "the same command spent; then running attempts stop (resumable).")
+@click.option("--token-budget", type=int, default=None,
+              help="Tokens the batch's agent runs may spend, counting earlier runs of the "
+                   "same command.")
 @click.option("--max-cost-per-attempt", type=float, default=None,
               help="Dollars one attempt may spend; then it is abandoned (scores 0).")
 @click.option("--token-budget-per-attempt", type=int, default=None, help="Tokens one attempt may spend.")
@@ -223,105 +228,68 @@ def _param(ctx, option, values):
               help="Play through a running server's agent API (recorded there) instead of in-process.")
 @click.option("--token", envvar="GRIDSTUDY_TOKEN", default=None,
               help="The agent-API token for --server (default: $GRIDSTUDY_TOKEN).")
+@click.option("--continue-run", "continue_run", is_flag=True,
+              help="When the options differ from the agent run holding this command's "
+                   "unfinished attempts: finish those attempts with that run's recorded "
+                   "options.")
+@click.option("--new-run", "new_run", is_flag=True,
+              help="When the options differ from the agent run holding this command's "
+                   "unfinished attempts: start a new agent run with these options and "
+                   "leave those attempts as they are.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, k, prompt_variant,
-              summary, observation, temperature, max_tokens, params, context_window, requests_per_minute,
-              timeout, retries, prices_file, max_cost, token_budget, max_cost_per_attempt,
-              token_budget_per_attempt, max_turns, max_invalid, clock, protocol, interaction_steps,
-              seed, server,
-              token, quiet):
+def agent_run(**options):
     """Play problems with agents and record every turn.
 
     Every attempt counts: one the model does not finish (invalid replies, turn limit,
     budget) scores 0. Rerunning the same command continues what is left: attempts
-    interrupted (Ctrl-C, a budget) or cut short by the provider resume from their last
-    recorded turn. The first Ctrl-C stops the batch within seconds, a second at once.
-    A refused key or an unknown model stops the batch at the first request. The exit
-    status is 0 only when every attempt finished.
+    interrupted (Ctrl-C, a budget, a killed process) or cut short by the provider resume
+    from their last recorded turn; when the options changed meanwhile, the command says
+    so and asks for --continue-run or --new-run. The first Ctrl-C stops the batch within
+    seconds, a second at once. A refused key or an unknown model stops the batch at the
+    first request. The exit status is 0 only when every attempt finished.
     """
     import os
     import sys
 
     from game_client import evaluate
-    from game_client.batch import (
-        Batch,
-        Job,
-        pending_jobs,
-        select_problems,
-    )
-    from game_client.runner import Budget, Guard
+    from game_client.batch import Batch, pending_jobs
+    from game_client.runner import Guard, Spending
 
-    defaults = {"history": history, "k": k, "prompt_variant": prompt_variant, "summary": summary,
-                "observation": observation,
-                "timeout": timeout, "retries": retries, "context_window": context_window,
-                "requests_per_minute": requests_per_minute,
-                "params": {**({"temperature": temperature} if temperature is not None else {}),
-                           **({"max_tokens": max_tokens} if max_tokens is not None else {}),
-                           **params}}
-    batch: dict = {}
-    specs = [evaluate.ModelSpec(**_model_defaults(m, defaults)) for m in models]
-    if run_file:
-        if kind != "llm":
-            raise click.UsageError("--run-file lists language models; it goes with --agent llm")
-        try:
-            batch, specs = evaluate.read_run_file(run_file, defaults)
-        except evaluate.RunFileError as error:
-            raise click.BadParameter(str(error), param_hint="--run-file") from None
-        specs += [evaluate.ModelSpec(**_model_defaults(m, defaults)) for m in models]
-    patterns = patterns or tuple(batch.get("problems") or ())
-    if not patterns:
-        raise click.UsageError("name the problems: --problems PATTERN (or problems: in the run file)")
     try:
-        problem_ids = select_problems(patterns)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--problems") from None
-
-    def pick(option, key, default):
-        return option if option is not None else batch.get(key, default)
-
-    limits = evaluate.Limits(pick(max_turns, "max_turns", None),
-                             pick(max_invalid, "max_invalid", 5),
-                             Budget(pick(max_cost_per_attempt, "max_cost_per_attempt", None),
-                                    pick(token_budget_per_attempt, "token_budget_per_attempt", None)),
-                             pick(None if clock == "turns" else clock, "clock", "turns"),
-                             pick(None if protocol == "gridstudy" else protocol, "protocol",
-                                  "gridstudy"))
-    if limits.clock not in ("turns", "realtime"):
-        raise click.BadParameter(f"clock must be turns or realtime, not {limits.clock!r}",
-                                 param_hint="--clock")
-    if limits.protocol not in ("gridstudy", "autumnbench"):
-        raise click.BadParameter(f"protocol must be gridstudy or autumnbench, not "
-                                 f"{limits.protocol!r}", param_hint="--protocol")
-    if limits.protocol != "gridstudy" and (server or limits.clock == "realtime"):
-        raise click.UsageError("--protocol autumnbench plays turn by turn in this process; it "
-                               "goes with neither --server nor --clock realtime")
-    if limits.clock == "realtime" and server:
-        raise click.UsageError("--clock realtime plays in this process; it does not go with "
-                               "--server")
-    guard = Guard(Budget(pick(max_cost, "max_cost", None), pick(token_budget, "token_budget", None)))
-    try:
-        runs_list = _runs(kind, specs, limits, guard, prices_file, seed, interaction_steps)
-    except ValueError as error:
+        config = evaluate.BatchConfig.build(options)
+        guard = Guard(config.budget)
+        runs = config.agent_runs(guard.sleep)
+    except evaluate.ConfigError as error:
+        if error.option:
+            raise click.BadParameter(str(error), param_hint=error.option) from None
         raise click.UsageError(str(error)) from None
-    for spec in specs:
+    for spec in config.models:
         if not spec.api_key:
             click.echo(f"warning: ${spec.api_key_env} is not set: requests to {spec.endpoint} "
                        f"for {spec.name} go without an API key", err=True)
-    if server and not token:
-        raise click.UsageError("--server needs an agent-API token: --token or GRIDSTUDY_TOKEN "
-                               "(a researcher creates one with gridstudy token create NAME)")
-    runs_count, concurrency = pick(runs, "runs", 1), pick(concurrency, "concurrency", 1)
-    with _records(server, token, db) as records:
-        jobs: list[Job] = []
-        for run in runs_list:
+    with _records(config.server, config.token, options["db"]) as records:
+        try:
+            runs, notes = evaluate.reconcile(records, runs, config.problem_ids, config.choice)
+        except evaluate.RerunChoice as error:
+            raise click.UsageError(str(error)) from None
+        jobs, elsewhere = [], []
+        for run in runs:
             run.agent_run_id = records.create_run(run.kind, run.model, run.config)
-            jobs += pending_jobs(run, problem_ids, runs_count, records.episodes(run.agent_run_id))
-        resumed = sum(job.episode_id is not None for job in jobs)
-        click.echo(f"{len(jobs)} attempt(s) to play" + (f", {resumed} of them resumed" if resumed else "")
-                   + f" on {len(problem_ids)} problem(s) with {len(runs_list)} agent(s)", err=True)
-        outcome = Batch(records.open_attempt, concurrency=concurrency, guard=guard,
-                        progress=not quiet).run(jobs)
-    for line in evaluate.summary_lines(runs_list, outcome):
+            stored = records.episodes(run.agent_run_id)
+            jobs += pending_jobs(run, config.problem_ids, config.runs, stored)
+            elsewhere += [e for e in stored
+                          if e.status == "active" and e.problem_id in config.problem_ids]
+        for line in notes + _rerun_notes(records.reaped, elsewhere, jobs,
+                                         len(config.problem_ids), len(runs)):
+            click.echo(line, err=True)
+        spent = records.spent
+        before = {run.agent_run_id: spent(run.agent_run_id) for run in runs}
+        guard.carry(sum(before.values(), Spending()))
+        outcome = Batch(records.open_attempt, concurrency=config.concurrency, guard=guard,
+                        progress=not options["quiet"]).run(jobs)
+        after = {run_id: spent(run_id) for run_id in before}
+        spending = {run_id: (after[run_id] - before[run_id], after[run_id]) for run_id in before}
+    for line in evaluate.summary_lines(runs, outcome, spending):
         click.echo(line)
     if guard.fatal:
         click.echo(f"Error: {guard.fatal}", err=True)
@@ -333,23 +301,23 @@ def agent_run(patterns, kind, models, run_file, runs, concurrency, db, history, 
     sys.exit(code)
 
 
-def _model_defaults(model, defaults):
-    return {"model": model, **{k: v for k, v in defaults.items() if v is not None}}
-
-
-def _runs(kind, specs, limits, guard, prices_file, seed, interaction_steps):
-    """The batch's agent configurations."""
-    from game_client import evaluate
-    from game_client.bridge.provider import PriceTable
-
-    if kind == "random":
-        return [evaluate.random_run(seed, interaction_steps, limits)]
-    if kind == "planner":
-        return [evaluate.planner_run(limits)]
-    if not specs:
-        raise ValueError("name the model: --model NAME (repeat for several) or --run-file FILE")
-    prices = PriceTable.load(prices_file) if prices_file else None
-    return [evaluate.llm_run(spec, limits, sleep=guard.sleep, price_table=prices) for spec in specs]
+def _rerun_notes(reaped, elsewhere, jobs, problems, agents):
+    """What the command is about to do: attempts a killed process left, attempts another
+    process plays now, and the attempts to play."""
+    lines = []
+    if reaped:
+        lines.append(f"{len(reaped)} attempt(s) were left active by a process that ended "
+                     f"without closing them (episode {', '.join(map(str, reaped))}); they are "
+                     "continued from their last recorded turn (one played on the real-time "
+                     "clock is played anew)")
+    if elsewhere:
+        lines.append(f"{len(elsewhere)} attempt(s) are being played by another process "
+                     f"(episode {', '.join(str(e.episode_id) for e in elsewhere)}); left to it")
+    resumed = sum(job.episode_id is not None for job in jobs)
+    lines.append(f"{len(jobs)} attempt(s) to play" + (f", {resumed} of them resumed" if resumed
+                                                      else "")
+                 + f" on {problems} problem(s) with {agents} agent(s)")
+    return lines
 
 
 @contextmanager

@@ -16,7 +16,10 @@ and the next turn is shown the state after that tick.
 (Ctrl-C, budgets, provider errors). What differs from a turn-based attempt:
 
 * a reply naming no action available now is an invalid turn, recorded as one, while
-  the clock goes on; ``max_invalid`` in a row abandon the attempt, as do ``max_turns``;
+  the clock goes on. The turns are counted, limited and ended by
+  :class:`tasks.worldtest.turn.AgentTurns`, the rule of every agent turn (``max_invalid``
+  in a row or ``max_turns`` abandon the attempt, with the same reasons and summary); the
+  clock only applies the actions;
 * an interrupted attempt cannot be continued (the clock cannot be replayed): it is kept
   as ``interrupted`` with ``resumable`` false, and a rerun plays a new one in its place.
 """
@@ -27,20 +30,20 @@ import threading
 import time
 from typing import Any
 
+from game_client import owner
 from game_client.agents import Decision
 from records.recorder import EpisodeRecorder
 from tasks import registry
 from tasks.core import parse_action
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.problem import Problem
-from tasks.worldtest.tick import QUEUED, Tick, TickEngine, next_deadline
+from tasks.worldtest.tick import QUEUED, TickEngine, next_deadline
 from tasks.worldtest.turn import (
-    ABANDONED,
-    ACTIVE,
     AGENT,
     DONE,
     MAX_INVALID,
     MAX_TURNS,
+    AgentTurns,
     TurnResult,
 )
 
@@ -49,25 +52,44 @@ CLOCK = "realtime"
 WAIT_FOR_TICK = 10.0
 """Seconds a queued action may wait for its tick before the clock is taken as stopped."""
 
+class _ClockEnd:
+    """What the turn rule reports to on the clock: invalid turns go to the record, and
+    the attempt's end goes through the clock's engine (which refuses what is still
+    queued, and writes the end unless a tick already ended the episode)."""
+
+    def __init__(self, engine: TickEngine, recorder: EpisodeRecorder | None) -> None:
+        self.engine, self.recorder = engine, recorder
+
+    def invalid(self, **fields: Any) -> None:
+        if self.recorder is not None:
+            self.recorder.invalid(**fields)
+
+    def finished(self, episode: Episode, *, status: str, info: dict[str, Any]) -> None:
+        self.engine.end(status, info)
+
+
 class RealtimeAttempt:
     """An attempt a model plays on the clock (see the module), recorded in ``store`` when
-    one is given."""
+    one is given. Its turns follow :class:`tasks.worldtest.turn.AgentTurns`, the rule of
+    every agent turn; only applying an action is the clock's."""
 
     def __init__(self, problem: Problem, *, store: Any = None, agent_run_id: int | None = None,
                  max_invalid: int = MAX_INVALID, max_turns: int = MAX_TURNS,
                  run_index: int = 0, make_env=registry.make) -> None:
         self.problem = problem
         self.recorded: list[Any] = []
-        self.max_invalid, self.max_turns = max_invalid, max_turns
         info = {"max_invalid": max_invalid, "max_turns": max_turns, "run_index": run_index,
-                "clock": CLOCK}
+                "clock": CLOCK, "owner": owner.me()}
         self.recorder = (EpisodeRecorder(store, problem, agent_run_id=agent_run_id, info=info)
                          if store else None)
         self.episode_id = self.recorder.episode_id if self.recorder else None
-        self.engine = TickEngine(Episode(problem, make_env), self.recorder)
-        self.turns = self.invalid = self.invalid_in_row = self.ticks = 0
-        self.status, self.reason = ACTIVE, None
+        episode = Episode(problem, make_env)
+        self.engine = TickEngine(episode, self.recorder)
+        self.turns = AgentTurns(episode, _ClockEnd(self.engine, self.recorder),
+                                max_invalid=max_invalid, max_turns=max_turns)
+        self.ticks = 0
         self.changed = threading.Condition()
+        """Guards :attr:`turns` and :attr:`ticks`; taken before the engine's lock."""
         self.clock = threading.Thread(target=self._run_clock, daemon=True,
                                       name=f"clock-{problem.id}")
         self.clock.start()
@@ -79,93 +101,56 @@ class RealtimeAttempt:
         late ticks are skipped, never run in a burst)."""
         period = 1.0 / self.engine.episode.frame_rate
         deadline = time.monotonic() + period
-        while self.status == ACTIVE:
+        while not self.turns.ended:
             time.sleep(max(0.0, deadline - time.monotonic()))
             with self.changed:  # never a tick after the attempt was ended
-                if self.status != ACTIVE:
+                if self.turns.ended:
                     return
-                self._ticked(self.engine.tick(latency=time.monotonic() - deadline))
+                tick = self.engine.tick(latency=time.monotonic() - deadline)
+                self.ticks += 1
+                if tick.done:
+                    self.turns.end(DONE)
+                self.changed.notify_all()
             deadline = next_deadline(deadline, period, time.monotonic())
-
-    def _ticked(self, tick: Tick) -> None:
-        with self.changed:
-            self.ticks += 1
-            if tick.done and self.status == ACTIVE:
-                self.status = DONE
-            self.changed.notify_all()
 
     # -- the model's side ---------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
-        """What the model is shown now (as :meth:`tasks.worldtest.turn.AgentTurns.state`)."""
-        engine = self.engine
-        with engine.lock:
-            episode = engine.episode
-            ended = self.status != ACTIVE
-            return {**engine.view(), "text": episode.observation.text,
-                    "actions": [] if ended else episode.allowed_actions(),
-                    "info": episode.observation.info, "ended": ended,
-                    "attempt": self.summary()}
+        """What the model is shown now: :meth:`AgentTurns.state` with the clock's view
+        (the inputs the last tick refused)."""
+        with self.changed, self.engine.lock:
+            return {**self.turns.state(), **self.engine.view()}
 
     def take(self, decision: Decision) -> TurnResult | None:
         """Queue the reply's action for the next tick and wait for that tick; or record
         the reply as an invalid turn (the clock goes on either way)."""
-        if self.status != ACTIVE:
-            return None
-        self.turns += 1
-        fields = decision.model_fields()
-        error = decision.error or self._refusal(decision.action)
-        if error is None:
-            with self.changed:
+        fields = {k: v for k, v in decision.model_fields().items() if k != "raw_reply"}
+        with self.changed:
+            if self.turns.ended:
+                return None
+            with self.engine.lock:
+                error = self.turns.why_invalid(decision.action, decision.error)
+            if error is None:
                 before = self.ticks
                 status = self.engine.admit(decision.action, time.time(), source=AGENT,
-                                           fields=fields)
+                                           fields={**fields, "raw_reply": decision.raw_reply})
                 if status == QUEUED:
-                    self.changed.wait_for(lambda: self.status != ACTIVE or (
+                    self.changed.wait_for(lambda: self.turns.ended or (
                         self.ticks > before and not self.engine.queue), WAIT_FOR_TICK)
                 else:
                     error = f"the action was {status}"
-        if error is not None:
-            self._invalid(decision, error, fields)
-            result = TurnResult(False, error=error)
-        else:
-            self.invalid_in_row = 0
-            result = TurnResult(True, action=str(parse_action(decision.action)))
-        if self.status == ACTIVE and self.turns >= self.max_turns:
-            self.end(ABANDONED, f"no end after {self.turns} turns")
-        return result
-
-    def _refusal(self, action: str | None) -> str | None:
-        if action is None:
-            return "the reply names no action"
-        try:
-            parsed = parse_action(action)
-        except ValueError as error:
-            return str(error)
-        with self.engine.lock:
-            return self.engine.episode.refusal(parsed)
-
-    def _invalid(self, decision: Decision, error: str, fields: dict[str, Any]) -> None:
-        self.invalid += 1
-        self.invalid_in_row += 1
-        if self.recorder is not None:
-            fields = {k: v for k, v in fields.items() if k != "raw_reply"}
-            self.recorder.invalid(phase=self.engine.episode.phase,
-                                  raw_reply=decision.raw_reply or "", error=error, **fields)
-        if self.invalid_in_row >= self.max_invalid and self.status == ACTIVE:
-            self.end(ABANDONED, f"{self.invalid_in_row} invalid replies in a row")
+            if error is not None:
+                return self.turns.refused_elsewhere(decision.action, decision.raw_reply or "",
+                                                    error, fields)
+            self.turns.applied_elsewhere()
+            return TurnResult(True, action=str(parse_action(decision.action)))
 
     def end(self, status: str, reason: str, *, resumable: bool = False) -> None:
         """Stop the clock and end the attempt; never resumable (see the module)."""
         with self.changed:
-            if self.status != ACTIVE:
-                return
-            self.status, self.reason = status, reason
+            self.turns.end(status, reason, resumable=False)
             self.changed.notify_all()
-        self.engine.end(status, {"reason": reason, "turns": self.turns,
-                                         "invalid": self.invalid, "resumable": False})
 
     def summary(self) -> dict[str, Any]:
-        return {"status": self.status, "reason": self.reason, "resumable": False,
-                "turns": self.turns, "invalid": self.invalid,
-                "score": self.engine.episode.final_score}
+        with self.changed:
+            return self.turns.summary()

@@ -29,10 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, make_dataclass
 from typing import Any, Protocol
 
+from game_client import owner
 from game_client.agents import Agent, Decision, Turn
 from game_client.bridge.provider import FatalProviderError, ProviderError
 from records.rebuild import stored_attempt
-from records.recorder import EpisodeRecorder
+from records.recorder import EpisodeRecorder, merge_info
 from records.schema import RECORDED_TURN
 from tasks import registry
 from tasks.worldtest import protocol as protocols
@@ -95,6 +96,26 @@ class Budget:
         return None
 
 
+@dataclass(frozen=True)
+class Spending:
+    """Dollars and tokens spent; ``cost`` None: tokens were spent and none had a price."""
+
+    cost: float | None = 0.0
+    tokens: int = 0
+
+    def __add__(self, other: Spending) -> Spending:
+        if self.cost is None and other.cost is None:
+            return Spending(None, self.tokens + other.tokens)
+        return Spending((self.cost or 0.0) + (other.cost or 0.0), self.tokens + other.tokens)
+
+    def __sub__(self, other: Spending) -> Spending:
+        cost = None if self.cost is None else self.cost - (other.cost or 0.0)
+        return Spending(cost, self.tokens - other.tokens)
+
+    def dollars(self) -> str:
+        return "unpriced" if self.cost is None else f"${self.cost:.4f}"
+
+
 class Guard:
     """What every attempt of a batch shares: whether the batch is stopping (and why),
     the batch's budget, and what has been spent (for the progress bar).
@@ -110,6 +131,8 @@ class Guard:
         """The provider's message when a refused key or an unknown model stopped the batch."""
         self.cost, self.tokens, self.turns = 0.0, 0, 0
         self.unpriced = False
+        self.before = Spending()
+        """What earlier invocations of the batch's agent runs spent (:meth:`carry`)."""
         self.lock = threading.Lock()
 
     @property
@@ -127,6 +150,19 @@ class Guard:
 
     def sleep(self, seconds: float) -> bool:
         return self.stopped.wait(seconds)
+
+    def carry(self, before: Spending) -> None:
+        """Count what earlier invocations of the same agent runs spent against the
+        budget (a rerun continues the run, and its budget); stop at once when it is spent."""
+        with self.lock:
+            self.before = before
+            self.cost += before.cost or 0.0
+            self.tokens += before.tokens
+            self.unpriced |= before.cost is None and before.tokens > 0
+            over = self.budget.exceeded(self.cost, self.tokens)
+        if over:
+            self.stop(f"the batch's budget ran out ({over}, all of it by earlier runs of "
+                      "the same command)")
 
     def charge(self, decision: Decision) -> None:
         """Count one turn's spending; stop the batch when it passes the batch's budget."""
@@ -278,7 +314,8 @@ class LocalAttempt:
         if turns is not None:
             self.episode_id, self.turns = episode_id, turns
             return
-        info = {"max_invalid": max_invalid, "max_turns": max_turns, "run_index": run_index}
+        info = {"max_invalid": max_invalid, "max_turns": max_turns, "run_index": run_index,
+                "owner": owner.me()}
         if protocol is not protocols.GRIDSTUDY:
             info["protocol"] = protocol.name
         recorder = (EpisodeRecorder(store, problem, agent_run_id=agent_run_id, info=info)
@@ -290,7 +327,8 @@ class LocalAttempt:
     @classmethod
     def resume(cls, store: Any, episode_id: int, make_env=registry.make) -> LocalAttempt:
         """Continue the stored attempt ``episode_id`` (interrupted, or ended by its
-        provider); ``ValueError`` when it cannot be continued."""
+        provider), as this process's (``info.owner``); ``ValueError`` when it cannot be
+        continued."""
         stored = stored_attempt(store, episode_id, make_env)
         if stored is None:
             raise ValueError(f"no agent attempt {episode_id} in {store!r}")
@@ -298,6 +336,7 @@ class LocalAttempt:
             raise ValueError(f"attempt {episode_id} is {stored.row.status}; only an interrupted "
                              "attempt, or one its provider failed, can be resumed")
         stored.turns.reopen()
+        merge_info(store, episode_id, {"owner": owner.me()})
         return cls(registry.get_problem(stored.row.problem_id), turns=stored.turns,
                    episode_id=episode_id,
                    recorded=[recorded_turn(e) for e in stored.events if e.source == "agent"])

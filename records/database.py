@@ -104,8 +104,9 @@ def check_sqlite_file(path: Path, *, thorough: bool = False) -> None:
             if thorough:
                 problems = [row[0] for row in connection.execute("PRAGMA quick_check(5)")]
                 if problems != ["ok"]:
+                    said = " ".join("; ".join(problems).split())  # one line
                     raise ValueError(f"{path}: a damaged SQLite database (quick_check: "
-                                     f"{'; '.join(problems)[:300]})")
+                                     f"{said[:300]})")
     except sqlite3.DatabaseError as error:
         raise ValueError(f"{path}: {_sqlite_refusal(error)}") from None
 

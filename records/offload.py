@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-def _loop_thread() -> bool:
+def on_loop_thread() -> bool:
     """True in the thread that runs gevent's loop, once gevent has patched threads."""
     monkey = sys.modules.get("gevent.monkey")
     if monkey is None or not monkey.is_module_patched("threading"):
@@ -35,7 +35,7 @@ def _loop_thread() -> bool:
 def off_loop(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``function(*args, **kwargs)``, run in a native thread when called on gevent's loop
     (the calling greenlet waits; the others go on); its result or its exception."""
-    if not _loop_thread():
+    if not on_loop_thread():
         return function(*args, **kwargs)
     from gevent import get_hub
 

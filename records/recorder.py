@@ -15,6 +15,61 @@ from typing import Any
 from records.rows import failed_step_row, invalid_turn_row, raw_input_row, step_row
 
 
+def merge_info(store: Any, episode_id: int, info: dict[str, Any]) -> None:
+    """Merge ``info`` into the episode's info (who plays a resumed attempt now)."""
+    from sqlalchemy import update
+
+    from records.models import EpisodeRow
+
+    with store.session() as session:
+        row = session.get(EpisodeRow, episode_id)
+        if row is None:
+            raise LookupError(f"no episode {episode_id} in {store!r}")
+        session.execute(update(EpisodeRow).where(EpisodeRow.id == episode_id)
+                        .values(info={**(row.info or {}), **info}))
+
+
+def run_spending(store: Any, agent_run_id: int) -> tuple[float | None, int]:
+    """What an agent run's recorded model turns cost in dollars (None: tokens were spent
+    and none had a price) and in tokens, over every invocation that played it."""
+    from sqlalchemy import func
+    from sqlmodel import select
+
+    from records.models import Event
+    from tasks.worldtest.turn import AGENT
+
+    store.wait()
+    with store.session() as session:
+        cost, prompt, completion = session.exec(
+            select(func.sum(Event.cost), func.sum(Event.prompt_tokens),
+                   func.sum(Event.completion_tokens))
+            .where(Event.agent_run_id == agent_run_id, Event.source == AGENT)).one()
+    tokens = int(prompt or 0) + int(completion or 0)
+    return (None if cost is None and tokens else float(cost or 0.0)), tokens
+
+
+def last_seen(store: Any, rows: list[Any]) -> dict[int, float]:
+    """Unix seconds of the last record of each episode row: its last event, else its
+    start (how long an attempt has been silent)."""
+    from datetime import UTC
+
+    from sqlalchemy import func
+    from sqlmodel import select
+
+    from records.models import Event
+
+    if not rows:
+        return {}
+    with store.session() as session:
+        last = dict(session.exec(select(Event.episode_id, func.max(Event.server_time))
+                                 .where(Event.episode_id.in_([r.id for r in rows]))
+                                 .group_by(Event.episode_id)).all())
+    started = {r.id: r.started_at for r in rows}
+    return {r.id: last.get(r.id) or (started[r.id] if started[r.id].tzinfo else
+                                     started[r.id].replace(tzinfo=UTC)).timestamp()
+            for r in rows}
+
+
 class EpisodeRecorder:
     """The rows of one attempt, numbered by ``seq`` in the order they happen.
 
@@ -96,7 +151,9 @@ class EpisodeRecorder:
 
     def finished(self, episode: Any, *, status: str, info: dict[str, Any]) -> None:
         """How the attempt ended (written once): its status, last phase, score (0 when
-        it did not finish) and outcome."""
+        it did not finish) and outcome. The end is queued behind the attempt's events, so
+        a process killed in between leaves it ``active`` with every turn it recorded (a
+        rerun continues it), never ended without its last turns."""
         if self.done:
             return
         self.done = True

@@ -16,6 +16,7 @@ trajectory is a column, never a code path.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -200,7 +201,7 @@ PARTICIPANT = Table("participant", "One person who opened the study's link.", (
 AGENT_RUN = Table("agentrun", "One agent configuration; its attempts are episodes.", (
     _id("Agent run id (agent_run_id elsewhere)."),
     Field("study_id", TEXT, "Study slug, if the run belongs to one.", index=True),
-    Field("agent_kind", TEXT, "llm, random, scripted, planner.", default="llm"),
+    Field("agent_kind", TEXT, "llm, random, scripted, planner, rl.", default="llm"),
     Field("model", TEXT, "The language model, for llm runs."),
     Field("config", JSON, "Provider, prompt variant, history mode, temperature, prices ..."),
     Field("token", TEXT, "Name of the API token that created the run through the agent API; "
@@ -417,11 +418,14 @@ EPISODE_VIEW = Table("episode view", "One row per attempt at a problem, with who
     Field("episode_id", INT, EPISODE.field("id").doc, required=True),
     STUDY_ID, PARTICIPANT_ID, AGENT_RUN_ID,
     Field("agent_kind", TEXT, "human for a participant's attempt, else the agent run's kind "
-                              "(llm, random, scripted, planner); unknown when neither is "
+                              "(llm, random, scripted, planner, rl); unknown when neither is "
                               "recorded.", required=True),
     Field("model", TEXT, "The language model of an llm agent run."),
     Field("agent_config", JSON, "The agent run's configuration (provider, history mode, prompt "
                                 "variant ...); empty for people."),
+    Field("agent", TEXT, "How the tables name who made it: human, or the agent "
+                         "configuration: its label, else kind:model with the settings that "
+                         "differ from the defaults in brackets (records.schema.agent_name)."),
     *(EPISODE.field(name) for name in ("problem_id", "challenge", "env_id", "seed", "status",
                                        "phase", "score", "included", "exclusion_reason")),
     Field("participant_status", TEXT, "The participant's status (complete, excluded, "
@@ -445,3 +449,73 @@ def agent_kind(run_kind: str | None, agent_run_id: int | None, participant_id: i
     if agent_run_id is None and participant_id is not None:
         return HUMAN
     return run_kind or "unknown"
+
+
+FULL_HISTORY = "full"
+PARAMS_SHOWN = 40
+"""Longest request-parameter text an agent's name spells out; longer ones are a digest."""
+
+
+def history_setting(config: dict[str, Any]) -> str:
+    """What an agent saw of earlier turns: ``full`` (also for agents without a history
+    option), ``none`` (the current observation only) or ``last K``."""
+    mode = config.get("history") or FULL_HISTORY
+    return f"last {config.get('k')}" if mode == "last" else str(mode)
+
+
+def agent_settings(config: dict[str, Any]) -> list[str]:
+    """The settings of an agent run that change what its agent does or faces, as they
+    differ from the defaults: the protocol profile, the history window, the real-time
+    clock, pictures, the task-DAG prompt variant and memory summary, and the request
+    parameters (temperature, reasoning effort, seed ...; spelled out when short, else a
+    short digest of them).
+
+    >>> agent_settings({"params": {"temperature": 1, "reasoning_effort": "high"}})
+    ['reasoning_effort=high, temperature=1']
+    >>> agent_settings({"history": "last", "k": 3, "clock": "realtime"})
+    ['history last 3', 'realtime clock']
+    """
+    tags = []
+    if config.get("protocol") not in (None, "gridstudy"):
+        tags.append(f"{config['protocol']} protocol")
+    if history_setting(config) != FULL_HISTORY:
+        tags.append(f"history {history_setting(config)}")
+    if config.get("clock") == "realtime":
+        tags.append("realtime clock")
+    observation = config.get("observation") or "text"
+    if observation != "text":
+        tags.append("image" if observation == "image" else "text+image")
+    if config.get("prompt_variant") not in (None, "base"):
+        tags.append(f"prompt {config['prompt_variant']}")
+    if config.get("summary"):
+        tags.append("memory summary")
+    params = config.get("params") or {}
+    if params:
+        text = ", ".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}"
+                         for k, v in sorted(params.items()))
+        if len(text) > PARAMS_SHOWN:
+            digest = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
+            text = f"params {digest[:6]}"
+        tags.append(text)
+    return tags
+
+
+def agent_name(kind: str, model: str | None, config: dict[str, Any] | None) -> str:
+    """How every table, DataFrame, export and summary names an agent configuration: its
+    ``label`` when the run has one; else ``kind:model`` (or ``kind``) with its settings
+    (:func:`agent_settings`) in brackets, so that two configurations of one model are
+    never pooled. ``human`` for people.
+
+    >>> agent_name("llm", "m", {"label": "m-cold", "params": {"temperature": 0}})
+    'm-cold'
+    >>> agent_name("llm", "m", {"params": {"temperature": 0}}), agent_name("random", None, {})
+    ('llm:m [temperature=0]', 'random')
+    """
+    if kind == HUMAN:
+        return HUMAN
+    config = config or {}
+    if config.get("label"):
+        return str(config["label"])
+    base = f"{kind}:{model}" if model else kind
+    tags = agent_settings(config)
+    return f"{base} [{', '.join(tags)}]" if tags else base

@@ -242,9 +242,13 @@ class Store:
             connection.execute(update(EpisodeRow).where(EpisodeRow.id == episode_id)
                                .values(values))
 
-        self._enqueue_change(Change(run, {"finish_episode": episode_id, "status": status}))
+        change = Change(run, {"finish_episode": episode_id, "status": status})
+        self._enqueue_change(change)
         if wait:
-            self.flush()
+            self.wait()
+            mine = [f for f in self._writer.failed if f.record is change.what]
+            if mine:
+                raise StoreWriteError(mine)
 
     @blocking
     def reopen_episode(self, episode_id: int) -> None:

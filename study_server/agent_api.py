@@ -11,9 +11,13 @@ a run belongs to the token that created it. Routes (JSON in, JSON out; errors ar
 
 ``POST /api/agent/runs``                      ``{agent_kind, model, config, study_id}`` -> 201 ``{agent_run_id}``
 (200 with the existing run when this token already made one with exactly this configuration)
+``GET  /api/agent/runs?agent_kind=K&model=M``  -> ``{runs: [{agent_run_id, config}]}``: this
+token's runs of one agent, newest first
 ``GET  /api/agent/runs/<id>/episodes``        -> ``{episodes: [{episode_id, problem_id, status,
-resumable, run_index}]}``
-``POST /api/agent/runs/<id>/episodes``        ``{problem_id, max_invalid, max_turns, run_index}`` -> 201 ``{episode_id, state}``
+resumable, run_index, owner, last_seen}]}``
+``GET  /api/agent/runs/<id>/spending``        -> ``{cost, tokens}``: what its recorded model
+turns cost over every invocation (``cost`` null when none had a price)
+``POST /api/agent/runs/<id>/episodes``        ``{problem_id, max_invalid, max_turns, run_index, owner}`` -> 201 ``{episode_id, state}``
 ``GET  /api/agent/episodes/<id>``             -> ``{episode_id, state}``
 ``POST /api/agent/episodes/<id>/actions``     ``{action, error, raw_reply, prompt, ...}`` (the
 model fields of ``records.schema.MODEL_TURN``) -> ``{applied, action, error, state}``
@@ -47,12 +51,13 @@ from sqlmodel import select
 from records import schema
 from records.models import AgentRun, EpisodeRow, Study
 from records.rebuild import stored_attempt
-from records.recorder import EpisodeRecorder
+from records.recorder import EpisodeRecorder, last_seen, merge_info, run_spending
 from study_server import cluster, tokens
 from tasks import registry
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.turn import (
     ABANDONED,
+    ACTIVE,
     ERROR,
     INTERRUPTED,
     MAX_INVALID,
@@ -251,6 +256,20 @@ def create_run():
         return jsonify({"agent_run_id": row.id}), 201
 
 
+@bp.get("/runs")
+def list_runs():
+    """This token's runs of one agent (``?agent_kind=llm&model=NAME``; no model: runs
+    without one), newest first, with their configurations: how a rerun whose options
+    changed finds the run that holds its unfinished attempts."""
+    kind = request.args.get("agent_kind") or "llm"
+    model = request.args.get("model") or None
+    with _store().session() as session:
+        rows = session.exec(select(AgentRun).where(
+            AgentRun.token == g.token.name, AgentRun.agent_kind == kind,
+            AgentRun.model == model).order_by(AgentRun.id.desc())).all()
+    return jsonify({"runs": [{"agent_run_id": r.id, "config": r.config or {}} for r in rows]})
+
+
 def _run(run_id: int) -> AgentRun:
     """This token's run ``run_id`` (404 for another token's)."""
     with _store().session() as session:
@@ -269,17 +288,28 @@ def list_episodes(run_id: int):
         rows = session.exec(select(EpisodeRow).where(EpisodeRow.agent_run_id == run_id)
                             .order_by(EpisodeRow.id)).all()
     live = current_app.extensions["gridstudy.agent_episodes"]
+    seen = last_seen(_store(), [r for r in rows if r.status == ACTIVE])
     return jsonify({"episodes": [
         {"episode_id": r.id, "problem_id": r.problem_id,
          "status": live[r.id].turns.status if r.id in live else r.status,
-         "resumable": resumable(r.status, r.info), "run_index": (r.info or {}).get("run_index")}
+         "resumable": resumable(r.status, r.info), "run_index": (r.info or {}).get("run_index"),
+         "owner": (r.info or {}).get("owner"), "last_seen": seen.get(r.id)}
         for r in rows]})
+
+
+@bp.get("/runs/<int:run_id>/spending")
+def run_spent(run_id: int):
+    """What the run's recorded model turns cost, over every invocation: a rerun counts it
+    against its budget."""
+    _run(run_id)
+    cost, tokens = run_spending(_store(), run_id)
+    return jsonify({"cost": cost, "tokens": tokens})
 
 
 @bp.post("/runs/<int:run_id>/episodes")
 def start_episode(run_id: int):
     """Start an attempt at ``problem_id`` under this run."""
-    body = _body(START, allowed=("max_invalid", "max_turns", "run_index"))
+    body = _body(START, allowed=("max_invalid", "max_turns", "run_index", "owner"))
     run = _run(run_id)
     try:
         problem = registry.get_problem(body["problem_id"])
@@ -289,7 +319,7 @@ def start_episode(run_id: int):
               "max_turns": _positive(body, "max_turns", MAX_TURNS)}
     run_index = _positive(body, "run_index", 0, least=0)
     recorder = EpisodeRecorder(_store(), problem, agent_run_id=run_id, study_id=run.study_id,
-                               info={**limits, "run_index": run_index})
+                               info={**limits, "run_index": run_index, **_owner(body)})
     live = LiveEpisode(recorder.episode_id, AgentTurns(Episode(problem), recorder, **limits),
                        g.token.name)
     current_app.extensions["gridstudy.cluster"].claim(cluster.agent_token(live.id), live.id)
@@ -355,10 +385,23 @@ def end_episode(episode_id: int):
     return jsonify({"state": state_of(live)})
 
 
+def _owner(body: dict[str, Any]) -> dict[str, Any]:
+    """The client process playing the attempt, as the client names it (``owner``: a small
+    JSON object), for the info of the attempt; a rerun of the client's batch reads it to
+    tell an attempt whose process died from one still played."""
+    owner = body.get("owner")
+    if owner is None:
+        return {}
+    if not isinstance(owner, dict) or len(json.dumps(owner)) > 1000:
+        raise ApiError(400, "owner must be a JSON object of at most 1000 characters")
+    return {"owner": owner}
+
+
 @bp.post("/episodes/<int:episode_id>/resume")
 def resume_episode(episode_id: int):
     """Continue an interrupted attempt, or one its provider failed, where it stopped;
     with its recorded model turns, from which the agent rebuilds its conversation."""
+    owner = _owner(_body({}, allowed=("owner",))) if request.get_data() else {}
     live = _live(episode_id)
     with live.lock:
         if not live.turns.ended:
@@ -370,6 +413,8 @@ def resume_episode(episode_id: int):
                                 "failed, can")
         live.turns = stored.turns
         live.turns.reopen()
+        if owner:
+            merge_info(_store(), episode_id, owner)
         turns = [{name: getattr(e, name) for name in schema.RECORDED_TURN}
                  for e in stored.events if e.source == "agent"]
         return jsonify({"episode_id": episode_id, "state": state_of(live), "turns": turns})

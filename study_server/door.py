@@ -18,7 +18,9 @@ spawning) and lets through only
   of ``burst`` (a few times what the fastest player sends: a held key repeats about 30
   times a second, and the tick rule takes at most one input a tick anyway).
 
-Everything else is dropped unread and counted. A connection that keeps being refused
+Everything else is dropped unread and counted, and that connection's reading pauses
+briefly (the door runs in the connection's reader, so a flood waits in its sender's
+buffers, not in our loop). A connection that keeps being refused
 (``strikes`` refusals within ten seconds) is disconnected. Refusals are logged in one line
 a minute at most, whatever the flood and however many connections send it, with their
 counts by reason; the text of a refused message is never logged (it may hold a token). The size of a message is capped by Engine.IO itself
@@ -45,6 +47,9 @@ STRIKES = 50
 person's client is refused a handful at most: a key sent in the instant before its join
 was answered)."""
 STRIKE_WINDOW = 10.0
+REFUSED_PAUSE = 0.02
+"""Seconds a connection's reading stops after each refused message (a flood is read at
+50 messages a second at most until the connection is closed)."""
 LOG_EVERY = 60.0
 """Seconds between two log lines about refused messages."""
 MAX_MESSAGE = 64 * 1024
@@ -74,12 +79,17 @@ class Door:
     """Judges every message of ``server`` (a ``socketio.Server``) before it is decoded."""
 
     def __init__(self, server: Any, *, rate: float = RATE, burst: int = BURST,
-                 strikes: int = STRIKES, clock: Any = time.monotonic) -> None:
+                 strikes: int = STRIKES, clock: Any = time.monotonic,
+                 sleep: Any = None) -> None:
         self.server, self.rate, self.burst, self.strike_limit = server, rate, burst, strikes
         self.clock = clock
+        self.sleep = sleep or server.sleep
         self.visitors: dict[str, Visitor] = {}
         self.totals: Counter = Counter()
         """Every refusal since the start, by reason (a small fixed set of phrases)."""
+        self.closed: dict[str, float] = {}
+        """Connections gone (closed by the door or by their client) and when: what their
+        reader still holds is dropped without a word."""
         self._pending: Counter = Counter()
         self._senders: set[str] = set()
         self._logged = clock() - LOG_EVERY
@@ -92,12 +102,17 @@ class Door:
 
     def message(self, eio_sid: str, data: Any) -> None:
         """An Engine.IO message: passed on to Socket.IO, or dropped unread."""
+        if eio_sid in self.closed:
+            return
         visitor = self._visitor(eio_sid)
         reason = self._judge(visitor, data)
         if reason is None:
             self._dispatch(eio_sid, data)
         else:
             self._refuse(eio_sid, visitor, reason)
+            # This runs in the connection's own reader: pausing it stops reading that
+            # socket, so a flood backs up in its sender's buffers instead of our loop.
+            self.sleep(REFUSED_PAUSE)
 
     def _judge(self, visitor: Visitor, data: Any) -> str | None:
         """None to let ``data`` through, else why not (a short phrase for the log)."""
@@ -131,6 +146,7 @@ class Door:
             visitor.strikes.clear()
             self.totals["connection closed for sending too much"] += 1
             self._pending["connection closed for sending too much"] += 1
+            self.closed[eio_sid] = now
             self.server.eio.disconnect(eio_sid)
         if now - self._logged >= LOG_EVERY:
             self.log(now)
@@ -170,5 +186,9 @@ class Door:
             self._visitor(eio_sid).joined = True
 
     def disconnected(self, eio_sid: str, reason: Any = None) -> None:
+        now = self.clock()
         self.visitors.pop(eio_sid, None)
+        self.closed[eio_sid] = now
+        if len(self.closed) > 1000:  # forget the ones gone for a minute
+            self.closed = {sid: at for sid, at in self.closed.items() if at > now - 60}
         self._forget(eio_sid, reason)

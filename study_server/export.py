@@ -158,6 +158,7 @@ def episode_rows(connection: Connection, scope: _Scope) -> Iterator[dict[str, An
     for row in _stream(connection, query):
         kind = row.pop("run_kind")
         row["agent_kind"] = schema.agent_kind(kind, row["agent_run_id"], row["participant_id"])
+        row["agent"] = schema.agent_name(row["agent_kind"], row["model"], row["agent_config"])
         row["n_events"] = row["n_events"] or 0
         yield {name: row[name] for name in COLUMNS["episodes.csv"]}
 

@@ -34,6 +34,29 @@ STEP_TIME_LIMIT = 0.5
 says otherwise (``register_env(..., step_time_limit=...)``)."""
 
 
+class Host:
+    """How the process stepping environments shares its time (set by a server once at
+    start, :func:`share_time`; nothing by default, for the command line and the tests).
+
+    ``cooperate`` is called every :data:`COOPERATE_EVERY` evaluations of a long Autumn
+    step: the server's gevent loop then ticks the other sessions in between, so a step
+    near its budget (about a quarter of a second) delays nobody else. A Python
+    environment's step cannot yield: its time limit bounds how long it holds the loop."""
+
+    cooperate: Any = None
+
+
+COOPERATE_EVERY = 64
+"""Evaluations between two ``Host.cooperate`` calls; the server's ``cooperate`` yields
+only when a few milliseconds have passed since the last time (an evaluation's cost
+varies: a lambda whose body compares two long lists is one evaluation)."""
+
+
+def share_time(cooperate: Any = None) -> None:
+    """Set how this process shares its time while a step runs (see :class:`Host`)."""
+    Host.cooperate = cooperate
+
+
 class StepLimitExceeded(Exception):
     """A step did more work than its environment allows (a budget or a time limit)."""
 

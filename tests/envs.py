@@ -184,6 +184,25 @@ OVER_BUDGET = """(program
 its step budget."""
 
 
+HEAVY = """(program
+  (= GRID_SIZE 5)
+  (object Dot (Cell 0 0 "gold"))
+  (= dot (initnext (Dot (Position 0 0)) (prev dot)))
+  (= count (initnext 0 (prev count)))
+  (= down (fn (n) (if (== n 0) 0 (+ 1 (down (- n 1))))))
+  (on right (= dot (moveRight (prev dot))))
+  (on left (= count (foldl (fn (a x) (+ a (down 120))) 0 (range 0 2000))))
+)"""
+"""An Autumn program whose ``left`` runs until its step budget stops it (lines of
+recursive calls, about a tenth of a second or more of work before line 8 fails)."""
+
+
+def heavy_env():
+    """The :data:`HEAVY` program, loaded as ``heavy.sexp``."""
+    from tasks.autumn import load
+    return load(HEAVY, "heavy.sexp")
+
+
 def over_budget_env():
     """The :data:`OVER_BUDGET` program, loaded as ``over_budget.sexp``."""
     from tasks.autumn import load

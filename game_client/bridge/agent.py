@@ -24,8 +24,9 @@ from typing import Any
 from game_client.agents import Decision, Turn
 from game_client.bridge import images, prompts
 from game_client.bridge.memory import History, Scratchpad
-from game_client.bridge.parse import JSON, TAG, ReplyError, extract_action
+from game_client.bridge.parse import HARNESS, JSON, TAG, ReplyError, extract_action
 from game_client.bridge.provider import ChatProvider, Completion, ContextTooLong
+from tasks.worldtest import protocol as protocols
 from tasks.worldtest.challenge import TASK_DAG_PROMPT, get
 from tasks.worldtest.problem import Problem
 
@@ -217,7 +218,9 @@ class LLMAgent:
         action, error = None, None
         try:
             literal = [a for a in turn.state.get("actions", ()) if not _pattern(a)]
-            action = extract_action(completion.text, JSON if self.dag else TAG, literal)
+            style = JSON if self.dag else HARNESS if protocols.get(
+                turn.state.get("protocol", "gridstudy")).strict_replies else TAG
+            action = extract_action(completion.text, style, literal)
         except ReplyError as problem:
             error = str(problem)
             if completion.finish_reason == "length":

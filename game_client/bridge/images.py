@@ -41,8 +41,10 @@ def _cell_rgb(name: str) -> tuple[int, int, int]:
     return colours.rgb(name) or UNKNOWN
 
 
-def frame_png(frame: Sequence[Sequence[str]], cell: int = CELL) -> bytes:
-    """The PNG picture of ``frame`` (see the module)."""
+def frame_rows(frame: Sequence[Sequence[str]], cell: int = CELL) -> list[bytes]:
+    """The picture of ``frame`` (see the module) as rows of 8-bit RGB pixels, top first:
+    what :func:`frame_png` compresses and the Gymnasium environment's ``rgb_array``
+    rendering shows."""
     height, width = len(frame), len(frame[0]) if frame else 0
     step = cell + 1
     line = bytes(LINE)
@@ -62,8 +64,14 @@ def frame_png(frame: Sequence[Sequence[str]], cell: int = CELL) -> bytes:
                 pixels += bytes(_cell_rgb(name)) * cell
             pixels += line
         rows.append(bytes(pixels))
+    return rows
+
+
+def frame_png(frame: Sequence[Sequence[str]], cell: int = CELL) -> bytes:
+    """The PNG picture of ``frame`` (see the module)."""
+    rows = frame_rows(frame, cell)
     raw = b"".join(b"\x00" + row for row in rows)  # filter type 0 on every row
-    size = (width * step + 1, height * step + 1)
+    size = (len(rows[0]) // 3, len(rows))
     return b"".join([
         b"\x89PNG\r\n\x1a\n",
         _chunk(b"IHDR", struct.pack(">IIBBBBB", size[0], size[1], 8, 2, 0, 0, 0)),

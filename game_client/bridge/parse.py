@@ -1,7 +1,9 @@
 """Reading a model's reply: the action it chose and its scratchpad edits.
 
 Two reply styles. AutumnBench (002 App. D.2.2) asks for ``<action>click 1 2</action>``;
-the task-DAG maps (000 App. C.3) ask for one JSON object ``{"action": "up"}``. Either
+the task-DAG maps (000 App. C.3) ask for one JSON object ``{"action": "up"}``. (A third,
+``harness``, reads the tag exactly as the published AutumnBench harness does, for the
+autumnbench profile; :func:`_harness_action`.) Either
 way the action text then goes through :func:`tasks.core.parse_action`, so a reply is
 valid exactly when the one action parser accepts what it names. Every failure is a
 :class:`ReplyError` whose message says what was expected; the runner logs it with the
@@ -16,8 +18,9 @@ from collections.abc import Iterable
 
 from tasks.core import parse_action
 
-TAG, JSON = "tag", "json"
-STYLES = (TAG, JSON)
+TAG, JSON, HARNESS = "tag", "json", "harness"
+STYLES = (TAG, JSON, HARNESS)
+ENV_VERBS = ("click", "left", "right", "up", "down", "noop")
 
 _ACTION_TAG = re.compile(r"<\s*action\s*>(.*?)<\s*/\s*action\s*>", re.IGNORECASE | re.DOTALL)
 _ADD_TAG = re.compile(r"<scratchpad_add>(.*?)</scratchpad_add>", re.IGNORECASE | re.DOTALL)
@@ -44,6 +47,8 @@ def extract_action(reply: str, style: str = TAG, names: Iterable[str] = ()) -> s
     if not (reply or "").strip():
         raise ReplyError("the reply was empty: it must name one action, for example "
                          + ("<action>up</action>" if style == TAG else '{"action": "up"}'))
+    if style == HARNESS:
+        return _harness_action(reply)
     text = _tagged_action(reply) if style == TAG else _json_action(reply)
     literal = {name.lower(): name for name in names}
     if text.lower() in literal:
@@ -71,6 +76,27 @@ def _tagged_action(reply: str) -> str:
     if not text:
         raise ReplyError("the <action> tag is empty: expected an action such as <action>up</action>")
     return text
+
+
+_HARNESS_TAG = re.compile(r"<action>(.*?)</action>", re.DOTALL)
+
+
+def _harness_action(reply: str) -> str:
+    r"""The action as the published AutumnBench harness reads a reply (the autumnbench
+    profile): the content of the last lower-case ``<action>`` tag, stripped of blanks and
+    nothing else; of an environment action, its first line. Not checked here: the
+    profile refuses what the harness would not apply.
+
+    >>> _harness_action("<action>left\nthen up</action>"), _harness_action("<action>```up```</action>")
+    ('left', '```up```')
+    """
+    found = _HARNESS_TAG.findall(reply)
+    if not found:
+        raise ReplyError("the reply has no <action>...</action> tag, written in lower case as "
+                         "the published harness reads it")
+    text = found[-1].strip()
+    first = text.split("\n")[0].strip()
+    return first if first.split(" ")[0] in ENV_VERBS else text
 
 
 def _json_action(reply: str) -> str:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tasks.worldtest import mfp
+from tasks.worldtest import protocol as protocols
 from tasks.worldtest.challenge import get
 
 SYSTEM_PROMPT = """You are a helpful assistant currently operating as a curious agent exploring an environment that consists of a grid containing cells which can take colors.
@@ -64,13 +66,25 @@ def task_description(challenge: str) -> str:
     return f"# Task Description:\nIn the test phase, {get(challenge).model_task}"
 
 
+def test_task(state: dict[str, Any]) -> str:
+    """The test's description for this turn's model: the challenge's, in the paper's
+    words, naming the frame's keys as the frames it is sent carry them (under the
+    autumnbench profile, the harness's ``action_took``)."""
+    task = get(state["challenge"]).model_task
+    if state.get("protocol") == mfp.HARNESS_PROFILE:
+        task = task.replace('"action_taken"', '"action_took"')
+    return task
+
+
 def opening(state: dict[str, Any], previous_phase: str | None) -> str:
     """The header of a turn: the welcome, a phase change, or nothing."""
     challenge, phase = state["challenge"], state["phase"]
     if previous_phase is None and phase == "interaction":
-        return f"{INTERACTION_INTRO}\n\n{task_description(challenge)}\n\nHere is the initial state of the grid:"
+        task = (f"\n\n{task_description(challenge)}"
+                if protocols.get(state.get("protocol", "gridstudy")).task_in_intro else "")
+        return f"{INTERACTION_INTRO}{task}\n\nHere is the initial state of the grid:"
     if phase == "test" and previous_phase in (None, "interaction"):
-        return f"The interaction phase is over, you have entered the test phase. Now {get(challenge).model_task}\n\nThe initial frame is:"
+        return f"The interaction phase is over, you have entered the test phase. Now {test_task(state)}\n\nThe initial frame is:"
     if phase == "select" and previous_phase != "select":
         return ("You are now choosing the frame at which the change occurred. Choose a test "
                 "frame with choose_frame_I to see it, then submit your choice.\n\nThe current frame is:")
@@ -85,12 +99,13 @@ def test_details(state: dict[str, Any]) -> str:
 
 
 def observed(state: dict[str, Any]) -> str:
-    """The frame's text; with stacked frames (the autumnbench protocol), every frame the
-    last action produced, in the published harness's layout (its ``Observation:`` prefix
+    """The frame's text (or the challenge's own showing of it: ``model_frame``); with
+    stacked frames (the autumnbench protocol), every frame the last action produced, in the published harness's layout (its ``Observation:`` prefix
     doubled between frames included)."""
     stacked = state.get("stacked")
     if not stacked:
-        return state["text"]
+        frame = get(state["challenge"]).model_frame if state.get("test") else None
+        return (frame(state) if frame else None) or state["text"]
     return "\n\nObservation: ".join(
         f"Frame time: {frame['tick']}\nAction took: {frame['action']}\nObservation: {frame['text']}"
         for frame in stacked)

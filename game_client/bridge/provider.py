@@ -75,15 +75,21 @@ class PriceTable:
     prices: dict[str, Prices] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, path: str | Path) -> PriceTable:
-        """Read ``{"model": {"input": 3.0, "output": 15.0}, ...}`` from a JSON file."""
+    def load(cls, source: str | Path) -> PriceTable:
+        """Read ``{"model": {"input": 3.0, "output": 15.0}, ...}`` (dollars per million
+        tokens) given inline (text starting with ``{``) or from a JSON file."""
+        inline = isinstance(source, str) and source.lstrip().startswith("{")
+        where = "the inline price table" if inline else str(source)
         try:
-            data = json.loads(Path(path).read_text())
+            data = json.loads(source if inline else Path(source).read_text())
             return cls({name: Prices(float(p["input"]), float(p["output"])) for name, p in data.items()})
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        except OSError as error:
+            raise ValueError(f"{where}: {error.strerror}; give a JSON file's path or the "
+                             'table itself, like {"gpt-4o": {"input": 2.5, "output": 10.0}}') from None
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise ValueError(
-                f"{path}: not a price table ({error}); expected JSON like "
-                '{"gpt-4o": {"input": 2.5, "output": 10.0}}'
+                f"{where}: not a price table ({type(error).__name__}: {error}); expected JSON "
+                'like {"gpt-4o": {"input": 2.5, "output": 10.0}} (dollars per million tokens)'
             ) from None
 
     def cost(self, model: str, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:

@@ -11,6 +11,7 @@ import click
 from tasks import registry
 from tasks.library import CATEGORIES
 from tasks.worldtest.challenge import names as challenge_names
+from tasks.worldtest.problem import gym_id
 
 
 @click.group()
@@ -156,16 +157,29 @@ def problems() -> None:
 
 @problems.command("list")
 @click.option("--challenge", type=click.Choice(challenge_names()))
-def problems_list(challenge: str | None) -> None:
+@click.option("--gym", is_flag=True,
+              help="Print each problem's Gymnasium id (after `import game_client.gym`).")
+def problems_list(challenge: str | None, gym: bool) -> None:
     """List every registered problem."""
     specs = registry.list_problems(challenge=challenge)
     if not specs:
         click.echo("no problems registered")
         return
+    if gym:
+        for spec in specs:
+            click.echo(_gym_id_or_why(spec.id))
+        return
     width = max(len(s.id) for s in specs)
     for spec in specs:
         click.echo(f"{spec.id:<{width}}  {spec.challenge:<9}  {spec.env_id}")
     click.echo(f"{len(specs)} problems")
+
+
+def _gym_id_or_why(problem_id: str) -> str:
+    try:
+        return gym_id(problem_id)
+    except ValueError as error:
+        return f"# {error}"
 
 
 @problems.command("check")

@@ -18,6 +18,7 @@ from tasks.autumn.values import (
     type_name,
     wrap32,
 )
+from tasks.limits import COOPERATE_EVERY, Host
 
 MAX_DEPTH = 150
 """Deepest chain of nested Autumn function calls before a step is refused."""
@@ -42,6 +43,8 @@ def apply(rt, f, args: list, scope):
     rt.left -= 1
     if rt.left < 0:
         raise StepBudgetExceeded(rt.budget)
+    if not rt.left % COOPERATE_EVERY and Host.cooperate is not None:
+        Host.cooperate()  # a long step lets the server tick the other sessions
     if kind is Lambda:
         params = f.params
         if len(args) < len(params):

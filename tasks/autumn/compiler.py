@@ -9,7 +9,7 @@ identity for the environment's whole life (reset and restore refill it in place)
 from __future__ import annotations
 
 from tasks.autumn import compat
-from tasks.autumn.calls import ARITHMETIC, COMPARISON, OPERATORS, apply
+from tasks.autumn.calls import ARITHMETIC, COMPARISON, OPERATORS, apply, charge
 from tasks.autumn.errors import AutumnError
 from tasks.autumn.reader import LIST, NUM, STR, SYM, Node, snippet
 from tasks.autumn.scope import Scope
@@ -260,10 +260,17 @@ class Compiler:
         if len(args) != 2:
             raise self.rt.syntax(node, f"'{op}' takes exactly 2 operands, got {len(args)}")
         left, right = (self.expr(a) for a in args)
-        equal = compat.equal
+        equal, rt = compat.equal, self.rt
+
+        def equality(scope) -> bool:
+            a, b = left(scope), right(scope)
+            if type(a) is list and type(b) is list:  # walking two lists is work
+                charge(rt, min(len(a), len(b)))
+            return equal(a, b)
+
         if op == "==":
-            return lambda scope: equal(left(scope), right(scope))
-        return lambda scope: not equal(left(scope), right(scope))
+            return equality
+        return lambda scope: not equality(scope)
 
     def arithmetic(self, node: Node, args: list[Node]):
         """(+ a b) (- a b) (* a b) (/ a b) (% a b) (< a b) ...; unary (- x) and (+ x)"""

@@ -17,6 +17,7 @@ from tasks.worldtest.challenge import SELECT, HarnessRules
 from tasks.worldtest.check import Lockstepped, lockstep
 from tasks.worldtest.derive import default_horizon
 from tasks.worldtest.problem import Problem
+from tasks.worldtest.scoring import cd_score
 from tasks.worldtest.search import probe_rollouts, shorten
 
 
@@ -88,11 +89,16 @@ class Rules(HarnessRules):
     def does_nothing(self, text):
         return text == "reset"
 
-    def score(self, score, outcome):
+    def score(self, score, outcome, answered=None):
+        """With ``answered``, the formula is taken there in place of the chosen frame,
+        as the harness's code does."""
         chosen, t_star = outcome.get("test_chosen"), outcome.get("test_t_star")
-        if chosen is not None and (t_star is None or chosen < t_star - 1):
+        if chosen is None:
+            return score
+        at = chosen if answered is None else answered
+        if t_star is None or at < t_star - 1:
             return -1.0
-        return score
+        return cd_score(at, t_star) if answered is not None else score
 
 
 RULES = Rules()

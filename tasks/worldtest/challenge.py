@@ -126,9 +126,12 @@ class HarnessRules:
         """Actions the harness applies after ``applied`` in the test."""
         return []
 
-    def score(self, score: float, outcome: Mapping[str, Any]) -> float:
+    def score(self, score: float, outcome: Mapping[str, Any],
+              answered: int | None = None) -> float:
         """The harness's score of a finished attempt (gridstudy's ``score`` in [0, 1]
-        and the test's outcome, its keys prefixed ``test_``)."""
+        and the test's outcome, its keys prefixed ``test_``); ``answered``: the number
+        of test turns before the submit, where the harness's code reads the answer
+        there (:meth:`tasks.worldtest.protocol.Protocol.score`)."""
         return score
 
 
@@ -160,6 +163,9 @@ class Challenge:
     """For a model, the test described after 'In the test phase, '."""
     model_details: Callable[[dict[str, Any]], str] | None = None
     """Extra text a model needs each test turn (goal grid, options), from the state."""
+    model_frame: Callable[[dict[str, Any]], str | None] | None = None
+    """The test turn's observation as a model is shown it, when the challenge shows it
+    otherwise than the frame's text (None from it: the frame's text)."""
     prompt_style: str = WORLDTEST_PROMPT
     questions: tuple[Question, ...] = ()
     """The quiz questions a participant answers before meeting this challenge."""

@@ -340,19 +340,54 @@ def _from_recipe(env_id, changed_env_id, seed, recipe, *, problem_id, samples) -
                       samples=samples, problem_id=problem_id)
 
 
-def options_text(state: dict[str, Any]) -> str:
+HARNESS_PROFILE = "autumnbench"
+"""The protocol profile (``state["protocol"]``) under which a model is shown the test as
+the published harness shows it (:func:`harness_frame`)."""
+
+
+def _option_grids(test: dict[str, Any]) -> list[list[list[str]]]:
     """Each option as a matrix over the mask's bounding box ('n/a' for unmasked cells)."""
-    test = state.get("test") or {}
-    if "options" not in test:
-        return ""
     xs = [x for x, _ in test["mask"]]
     ys = [y for _, y in test["mask"]]
     x0, y0 = min(xs), min(ys)
-    lines = [f"The masked region spans columns {x0}-{max(xs)} and rows {y0}-{max(ys)}. The options are:"]
-    for index, option in enumerate(test["options"]):
+    grids = []
+    for option in test["options"]:
         grid = [["n/a"] * (max(xs) - x0 + 1) for _ in range(max(ys) - y0 + 1)]
         for (x, y), colour in zip(test["mask"], option):
             grid[y - y0][x - x0] = colour
+        grids.append(grid)
+    return grids
+
+
+def harness_frame(state: dict[str, Any]) -> str | None:
+    """Under the autumnbench profile, each test frame as the published harness sends it:
+    ``video_location``, ``render``, ``action_took`` and ``is_finished``, and the options
+    as ``choices`` only at the last frame; None otherwise (the frame's text, then the
+    options after it: :func:`options_text`)."""
+    test = state.get("test") or {}
+    if state.get("protocol") != HARNESS_PROFILE or "options" not in test:
+        return None
+    shown = json.loads(state["text"])
+    finished = test["position"] == test["length"]
+    frame = {"video_location": shown["video_location"], "render": shown["render"],
+             "action_took": shown["action_taken"], "is_finished": finished}
+    if finished:
+        frame["choices"] = _option_grids(test)
+    return json.dumps(frame)
+
+
+def options_text(state: dict[str, Any]) -> str:
+    """Each option as a matrix over the mask's bounding box ('n/a' for unmasked cells),
+    from the first test frame on (under the autumnbench profile the options are part of
+    the last frame instead: :func:`harness_frame`)."""
+    test = state.get("test") or {}
+    if "options" not in test or state.get("protocol") == HARNESS_PROFILE:
+        return ""
+    xs = [x for x, _ in test["mask"]]
+    ys = [y for _, y in test["mask"]]
+    lines = [f"The masked region spans columns {min(xs)}-{max(xs)} and rows "
+             f"{min(ys)}-{max(ys)}. The options are:"]
+    for index, grid in enumerate(_option_grids(test)):
         lines.append(f"choose_option_{index}: {json.dumps(grid)}")
     if test.get("chosen") is not None:
         lines.append(f"You have chosen option {test['chosen']}; submit to confirm or choose again.")
@@ -384,6 +419,7 @@ CHALLENGE = register(Challenge(
         "previous frame."
     ),
     model_details=options_text,
+    model_frame=harness_frame,
     questions=(
         Question(
             "mfp-goal",

@@ -96,7 +96,7 @@ class Rules(HarnessRules):
     def follow_up(self, applied):
         return ["submit"] if applied.startswith("choose_option_") else []
 
-    def score(self, score, outcome):
+    def score(self, score, outcome, answered=None):
         return -1.0 if outcome.get("test_chosen") is not None and score < 1.0 else score
 
 

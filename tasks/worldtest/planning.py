@@ -241,13 +241,12 @@ def _oracle(problem: Problem, limits: Mapping[str, Any]) -> list[str]:
     return ["go-to-test", *result.plan]
 
 
-def goal_text(state: dict[str, Any]) -> str:
-    """The ``goal`` grid (target colours, 'ignore' elsewhere; a whole grid when the
-    state asks for it, ``goal_format`` ``full``, as the published harness shows it) and
-    its 0/1 ``highlight_mask``, as JSON."""
+def _goal(state: dict[str, Any]) -> tuple[list[list[Any]], list[list[int]]] | None:
+    """The goal grid (target colours, 'ignore' elsewhere; the whole recorded goal grid
+    with ``goal_format`` ``full``) and its 0/1 highlight mask, or None outside the test."""
     test = state.get("test") or {}
     if "goal_cells" not in test:
-        return ""
+        return None
     width, height = state["size"]
     goal = [["ignore"] * width for _ in range(height)]
     mask = [[0] * width for _ in range(height)]
@@ -255,7 +254,31 @@ def goal_text(state: dict[str, Any]) -> str:
         goal[y][x], mask[y][x] = colour, 1
     if state.get("goal_format") == "full" and test.get("goal_grid"):
         goal = test["goal_grid"]
-    return json.dumps({"goal": goal, "highlight_mask": mask})
+    return goal, mask
+
+
+def goal_text(state: dict[str, Any]) -> str:
+    """The ``goal`` grid and its 0/1 ``highlight_mask``, as JSON, shown after the frame;
+    nothing with ``goal_format`` ``full``, where they are part of the frame
+    (:func:`goal_frame`)."""
+    found = _goal(state)
+    if found is None or state.get("goal_format") == "full":
+        return ""
+    return json.dumps({"goal": found[0], "highlight_mask": found[1]})
+
+
+def goal_frame(state: dict[str, Any]) -> str | None:
+    """With ``goal_format`` ``full`` (the autumnbench profile), each test turn's frame
+    as the published harness sends it: one JSON object with the ``render``, the ``goal``
+    and the ``highlight_mask``; None otherwise (the frame's text, then :func:`goal_text`)."""
+    found = _goal(state)
+    if found is None or state.get("goal_format") != "full":
+        return None
+    try:
+        render = json.loads(state["text"])
+    except ValueError:  # a picture's note in place of the text grid
+        render = state["text"]
+    return json.dumps({"render": render, "goal": found[0], "highlight_mask": found[1]})
 
 
 CHALLENGE = register(Challenge(
@@ -282,6 +305,7 @@ CHALLENGE = register(Challenge(
         "you are stuck."
     ),
     model_details=goal_text,
+    model_frame=goal_frame,
     questions=(
         Question(
             "planning-goal",

@@ -7,11 +7,29 @@ imported from AutumnBench task folders and checked again later.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tasks.worldtest import challenge
+
+GYM_NAMESPACE = "gridstudy"
+_GYM_NAME = re.compile(r"[\w.-]+")
+
+
+def gym_id(problem_id: str) -> str:
+    """The problem's Gymnasium id (``game_client.gym``): ``gridstudy/`` + the id with
+    ``/`` as ``-`` + ``-v0``; ``ValueError`` for an id Gymnasium cannot take.
+
+    >>> gym_id("ant_trail/planning"), gym_id("dagmap/low-n4")
+    ('gridstudy/ant_trail-planning-v0', 'gridstudy/dagmap-low-n4-v0')
+    """
+    name = problem_id.replace("/", "-")
+    if not _GYM_NAME.fullmatch(name):
+        raise ValueError(f"problem {problem_id!r} has no Gymnasium id: rename it with "
+                         "letters, digits and _.-/ only")
+    return f"{GYM_NAMESPACE}/{name}-v0"
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,28 @@ beside the paper's:
    ``choose_frame_i`` and ``choose_option_i`` listed one by one, and ``reset`` offered in
    the change-detection test (where, as published, it does nothing);
 5. in masked frame prediction only ``step`` is offered until the last frame, then
-   ``rewind`` and the options; choosing an option ends the test;
-6. the planning goal is shown as a full grid beside a 0/1 mask;
+   ``rewind`` and the options; choosing an option ends the test; each frame is one
+   object with the harness's ``action_took`` key, and the options are its ``choices``
+   at the last frame only (``tasks.worldtest.mfp.harness_frame``);
+6. the planning goal is shown as a full grid beside a 0/1 mask, in one JSON object with
+   the frame each test turn (``tasks.worldtest.planning.goal_frame``);
 7. scores as the harness gives them: a wrong option in masked frame prediction, and a
    change-detection answer before the change (or a change never triggered), score -1
    (:meth:`Protocol.score`; the stored ``score`` stays gridstudy's, in [0, 1], and the
-   harness's is kept as ``info.protocol_score``);
-8. pictures for vision models are ``--observation``'s (``game_client/bridge/images.py``).
+   harness's is kept as ``info.protocol_score``); a change-detection answer is also
+   scored as the harness's code computes it (the formula at the number of test turns
+   before the submit, not at the chosen frame), kept as ``info.protocol_score_as_run``;
+8. pictures for vision models are ``--observation``'s (``game_client/bridge/images.py``);
+9. the interaction phase offers the harness's list in its order, ``quit`` included
+   (which, as there, ends the interaction: the test follows);
+10. replies are read as the harness reads them (``game_client.bridge.parse``, style
+    ``harness``): the lower-case ``<action>`` tag only, its last occurrence, stripped of
+    blanks and nothing else (an environment action: its first line), and an action
+    counts only written exactly (``Left`` or a fenced `````left````` does nothing, as
+    there: an invalid turn, nothing moves);
+11. the test ends unfinished after :attr:`Protocol.test_step_cap` (501) turns, the
+    harness's loop limit;
+12. the interaction phase's welcome does not describe the test's task.
 
 What items 4, 5 and 7 do for a test is its challenge's knowledge, not this module's:
 each challenge names its :class:`~tasks.worldtest.challenge.HarnessRules`
@@ -41,6 +56,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from tasks.core import parse_action
 from tasks.worldtest.challenge import harness_rules
 from tasks.worldtest.episode import INTERACTION, Episode
 
@@ -64,6 +80,17 @@ class Protocol:
     planning_full_goal: bool = False
     negative_scores: bool = False
     """Scores as the harness gives them (the challenge's ``HarnessRules.score``)."""
+    interaction_order: tuple[str, ...] = ()
+    """The interaction phase's actions in the profile's order, ``quit`` among them
+    (the harness's quit ends its interactive environment: the test follows, as after
+    ``go-to-test``); empty: gridstudy's own list."""
+    strict_replies: bool = False
+    """Actions are read as the harness reads them: the lower-case ``<action>`` tag as
+    written, no clean-up, an environment action as written in canonical form."""
+    test_step_cap: int | None = None
+    """Turns in the test after which the attempt ends unfinished (the harness's loop)."""
+    task_in_intro: bool = True
+    """The interaction phase's welcome describes the task of the test."""
 
     # -- what is offered, and in which names ---------------------------------------------
 
@@ -79,7 +106,11 @@ class Protocol:
     def _ours(self, episode: Episode) -> list[str]:
         """The gridstudy actions offered now (indexed ones written out)."""
         texts = []
-        for pattern in episode.allowed_actions():
+        allowed = episode.allowed_actions()
+        if self.interaction_order and episode.phase == INTERACTION:
+            verbs = {a.split(" ")[0]: a for a in allowed} | {"quit": "quit"}
+            allowed = [verbs[verb] for verb in self.interaction_order if verb in verbs]
+        for pattern in allowed:
             match = re.fullmatch(r"(choose_\w+)_\[0-(\d+)\]", pattern)
             if match and self.list_each_choice:
                 texts += [f"{match.group(1)}_{i}" for i in range(int(match.group(2)) + 1)]
@@ -90,10 +121,14 @@ class Protocol:
                 texts, episode.test.view(episode.phase), episode.phase, self.list_each_choice)
         return texts
 
-    def canonical(self, text: Any) -> Any:
-        """The gridstudy action a reply's action text names (names mapped back)."""
+    def canonical(self, text: Any, episode: Episode | None = None) -> Any:
+        """The gridstudy action a reply's action text names (names mapped back; the
+        interaction phase's ``quit`` where the profile offers it goes to the test)."""
         if not isinstance(text, str):
             return text
+        if (self.interaction_order and text == "quit" and episode is not None
+                and episode.phase == INTERACTION):
+            return "go-to-test"
         for ours, theirs in self.names.items():
             if text.strip() == theirs:
                 return ours
@@ -104,6 +139,14 @@ class Protocol:
         profile offers what gridstudy does)."""
         if self.name == GRIDSTUDY.name:
             return None
+        if self.strict_replies and text not in self.names.values():
+            try:
+                written = str(parse_action(text))
+            except ValueError:
+                written = text
+            if written != text:
+                return (f"{text!r} is not an action as written; the harness reads "
+                        f"{written!r} only written exactly so")
         theirs = self.names.get(text, text)
         if theirs in self.offered(episode) or text in self._ours(episode):
             return None
@@ -148,14 +191,18 @@ class Protocol:
 
     # -- scores ---------------------------------------------------------------------------
 
-    def score(self, episode: Episode) -> float:
+    def score(self, episode: Episode, answered: int | None = None) -> float:
         """The attempt's score as the profile gives it (gridstudy's when the profile
-        keeps scores in [0, 1])."""
+        keeps scores in [0, 1]). With ``answered``, a change-detection answer is read as
+        the harness's code reads it: the formula is taken at ``answered`` (the number of
+        test turns before the submit) in place of the chosen frame, a quirk of the
+        harness that its published numbers include."""
         score = episode.final_score
         if not self.negative_scores or not episode.done:
             return score
         # the test phase's outcome, its keys prefixed test_
-        return harness_rules(episode.problem.challenge).score(score, episode.outcome())
+        return harness_rules(episode.problem.challenge).score(score, episode.outcome(),
+                                                              answered)
 
 
 GRIDSTUDY = Protocol("gridstudy")
@@ -164,6 +211,9 @@ AUTUMNBENCH = Protocol(
     interaction_cap=300,
     names={"found-change": "I found the change!", "submit": "Submit choice"},
     list_each_choice=True, harness_tests=True, planning_full_goal=True, negative_scores=True,
+    interaction_order=("left", "right", "up", "down", "click", "noop", "quit", "go-to-test",
+                       "reset"),
+    strict_replies=True, test_step_cap=501, task_in_intro=False,
 )
 PROTOCOLS = {p.name: p for p in (GRIDSTUDY, AUTUMNBENCH)}
 

@@ -119,7 +119,7 @@ class AgentTurns:
         phase = self.episode.phase
         self.interaction_turns += phase == "interaction"
         self.stacked = []
-        action = self.protocol.canonical(action)
+        action = self.protocol.canonical(action, self.episode)
         why = self.why_invalid(action, error)
         stand_in = self.protocol.unparsed(self.episode) if action is None else None
         if stand_in is not None:  # the profile plays a reply without an action as noop
@@ -132,8 +132,24 @@ class AgentTurns:
             result = self._invalid(action, raw_reply, why, fields) if why else \
                 self._apply(action, raw_reply, fields)
         self._follow_up(result, phase)
-        if not self.ended and self.turns >= self.max_turns:
-            self.end(ABANDONED, f"no end after {self.max_turns} turns")
+        self._check_limits()
+        return result
+
+    def applied_elsewhere(self) -> None:
+        """A turn whose action the driver applied itself (the real-time clock applies a
+        model's action at its tick, ``game_client.realtime``): counted, the streak of
+        invalid turns ends, and the turn limit applies."""
+        self.turns += 1
+        self.streak = 0
+        self._check_limits()
+
+    def refused_elsewhere(self, action: Any, raw_reply: str | None, why: str,
+                          fields: dict[str, Any]) -> TurnResult:
+        """A turn whose action the driver could not apply (:meth:`why_invalid`, or its
+        clock refused it): counted, recorded and limited as any invalid turn."""
+        self.turns += 1
+        result = self._invalid(action, raw_reply, why, fields)
+        self._check_limits()
         return result
 
     def why_invalid(self, action: Any, reported: str | None = None) -> str | None:
@@ -199,7 +215,7 @@ class AgentTurns:
             reply = raw_reply or (action if isinstance(action, str) else "")
             self.sink.invalid(phase=self.episode.phase, raw_reply=reply, error=why, **fields)
         if self.streak >= self.max_invalid:
-            self.end(ABANDONED, f"{self.streak} invalid replies in a row")
+            self._check_limits()
         return TurnResult(False, error=why)
 
     def end(self, status: str, reason: str | None = None, *, resumable: bool = False) -> None:
@@ -216,15 +232,41 @@ class AgentTurns:
             if self.protocol is not GRIDSTUDY:
                 info["protocol"] = self.protocol.name
                 info["protocol_score"] = self.protocol.score(self.episode)
+                # the harness's own reading: its clock counts every test turn, the submit's
+                answered = self.turns - self.interaction_turns - 1
+                info["protocol_score_as_run"] = self.protocol.score(self.episode, answered)
             self.sink.finished(self.episode, status=status, info=info)
 
     def reopen(self) -> None:
-        """Continue an attempt that was ended ``resumable``, from where it stopped."""
+        """Continue an attempt that was ended ``resumable``, from where it stopped. One
+        whose record already reaches its end (its process died after the last turn and
+        before the attempt was marked ended) ends now, as that turn would have ended it."""
         if self.status in FINISHED:
             raise ValueError(f"the attempt is over ({self.status}) and cannot be resumed")
         self.status, self.reason, self.resumable = ACTIVE, None, False
         if self.sink is not None:
             self.sink.reopened()
+        if self.episode.done:
+            self.end(DONE)
+        self._check_limits()
+
+    def _check_limits(self) -> None:
+        why = None if self.ended else self.limit_reached()
+        if why:
+            self.end(ABANDONED, why)
+
+    def limit_reached(self) -> str | None:
+        """Why the model's turns are over (too many invalid replies in a row, or turns
+        without an end), or None."""
+        if self.streak >= self.max_invalid:
+            return f"{self.streak} invalid replies in a row"
+        if self.turns >= self.max_turns:
+            return f"no end after {self.max_turns} turns"
+        cap = self.protocol.test_step_cap
+        if cap and self.episode.phase != "interaction" and \
+                self.turns - self.interaction_turns >= cap:
+            return f"no end after {cap} turns of the test (the {self.protocol.name} profile's cap)"
+        return None
 
     def state(self) -> dict[str, Any]:
         """What the agent is shown: the episode's view, the observation's ``text`` and

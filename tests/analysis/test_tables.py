@@ -7,6 +7,7 @@ comes about from the actions played there.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -208,11 +209,18 @@ def test_the_same_model_at_both_clocks_and_with_pictures_is_kept_apart(dataset):
         "realtime": {"clock": "realtime"}, "image": {"observation": "image"},
         "both": {"clock": "realtime", "observation": "both", "history": "none"},
         "published": {"protocol": "autumnbench"},
+        "hot": {"params": {"temperature": 1, "reasoning_effort": "high"}},
+        "many": {"params": {"temperature": 1, "top_p": 0.9, "seed": 7, "max_tokens": 4096}},
+        "labelled": {"label": "m-1-hot", "params": {"temperature": 1}},
     }.items()}
     assert at == {"default": "llm:m-1", "turns": "llm:m-1", "realtime": "llm:m-1 [realtime clock]",
                   "image": "llm:m-1 [image]",
                   "both": "llm:m-1 [history none, realtime clock, text+image]",
-                  "published": "llm:m-1 [autumnbench protocol]"}
+                  "published": "llm:m-1 [autumnbench protocol]",
+                  "hot": "llm:m-1 [reasoning_effort=high, temperature=1]",
+                  "many": at["many"], "labelled": "m-1-hot"}
+    # too many parameters to spell out: a short digest of them, still one name per setting
+    assert re.fullmatch(r"llm:m-1 \[params [0-9a-f]{6}\]", at["many"])
 
 
 def test_the_headline_sets_people_first_with_intervals_over_problems(dataset):

@@ -15,8 +15,8 @@ from tests.e2e.screenshots import shoot
 
 def study_at_task(make_live_server, definition, query):
     """The real server with the study and a researcher account, and one participant (the
-    ``query`` of their Prolific link) at their first real problem: the server and that
-    session's token."""
+    ``query`` of their Prolific link) at their first real problem: the server, that
+    session's token and the participant's flow cookie (their game is theirs only)."""
     register_walker_problems(PROBLEMS)
     live = make_live_server()
     with live.store.session() as db:
@@ -26,12 +26,13 @@ def study_at_task(make_live_server, definition, query):
     participant.get(f"/study/pilot?{query}")
     while current(live.app, participant).stage.name != "task":
         answer(live.app, participant)
-    return live, current(live.app, participant).context["token"]
+    return (live, current(live.app, participant).context["token"],
+            f"session={participant.get_cookie('session').value}")
 
 
 def test_a_researcher_pays_and_unsticks_a_study_in_the_browser(make_live_server, page, tmp_path):
     definition = make_definition(bonus={"per_solved": 0.2})
-    live, _ = study_at_task(make_live_server, definition,
+    live, _, _ = study_at_task(make_live_server, definition,
                             "PROLIFIC_PID=5f1e2d3c4b5a&STUDY_ID=st-9&SESSION_ID=se-1")
     with live.store.session() as db:
         stuck = db.exec(select(EpisodeRow).where(EpisodeRow.status == "active",
@@ -76,7 +77,7 @@ def test_the_monitor_updates_without_a_reload_while_a_participant_plays(make_liv
                                                                        tmp_path):
     from tests.conftest import Player
 
-    live, token = study_at_task(make_live_server, make_definition(),
+    live, token, cookie = study_at_task(make_live_server, make_definition(),
                                 "PROLIFIC_PID=PID-M&STUDY_ID=st&SESSION_ID=se")
     episode_id = live.app.extensions["gridstudy.realtime"].get(token).episode_id
 
@@ -92,7 +93,7 @@ def test_the_monitor_updates_without_a_reload_while_a_participant_plays(make_liv
     page.evaluate("window.loadedOnce = true")
     row.locator("input[name=reason]").fill("half-typed")  # survives the pushes
 
-    player = Player(live.url, token).connect()
+    player = Player(live.url, token, cookie=cookie).connect()
     try:
         player.join()
         player.send("go-to-test")
@@ -125,10 +126,10 @@ def test_the_monitor_updates_without_a_reload_while_a_participant_plays(make_liv
 def test_replay_plays_marks_clicks_and_jumps_to_an_event(make_live_server, page, tmp_path):
     from tests.conftest import Player
 
-    live, token = study_at_task(make_live_server, make_definition(),
+    live, token, cookie = study_at_task(make_live_server, make_definition(),
                                 "PROLIFIC_PID=PID-R&STUDY_ID=st&SESSION_ID=se")
     episode_id = live.app.extensions["gridstudy.realtime"].get(token).episode_id
-    player = Player(live.url, token).connect()
+    player = Player(live.url, token, cookie=cookie).connect()
     try:
         player.join()
         for action in ("click 2 1", "go-to-test", "right"):

@@ -95,7 +95,7 @@ def take_part(live, pid: str) -> None:
             if page.stage.name in ("task", "tutorial"):
                 problem = page.context["problem"].id
                 play(live, page.context["token"], TUTORIAL_PLAY if problem == TUTORIAL
-                     else HUMANS[pid][problem])
+                     else HUMANS[pid][problem], cookie_of(client))
                 shown = client.get("/study/pilot/flow")
             token = re.search(r'name="csrf_token" value="([^"]+)"', shown.text).group(1)
             answers = page.stage.simulate(page.state, "pass")
@@ -104,10 +104,16 @@ def take_part(live, pid: str) -> None:
     raise AssertionError(f"{pid} never reached the end of the study")
 
 
-def play(live, token: str, bursts: list[list[str]]) -> None:
-    """Join the game's session over Socket.IO and send each burst of inputs; wait for it
-    to be applied before the next, and for the episode's end after the last."""
-    player = Player(live.url, token).connect()
+def cookie_of(client: httpx.Client) -> str:
+    """The participant's cookies (their game is theirs only)."""
+    return "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+
+
+def play(live, token: str, bursts: list[list[str]], cookie: str) -> None:
+    """Join the game's session over Socket.IO (as the participant whose flow ``cookie``
+    it carries) and send each burst of inputs; wait for it to be applied before the
+    next, and for the episode's end after the last."""
+    player = Player(live.url, token, cookie=cookie).connect()
     try:
         joined = player.join()
         assert joined.get("ok", True), joined

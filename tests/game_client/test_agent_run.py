@@ -136,13 +136,17 @@ models:
                                                                ("beta", second.base_url)]
     by_run = {r.id: sorted(e.status for e in episodes if e.agent_run_id == r.id) for r in runs}
     assert by_run == {runs[0].id: ["done", "done"], runs[1].id: ["abandoned", "abandoned"]}
-    assert "alpha (agent run 1): 2 attempts (done 2)" in result.stdout
-    assert "beta-local (agent run 2): 2 attempts (abandoned 2); mean score 0.000" in result.stdout
+    # the summary and the report name each configuration alike: its label, else the model
+    # with the parameters that change its behaviour
+    alpha, beta = "llm:alpha [temperature=0]", "beta-local"
+    assert f"{alpha} (agent run 1): 2 attempts (done 2)" in result.stdout
+    assert f"{beta} (agent run 2): 2 attempts (abandoned 2); mean score 0.000" in result.stdout
     # the report: a model whose every reply is invalid scores 0, and its tokens count
     table = {row["agent"]: row for row in score_cost(load(f"sqlite:///{tmp_path / 'r.db'}"))}
-    assert (table["llm:beta"]["score"], table["llm:beta"]["scored"]) == (0.0, 2)
-    assert table["llm:beta"]["cost"] == "unpriced" and table["llm:beta"]["prompt_tokens"] > 0
-    assert table["llm:alpha"]["score"] == 1.0 and table["llm:alpha"]["cost"] > 0
+    assert set(table) == {alpha, beta}
+    assert (table[beta]["score"], table[beta]["scored"]) == (0.0, 2)
+    assert table[beta]["cost"] == "unpriced" and table[beta]["prompt_tokens"] > 0
+    assert table[alpha]["score"] == 1.0 and table[alpha]["cost"] > 0
 
 
 @pytest.mark.parametrize("text, message", [
@@ -207,3 +211,125 @@ def test_the_report_scores_an_all_invalid_model_0_counts_its_cost_and_warns(tmp_
         outcomes = {row["agent"]: row for row in csv.DictReader(handle)}
     assert outcomes["llm:zero"]["abandoned: invalid replies"] == "2"
     assert outcomes["llm:cut"]["interrupted"] == "1"
+
+
+def test_two_configurations_of_one_model_are_two_agents_everywhere(tmp_path, registered):
+    """One model twice in a run file, labelled: the summary, the report's tables, the
+    DataFrames and the export keep the two apart under their labels."""
+    import csv
+
+    from study_server.export import export
+
+    run_file = tmp_path / "models.yaml"
+    with FakeOpenAI([solver] * 16) as fake:
+        run_file.write_text(f"""
+problems: ["test/walker-planning"]
+runs: 2
+models:
+  - model: policy
+    label: policy-t0
+    base_url: {fake.base_url}
+    params: {{temperature: 0}}
+  - model: policy
+    label: policy-t1-high
+    base_url: {fake.base_url}
+    params: {{temperature: 1, reasoning_effort: high}}
+""")
+        result = CliRunner().invoke(main, ["agent", "run", "--run-file", str(run_file),
+                                           "--db", str(tmp_path / "r.db"), "--quiet"],
+                                    env={"OPENAI_API_KEY": "sk-a"})
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert {r.get("temperature") for r in fake.requests} == {0, 1}
+    labels = {"policy-t0", "policy-t1-high"}
+    assert {line.split(" (agent run")[0] for line in result.stdout.splitlines()
+            if "(agent run" in line} == labels
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    table = {row["agent"]: row for row in score_cost(load(url))}
+    assert set(table) == labels and all(row["attempts"] == 2 for row in table.values())
+    data = load(url)  # its tables are DataFrames
+    assert set(data.episodes["agent"]) == labels and set(data.turns["agent"]) == labels
+    assert data.turns.groupby("agent").size().to_dict() == {"policy-t0": 8, "policy-t1-high": 8}
+    export(url, tmp_path / "out")
+    with open(tmp_path / "out" / "episodes.csv", newline="") as handle:
+        exported = list(csv.DictReader(handle))
+    assert sorted(row["agent"] for row in exported) == sorted([*labels, *labels])
+
+
+def test_the_batch_budget_counts_what_earlier_runs_of_the_command_spent(tmp_path, registered):
+    """--max-cost 1 spent by a first run: rerunning stops at once, paying nothing; a
+    larger budget continues the same agent run, and the summary names this invocation's
+    cost and the run's total apart. Prices are given inline."""
+    prices = json.dumps({"m": {"input": 1000.0, "output": 1000.0}})
+    env_of = lambda fake: {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"}  # noqa: E731
+    db = tmp_path / "r.db"
+    args = ("--model", "m", "--prices", prices, "--runs", "2", "--max-turns", "30")
+    with FakeOpenAI(["<action>noop</action>"] * 100) as fake:
+        first = agent_run(db, *args, "--max-cost", "1", env=env_of(fake))
+        assert first.exit_code == 1 and "the batch's budget ran out" in first.stdout
+        paid = sum(e.cost for e in rows(db)[2])
+        assert paid >= 1.0
+        asked = len(fake.requests)
+        again = agent_run(db, *args, "--max-cost", "1", env=env_of(fake))
+        assert len(fake.requests) == asked  # not one request more
+        assert again.exit_code == 1, again.stdout
+        assert "all of it by earlier runs of the same command" in again.stdout
+        assert "(agent run 1): 2 attempts not started" in again.stdout
+        more = agent_run(db, *args, "--max-cost", "2", env=env_of(fake))
+    runs, _, events = rows(db)
+    assert len(runs) == 1  # one agent run across the three invocations
+    total = sum(e.cost for e in events)
+    assert 2.0 <= total < 2.0 + max(e.cost for e in events)  # stopped at the budget, in all
+    line = next(line for line in more.stdout.splitlines() if "(agent run 1)" in line)
+    assert f"cost ${total - paid:.4f} this invocation" in line
+    assert f"${total:.4f} in all for agent run 1" in line
+    assert more.stdout.count("$") >= 2 and "grounding" in line
+    broken = agent_run(db, *args[:2], "--prices", '{"m": {"input": 1}}', env=env_of(fake))
+    assert broken.exit_code == 2
+    assert "the inline price table: not a price table (KeyError: 'output')" in broken.stderr
+
+
+def test_a_model_without_a_finished_attempt_has_no_grounding(tmp_path, registered):
+    """Its one turn was valid, but an attempt that did not finish has no grounding to show."""
+    with FakeOpenAI(["<action>noop</action>", Failure(503)]) as fake:
+        result = agent_run(tmp_path / "r.db", "--model", "m",
+                           env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"})
+    line = next(line for line in result.stdout.splitlines() if "(agent run 1)" in line)
+    assert "no finished attempt; grounding -;" in line, line
+
+
+def test_a_rerun_with_other_options_says_so_and_lets_the_researcher_choose(tmp_path, registered):
+    """Interrupted attempts of a run at temperature 0; the command again at temperature 1
+    refuses, naming the difference and the attempts; --new-run leaves them; --continue-run
+    finishes them with the recorded temperature."""
+    env_of = lambda fake: {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"}  # noqa: E731
+    db = tmp_path / "r.db"
+    prices = json.dumps({"m": {"input": 1000.0, "output": 1000.0}})
+    cold = ("--model", "m", "--temperature", "0", "--prices", prices, "--max-turns", "6")
+    hot = ("--model", "m", "--temperature", "1", "--prices", prices, "--max-turns", "6")
+    with FakeOpenAI(["<action>noop</action>"] * 100) as fake:
+        first = agent_run(db, *cold, "--max-cost", "0.5", env=env_of(fake))
+        assert first.exit_code == 1 and "budget ran out" in first.stdout
+        _, stranded, _ = rows(db)
+        assert [e.status for e in stranded] == ["interrupted"]
+        asked = len(fake.requests)
+        refused = agent_run(db, *hot, env=env_of(fake))
+        assert refused.exit_code == 2 and len(fake.requests) == asked
+        assert "params.temperature: 0.0 -> 1.0" in refused.stderr
+        assert f"episode {stranded[0].id} (test/walker-planning, interrupted)" in refused.stderr
+        assert "--continue-run" in refused.stderr and "--new-run" in refused.stderr
+        new = agent_run(db, *hot, "--new-run", env=env_of(fake))
+        assert new.exit_code == 0, new.stderr
+        assert f"agent run 1 keeps 1 unfinished attempt(s) (episode {stranded[0].id}" in new.stderr
+        assert "params.temperature: 0.0 -> 1.0" in new.stderr
+        assert {r["temperature"] for r in fake.requests[asked:]} == {1.0}
+        asked = len(fake.requests)
+        both = agent_run(db, *hot, "--new-run", "--continue-run", env=env_of(fake))
+        assert both.exit_code == 2 and "exclude each other" in both.stderr
+        kept = agent_run(db, *hot, "--continue-run", env=env_of(fake))
+    assert kept.exit_code == 0, kept.stderr
+    assert "continuing agent run 1 with its recorded options" in kept.stderr
+    assert {r["temperature"] for r in fake.requests[asked:]} == {0.0}  # the recorded one
+    runs, episodes, _ = rows(db)
+    assert len(runs) == 2
+    assert [(e.agent_run_id, e.status) for e in episodes] == [(1, "abandoned"), (2, "abandoned")]
+    assert episodes[0].id == stranded[0].id  # finished, not replaced

@@ -86,3 +86,36 @@ def test_an_interrupted_realtime_attempt_is_not_continued():
 def test_realtime_does_not_go_through_a_server(tmp_path, slow_problem):
     result, _ = run(tmp_path / "r.db", [], "--server", "http://127.0.0.1:9", "--token", "t")
     assert result.exit_code == 2 and "--clock realtime plays in this process" in result.stderr
+
+
+@pytest.mark.parametrize("replies, limit, reason", [
+    (["<action>noop</action>"] * 3, ("--max-turns", "3"), "no end after 3 turns"),
+    (["I am not sure yet."] * 2, ("--max-invalid", "2"), "2 invalid replies in a row"),
+])
+def test_both_clocks_end_an_attempt_by_the_one_turn_rule(tmp_path, slow_problem, replies, limit,
+                                                         reason):
+    ended = {}
+    for clock in ("turns", "realtime"):
+        result, _ = run(tmp_path / f"{clock}.db", replies, *limit, "--clock", clock)
+        assert result.exit_code == 0, result.stderr
+        _, episodes, _ = rows(tmp_path / f"{clock}.db")
+        info = episodes[0].info
+        ended[clock] = (episodes[0].status, info["reason"], info["turns"], info["invalid"])
+    assert ended["turns"] == ended["realtime"]
+    assert ended["turns"][:2] == ("abandoned", reason)
+
+
+def test_a_realtime_attempt_shows_the_model_what_a_turn_based_one_does(slow_problem):
+    from game_client.realtime import RealtimeAttempt
+    from game_client.runner import LocalAttempt
+
+    on_clock, by_turns = RealtimeAttempt(SLOW), LocalAttempt(SLOW)
+    try:
+        shown, expected = on_clock.state(), by_turns.state()
+    finally:
+        on_clock.end("interrupted", "the test is over")
+    assert set(shown) == set(expected) | {"refused"}
+    assert (shown["protocol"], shown["goal_format"], shown["actions"]) == \
+        (expected["protocol"], expected["goal_format"], expected["actions"])
+    assert on_clock.summary()["status"] == "interrupted"
+    assert on_clock.summary()["resumable"] is False

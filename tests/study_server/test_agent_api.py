@@ -168,3 +168,70 @@ def test_a_study_token_writes_into_its_study_only_and_takes_no_participant_slot(
     with live_server.store.session() as session:
         counts = assignment.fill_counts(session, "pilot", list(definition.problems))
     assert counts == {"test/rt-walker-mfp": 0, "test/rt-walker-cd": 0}
+
+
+def test_a_budget_through_a_server_counts_what_earlier_runs_spent(live_server, test_problems):
+    """--max-cost with --server: the server says what the agent run spent; a rerun after
+    the budget ran out asks the model nothing more."""
+    import json
+
+    from click.testing import CliRunner
+
+    from bench.standin import FakeOpenAI
+    from study_server.cli import main
+
+    prices = json.dumps({"m": {"input": 1000.0, "output": 1000.0}})
+    args = ["agent", "run", "--problems", "test/rt-walker-mfp", "--model", "m", "--prices",
+            prices, "--max-cost", "0.5", "--retries", "0", "--quiet", "--server",
+            live_server.url]
+    with FakeOpenAI(["<action>noop</action>"] * 50) as fake:
+        env = {"GRIDSTUDY_TOKEN": live_server.token(), "OPENAI_BASE_URL": fake.base_url,
+               "OPENAI_API_KEY": "k"}
+        first = CliRunner().invoke(main, args, env=env)
+        assert first.exit_code == 1 and "the batch's budget ran out" in first.output
+        asked = len(fake.requests)
+        again = CliRunner().invoke(main, args, env=env)
+    assert len(fake.requests) == asked
+    assert again.exit_code == 1 and "all of it by earlier runs" in again.output
+    run_id = int(first.output.split("(agent run ")[1].split(")")[0])
+    with live_server.store.session() as session:
+        from sqlmodel import select
+
+        from records.models import Event
+
+        paid = sum(e.cost for e in session.exec(select(Event).where(Event.agent_run_id == run_id)))
+    assert paid >= 0.5
+    assert f"{paid:.4f} in all for agent run {run_id}" in first.output
+
+
+def test_a_rerun_through_a_server_with_other_options_says_so(live_server, test_problems):
+    """The rerun of the issue through a server: a budget interrupts an attempt at
+    temperature 0; the command at temperature 1 refuses and names it; --continue-run
+    finishes it with temperature 0 on the server."""
+    import json
+
+    from click.testing import CliRunner
+
+    from bench.standin import FakeOpenAI
+    from study_server.cli import main
+
+    prices = json.dumps({"m": {"input": 1000.0, "output": 1000.0}})
+
+    def args(temperature, *extra):
+        return ["agent", "run", "--problems", "test/rt-walker-mfp", "--model", "m", "--prices",
+                prices, "--temperature", temperature, "--max-turns", "6", "--retries", "0",
+                "--quiet", "--server", live_server.url, *extra]
+
+    with FakeOpenAI(["<action>noop</action>"] * 50) as fake:
+        env = {"GRIDSTUDY_TOKEN": live_server.token(), "OPENAI_BASE_URL": fake.base_url,
+               "OPENAI_API_KEY": "k"}
+        first = CliRunner().invoke(main, args("0", "--max-cost", "0.3"), env=env)
+        assert first.exit_code == 1 and "budget ran out" in first.output
+        refused = CliRunner().invoke(main, args("1"), env=env)
+        assert refused.exit_code == 2, refused.output
+        assert "params.temperature: 0.0 -> 1.0" in refused.output
+        asked = len(fake.requests)
+        kept = CliRunner().invoke(main, args("1", "--continue-run"), env=env)
+    assert kept.exit_code == 0, kept.output
+    assert "continuing agent run 1 with its recorded options" in kept.output
+    assert {r["temperature"] for r in fake.requests[asked:]} == {0.0}

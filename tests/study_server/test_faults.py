@@ -237,13 +237,13 @@ def fill(folder: Path) -> Path:
 
 
 def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
-    """The disk fills up for ten seconds under six players: the games stand still with a
-    plain message, new visitors get 503 with Retry-After (never 500), the dashboard says
-    so; when room comes back everything goes on by itself; every acknowledged input is
-    stored, no attempt has a hole."""
+    """The reproduction: the disk full for fifteen seconds under ten players. The games
+    stand still with a plain message, new visitors get 503 with Retry-After (never 500),
+    the dashboard says so; when room comes back everything goes on by itself; every
+    acknowledged input is stored, no attempt has a hole."""
     served = Served(small_disk / "g.db", tmp_path / "serve.log")
     try:
-        games = [served.playing(f"d{i}") for i in range(6)]
+        games = [served.playing(f"d{i}") for i in range(10)]
         players = [player for player, _ in games]
         watcher = researcher(served.url)
         stop = threading.Event()
@@ -259,7 +259,7 @@ def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
         assert board.status_code in (200, 503)
         if board.status_code == 200:
             assert "data-storage-outage" in board.text
-        time.sleep(7)
+        time.sleep(12)
         paused = [p for p in players if any(s.get("paused") for s in p.states_after(full_at))]
         assert paused == players  # every game stood still, and said so
         ticks = [p.states[-1][1]["tick"] for p in players]

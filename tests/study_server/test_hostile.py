@@ -65,7 +65,7 @@ HTTP = {
     "runs: nested 100,000 deep": ("POST", "/api/agent/runs", DEEP.encode(), 400, "send a JSON object"),
     "runs: config nested 40 deep": ("POST", "/api/agent/runs", {"config": nested(40)}, 400, "nests deeper than 32"),
     "runs: a 2 MB body": ("POST", "/api/agent/runs", {"model": "m" * 2_000_000}, 413, "over 1000000 bytes"),
-    "runs: GET": ("GET", "/api/agent/runs", None, 405, "Method Not Allowed: GET /api/agent/runs"),
+    "runs: PUT": ("PUT", "/api/agent/runs", None, 405, "Method Not Allowed: PUT /api/agent/runs"),
     # episodes
     "episodes: run id beyond 64 bits": ("POST", f"/api/agent/runs/{HUGE}/episodes", {"problem_id": PROBLEM}, 404, "no agent run"),
     "episodes: unknown run": ("POST", "/api/agent/runs/987654/episodes", {"problem_id": PROBLEM}, 404, "no agent run 987654"),

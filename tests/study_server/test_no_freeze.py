@@ -10,6 +10,7 @@ section 2), on ``gridstudy serve`` itself (gevent, one process):
 
 from __future__ import annotations
 
+import random
 import re
 import threading
 import time
@@ -128,3 +129,31 @@ def test_nobody_joins_or_takes_over_another_participants_game(tmp_path):
         assert not re.search(r"token['\"]?: ?['\"][A-Za-z0-9_-]{8,}", text)
     finally:
         served.stop()
+
+
+def test_a_step_that_runs_to_its_budget_delays_no_other_session(tmp_path):
+    """An Autumn step that works for about half a second before its budget stops it,
+    four times over, while another participant plays: that participant's ticks stay on
+    time (the long step yields to the loop every few milliseconds), and each attempt
+    that went over ends with the budget error within a second or two."""
+    from bench.hostile import hit_limit, lateness, logged_in, play, start_server
+
+    db = str(tmp_path / "hostile.db")
+    server, url, _ = start_server(db)
+    try:
+        researcher = logged_in(url)
+        played: list[int] = []
+        player = threading.Thread(target=lambda: played.append(
+            play(url, researcher, time.time() + 9, random.Random(0))))
+        player.start()
+        time.sleep(2)
+        since = time.time()
+        told = [hit_limit(url, researcher, "bench/heavy")[0] for _ in range(4)]
+        until = time.time()
+        player.join()
+    finally:
+        server.terminate()
+        server.wait(60)
+    assert all(seconds is not None and seconds < 3.0 for seconds in told), told
+    _, p99, ticks = lateness(db, played[0], since, until)
+    assert ticks > 10 and p99 <= 25.0, (p99, ticks)

@@ -16,7 +16,7 @@ from records.store import Store
 from study_server.cli import main
 from tasks import registry
 from tasks.worldtest.episode import Episode
-from tasks.worldtest.planning import goal_text
+from tasks.worldtest.planning import goal_frame, goal_text
 from tasks.worldtest.protocol import AUTUMNBENCH, GRIDSTUDY, get
 from tasks.worldtest.turn import AgentTurns
 from tests.tasks.test_importer import FIXTURE, unregister_imported
@@ -163,7 +163,9 @@ def test_5_masked_frame_prediction_offers_step_until_the_last_frame(imported):
 def test_6_the_planning_goal_is_a_full_grid_beside_its_mask(imported):
     turns = attempt("planning", AUTUMNBENCH)
     turns.take("go-to-test")
-    shown = json.loads(goal_text(turns.state()))
+    shown = json.loads(goal_frame(turns.state()))
+    assert goal_text(turns.state()) == ""  # one object, as the harness sends it
+    assert shown["render"] == json.loads(turns.state()["text"])
     assert shown["goal"] == registry.get_problem("autumnbench/dabs/planning").params["goal_grid"]
     assert "ignore" not in json.dumps(shown["goal"])
     assert shown["highlight_mask"][0][0] == 1 and shown["highlight_mask"][0][1] == 0
@@ -272,7 +274,8 @@ def test_the_report_sets_the_harness_s_scores_beside_gridstudy_s(imported, tmp_p
 
     assert published_scores(dataset) == [{
         "agent": "llm:m [autumnbench protocol]", "challenge": "cd", "attempts": 1,
-        "gridstudy score": 0.0, "harness score": -1.0}]
+        "gridstudy score": 0.0, "harness score": -1.0,
+        "harness score as its code computes it": -1.0}]
     page = write_report(dataset, tmp_path / "report").read_text()
     assert "Scores as the published harness gives them" in page
     assert (tmp_path / "report" / "published_scores.csv").exists()

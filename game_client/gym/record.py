@@ -1,0 +1,63 @@
+"""Recording Gymnasium episodes in the store, beside people's and models' attempts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+
+from game_client.batch import find_or_create_run
+from records.recorder import EpisodeRecorder
+
+KIND = "rl"
+"""The ``agent_kind`` of every run recorded here."""
+
+
+def parse_agent(agent: str) -> str:
+    """The NAME of ``rl:NAME``; ``ValueError`` saying what is expected otherwise.
+
+    >>> parse_agent("rl:qlearning")
+    'qlearning'
+    """
+    kind, _, name = agent.partition(":")
+    if kind != KIND or not name.strip():
+        raise ValueError(f"agent {agent!r} must be written rl:NAME (rl:qlearning, rl:ppo ...)")
+    return name.strip()
+
+
+class RecordEpisodes(gymnasium.Wrapper):
+    """Writes every episode of ``env`` (a gridstudy environment, wrapped or not) into the
+    store at ``db`` as an attempt of the agent run ``rl:NAME``: the same rows, written by
+    the same :class:`records.recorder.EpisodeRecorder`, as people's and models' attempts,
+    so ``gridstudy report`` shows ``rl:NAME`` beside them.
+
+    ``config`` is what the run's row keeps (hyper-parameters, say); runs with the same
+    name and config are one run. ``close()`` ends an unfinished episode (abandoned) and
+    waits until every row is written.
+    """
+
+    def __init__(self, env: gymnasium.Env, db: str, agent: str,
+                 config: dict[str, Any] | None = None) -> None:
+        super().__init__(env)
+        from records.store import Store
+
+        name = parse_agent(agent)
+        target = env.unwrapped
+        if not hasattr(target, "recorder"):
+            raise TypeError(f"{type(target).__name__} is not a gridstudy environment; make one "
+                            "with gymnasium.make('gridstudy/...')")
+        self.store = Store(db)
+        self.agent_run_id = find_or_create_run(
+            self.store, KIND, name, {"gym_id": env.spec.id if env.spec else None,
+                                     **(config or {})})
+        limit = target.time_limit
+        target.recorder = lambda problem: EpisodeRecorder(
+            self.store, problem, agent_run_id=self.agent_run_id,
+            info={"max_turns": limit, "max_invalid": limit + 1})
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.env.unwrapped.recorder = None
+            self.store.close()

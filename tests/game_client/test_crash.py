@@ -1,0 +1,194 @@
+"""``kill -9`` on a real ``gridstudy agent run`` process, at several points, then the same
+command again: every job is played exactly once, every turn recorded before the kill is
+kept (and not paid for again), and nothing is left ``active``."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import threading
+import time
+
+from bench.standin import Failure, FakeOpenAI, Stall
+from tests.game_client.test_interrupt import NOOP, start, stored, wait_for_requests
+
+TURNS = 8
+"""--max-turns of the command in test_interrupt: each attempt ends abandoned after it."""
+
+
+def kill(process):
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+
+
+def rerun(db, fake, *extra):
+    """The same command again, with an endpoint that answers at once."""
+    fake.script[:] = [NOOP] * 200
+    fake.requests.clear()
+    process = start(db, fake, *extra)
+    out, err = process.communicate(timeout=180)
+    assert process.returncode == 0, err[-3000:]
+    return out, err
+
+
+def check_played_once(db, before, events_before, fake, err):
+    """The state after a rerun, against the state the kill left (``before``)."""
+    assert before, "the kill came before any attempt was stored"
+    episodes, events = stored(db)
+    assert [e.status for e in episodes] == ["abandoned"] * 4, [e.status for e in episodes]
+    jobs = sorted((e.problem_id, e.info["run_index"]) for e in episodes)
+    assert len(set(jobs)) == 4  # 2 problems x 2 runs, each once
+    assert {e.id for e in before} <= {e.id for e in episodes}  # continued, not replaced
+    kept = {(ev.episode_id, ev.seq, ev.prompt, ev.raw_reply) for ev in events_before}
+    after = {(ev.episode_id, ev.seq, ev.prompt, ev.raw_reply) for ev in events}
+    assert kept <= after  # every recorded turn kept as it was
+    for episode in episodes:
+        seqs = [ev.seq for ev in events if ev.episode_id == episode.id]
+        assert seqs == list(range(TURNS)), (episode.id, seqs)
+    # what was recorded before the kill is not asked for again
+    assert len(fake.requests) == 4 * TURNS - len(events_before)
+    active = [e.id for e in before if e.status == "active"]
+    if active:
+        assert "left active by a process that ended without closing them" in err
+        reaped = [e for e in episodes if e.id in active]
+        assert all(e.info["resumed"] >= 1 for e in reaped)
+
+
+def test_kill_before_the_first_turn(tmp_path):
+    db = tmp_path / "runs.db"
+    with FakeOpenAI([Stall(30.0, NOOP)] * 10) as fake:
+        process = start(db, fake)
+        wait_for_requests(fake, 2, process)
+        kill(process)
+        before, events_before = stored(db)
+        assert [e.status for e in before] == ["active", "active"] and not events_before
+        _, err = rerun(db, fake)
+        check_played_once(db, before, events_before, fake, err)
+    assert "2 of them resumed" in err
+
+
+def test_kill_in_the_middle_of_attempts(tmp_path):
+    db = tmp_path / "runs.db"
+    with FakeOpenAI([NOOP] * 11 + [Stall(30.0, NOOP)] * 10) as fake:
+        process = start(db, fake)
+        wait_for_requests(fake, 13, process)
+        time.sleep(0.5)  # the writer's last batch reaches the file
+        kill(process)
+        before, events_before = stored(db)
+        assert len(before) >= 2 and "active" in {e.status for e in before}
+        assert events_before
+        _, err = rerun(db, fake)
+        check_played_once(db, before, events_before, fake, err)
+
+
+def test_kill_during_a_retry_wait(tmp_path):
+    db = tmp_path / "runs.db"
+    busy = Failure(429, {"retry-after": "60"}, '{"error": {"message": "slow down"}}')
+    # one attempt at a time: a Retry-After holds every request to the endpoint
+    with FakeOpenAI([NOOP] * 3 + [busy] + [Stall(30.0, NOOP)] * 10) as fake:
+        process = start(db, fake, "--concurrency", "1")
+        wait_for_requests(fake, 4, process)
+        time.sleep(0.8)  # the attempt now waits out the Retry-After
+        kill(process)
+        before, events_before = stored(db)
+        assert len(events_before) == 3 and [e.status for e in before] == ["active"]
+        _, err = rerun(db, fake, "--concurrency", "1")
+        check_played_once(db, before, events_before, fake, err)
+
+
+def test_kill_during_the_final_write(tmp_path):
+    """The database is locked by another connection when an attempt's last reply
+    arrives, so the process is killed while it writes that turn and the attempt's end."""
+    db = tmp_path / "runs.db"
+    locked = threading.Event()
+    blocker: list[sqlite3.Connection] = []
+
+    def last_reply(messages):
+        connection = sqlite3.connect(db, timeout=30, check_same_thread=False)
+        connection.execute("BEGIN EXCLUSIVE")
+        blocker.append(connection)
+        locked.set()
+        return NOOP
+
+    # one attempt at a time: requests 1..8 are the first attempt's turns
+    with FakeOpenAI([NOOP] * (TURNS - 1) + [last_reply] + [Stall(30.0, NOOP)] * 10) as fake:
+        process = start(db, fake, "--concurrency", "1")
+        assert locked.wait(60), "the last reply of the first attempt was never asked for"
+        time.sleep(1.0)  # it is applied; its event and the attempt's end wait on the lock
+        assert process.poll() is None
+        kill(process)
+        blocker[0].rollback()
+        blocker[0].close()
+        before, events_before = stored(db)
+        assert [e.status for e in before] == ["active"]
+        assert len(events_before) < TURNS  # the last turn never reached the file
+        _, err = rerun(db, fake, "--concurrency", "1")
+        check_played_once(db, before, events_before, fake, err)
+
+
+def test_an_attempt_of_a_live_process_is_left_to_it(tmp_path):
+    """Two commands on one database: the second leaves the first's running attempts
+    alone (and plays no second copy of them) while the first lives."""
+    db = tmp_path / "runs.db"
+    with FakeOpenAI([Stall(30.0, NOOP)] * 2 + [NOOP] * 100) as fake:
+        first = start(db, fake)
+        wait_for_requests(fake, 2, first)
+        second = start(db, fake)
+        out, err = second.communicate(timeout=60)
+        try:
+            assert second.returncode == 0, err[-3000:]
+            assert "2 attempt(s) are being played by another process" in err
+            assert "2 attempt(s) to play" in err  # the two runs not started yet, only
+            assert "left active by a process" not in err
+            episodes, _ = stored(db)
+            assert [e.status for e in episodes] == ["active", "active", "abandoned", "abandoned"]
+        finally:
+            kill(first)
+
+
+def test_kill_while_playing_through_a_server(tmp_path, live_server):
+    """The same through a running server's agent API: the server keeps the attempts, the
+    rerun finds those its killed client left active and continues them there."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from sqlmodel import select
+
+    from records.models import EpisodeRow, Event
+
+    def command(fake):
+        env = {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test",
+               "GRIDSTUDY_TOKEN": token}
+        return subprocess.Popen(
+            [str(Path(sys.executable).parent / "gridstudy"), "agent", "run", "--problems",
+             "ant_trail/planning,cloud_burst/planning", "--model", "fake", "--runs", "1",
+             "--concurrency", "2", "--max-turns", str(TURNS), "--server", live_server.url,
+             "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def stored_here():
+        live_server.store.wait()
+        with live_server.store.session() as session:
+            return (session.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all(),
+                    session.exec(select(Event).order_by(Event.episode_id, Event.seq)).all())
+
+    token = live_server.token()
+    with FakeOpenAI([NOOP] * 5 + [Stall(30.0, NOOP)] * 10) as fake:
+        process = command(fake)
+        wait_for_requests(fake, 7, process)
+        kill(process)
+        before, events_before = stored_here()
+        assert [e.status for e in before] == ["active", "active"]
+        fake.script[:] = [NOOP] * 100
+        fake.requests.clear()
+        again = command(fake)
+        out, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err[-3000:]
+    assert "2 attempt(s) were left active by a process that ended" in err
+    after, events = stored_here()
+    assert [e.id for e in after] == [e.id for e in before]  # continued, not replaced
+    assert [e.status for e in after] == ["abandoned", "abandoned"]
+    assert {(ev.episode_id, ev.seq, ev.raw_reply) for ev in events_before} <= \
+        {(ev.episode_id, ev.seq, ev.raw_reply) for ev in events}
+    assert len(fake.requests) == 2 * TURNS - len(events_before)
