@@ -31,10 +31,9 @@ def make_driver(target: str, seed: int):
     try:
         registry.env_spec(target)
     except KeyError:
-        raise click.BadParameter(
+        raise click.ClickException(
             f"{target!r} is neither a registered problem nor an environment; "
-            "see `gridstudy problems list` and `gridstudy envs list`", param_hint="TARGET",
-        ) from None
+            "see `gridstudy problems list` and `gridstudy envs list`") from None
     return Sandbox(target, seed)
 
 
@@ -100,15 +99,24 @@ def _debug(target, seed, fps, scale, actions_file):
         try:
             path = registry.env_spec(env_id).program
         except KeyError:
-            raise click.BadParameter(f"{target!r} is neither a program file nor a registered "
-                                     "environment or problem", param_hint="TARGET") from None
+            raise click.ClickException(f"{target!r} is neither a program file nor a registered "
+                                       "environment or problem (see `gridstudy envs list`)") from None
         if not path:
             raise click.BadParameter(f"{env_id} is not written as a program: the debugger "
                                      "shows Autumn programs", param_hint="TARGET")
+    from tasks.autumn import AutumnError
+
     actions = read_actions(actions_file) if actions_file else []
-    session = debug(path, seed=problem.seed if problem else seed, actions=actions, fps=fps,
-                    scale=scale)
+    try:
+        session = debug(path, seed=problem.seed if problem else seed, actions=actions, fps=fps,
+                        scale=scale)
+    except AutumnError as error:  # the program does not load: its messages, as written
+        click.echo(str(error), err=True)
+        raise SystemExit(1) from None
     click.echo(f"{path}: stopped at tick {session.tick_count}")
+    shown = session.load_fault or session.fault  # what the window showed last, kept
+    if shown is not None:
+        click.echo("\n".join(shown.lines()), err=True)
 
 
 def _play_local(target, seed, fps, scale, record, db):

@@ -9,6 +9,7 @@ selects a cell to inspect without acting; a left click acts and selects.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from game_client.debugger import DebugSession
 from game_client.layout import GAP, MARGIN, Layout
 from game_client.play import PygameClient
 from game_client.render import BACKGROUND, draw_grid, draw_text
+from tasks.autumn.errors import window
 
 PANEL_WIDTH = 460
 MIN_HEIGHT = 600
@@ -97,18 +99,21 @@ class DebugClient(PygameClient):
         left, top, width, height = self.panel_rect
         y = top
         for title, lines in self.session.panel(self.selected).items():
-            wrapped = [part for line in lines for part in _wrap(font, line, width - 8)
-                       [:MAX_LINES_PER_VALUE if title == "Variables" else None]]
-            block = LINE * (len(wrapped) + 1) + GAP // 3
+            if title == "Error":
+                rows = _error_rows(font, lines, width - 8)
+            else:
+                rows = [(part, 0) for line in lines for part in _wrap(font, line, width - 8)
+                        [:MAX_LINES_PER_VALUE if title == "Variables" else None]]
+            block = LINE * (len(rows) + 1) + GAP // 3
             if title == "Error":
                 y = max(y, top + height - block)  # the error sits at the bottom, always seen
                 self.screen.fill(ERROR_FILL, pygame.Rect(left - 4, y - 2, width + 4, block))
             elif y + block > top + height - 6 * LINE:
-                wrapped = wrapped[: max(0, (top + height - 6 * LINE - y) // LINE - 1)] + ["..."]
+                rows = rows[: max(0, (top + height - 6 * LINE - y) // LINE - 1)] + [("...", 0)]
             draw_text(self.screen, font, title, (left, y, width, LINE), HEADING)
             y += LINE
-            for line in wrapped:
-                draw_text(self.screen, font, line, (left + 8, y, width, LINE))
+            for line, dx in rows:
+                draw_text(self.screen, font, line, (left + 8 + dx, y, width, LINE))
                 y += LINE
             y += GAP // 3
 
@@ -116,6 +121,33 @@ class DebugClient(PygameClient):
 def _panel_left(layout: Layout) -> int:
     left, _, width, _ = layout.grid
     return left + width + GAP
+
+
+QUOTE_INDENT = 12
+"""Pixels a quoted source line (and its caret) is indented in the error box."""
+CARET = re.compile(r" *\^")
+
+
+def _error_rows(font: pygame.font.Font, lines: list[str], width: int) -> list[tuple[str, int]]:
+    """The error's lines as (text, pixels from the left) rows: a message is wrapped, a
+    quoted source line is kept whole (the part around the caret that fits) with the caret
+    drawn under its column, measured in the font's own widths."""
+    rows: list[tuple[str, int]] = []
+    for k, line in enumerate(lines):
+        following = lines[k + 1] if k + 1 < len(lines) else ""
+        if CARET.fullmatch(line):
+            continue  # drawn with the line it points into
+        if not CARET.fullmatch(following) or not line.startswith("    "):
+            rows += [(part, 0) for part in _wrap(font, line, width)]
+            continue
+        source, column = line[4:], len(following) - 5
+        room = len(source)
+        shown, caret = source, column
+        while room > 8 and font.size(shown)[0] > width - QUOTE_INDENT:
+            room -= 4
+            shown, caret = window(source, column, room)
+        rows += [(shown, QUOTE_INDENT), ("^", QUOTE_INDENT + font.size(shown[:caret])[0])]
+    return rows
 
 
 def _wrap(font: pygame.font.Font, text: str, width: int) -> list[str]:

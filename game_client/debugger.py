@@ -7,7 +7,8 @@ action applied and a snapshot of the interpreter's state, so it can:
 * rewind: go back one tick (the snapshot before it), as often as there are ticks;
 * reload: read the file again when it is saved, check it statically, and replay the
   actions so far from the same seed to the same tick; a program that no longer loads or
-  checks keeps the old one running, with the message shown;
+  checks pauses the world (the old program kept, not stepped) with the message shown,
+  until a save that loads;
 * show the program's variables at the current tick and the objects drawn at a cell;
 * stop at a runtime error with its location and the tick that raised it (the failed step
   changes nothing, so the state shown is the one the error happened in); a step over its
@@ -48,6 +49,13 @@ class Fault:
         return [f"Error {head}:", *self.message.splitlines()]
 
 
+class StaticErrors(AutumnError):
+    """The static checker's errors in a program, each already a located message."""
+
+    def _compose(self) -> str:
+        return self.reason
+
+
 def read_actions(path: str | Path) -> list[str]:
     """An action list: a JSON list of action texts, or one action per line (``#`` comments)."""
     text = Path(path).read_text(encoding="utf-8")
@@ -75,6 +83,7 @@ class DebugSession(Pausable):
         self.seed = seed
         self.paused = False
         self.fault: Fault | None = None
+        self.load_fault: Fault | None = None  # the saved file does not load: shown, paused
         self.queue: list[str] = []
         self.last_action: str | None = None
         self.source = self.path.read_text(encoding="utf-8")
@@ -90,7 +99,7 @@ class DebugSession(Pausable):
     def _load(self, source: str) -> AutumnEnv:
         broken = errors(check_source(source, str(self.path)))
         if broken:
-            raise AutumnError("\n".join(map(str, broken)))
+            raise StaticErrors("\n".join(map(str, broken)))
         try:  # the step budget its folder's env.json sets, as the library would load it
             return load(source, str(self.path), step_budget_of(self.path.parent))
         except AutumnError:
@@ -139,16 +148,21 @@ class DebugSession(Pausable):
 
     def reload(self) -> bool:
         """Read the file again and replay the actions so far; False (old program kept,
-        fault shown) when the new one does not check or load."""
+        world paused, fault shown) when the new one does not check or load. The first
+        good save after a broken one lifts that pause."""
         self.mtime = self._mtime()
         source = self.path.read_text(encoding="utf-8")
         try:
             env = self._load(source)
         except AutumnError as error:
-            self.fault = Fault(f"{error}\n(the program before the edit keeps running)")
+            self.load_fault = Fault(f"{error}\n(paused: the program before the edit is kept "
+                                    "until a save that loads)")
+            self.paused = True
             return False
         actions, self.env, self.source = list(self.actions), env, source
         self.actions, self.snapshots, self.fault = [], [self._start()], None
+        if self.load_fault is not None:  # the pause was the broken save's: go on
+            self.load_fault, self.paused = None, False
         self.fps = clamp_fps(self.env.frame_rate)
         applied = self.replay(actions)
         if applied < len(actions) and self.fault is not None:
@@ -194,8 +208,9 @@ class DebugSession(Pausable):
                              f"{fields}".rstrip() + f" ({obj.colour})")
             sections[f"Cell {cell[0]},{cell[1]}"] = lines or ["nothing drawn here"]
         sections["Variables"] = [f"{name} = {value}" for name, value in self.env.variables()]
-        if self.fault is not None:
-            sections["Error"] = self.fault.lines()
+        shown = self.load_fault or self.fault
+        if shown is not None:
+            sections["Error"] = shown.lines()
         return sections
 
     # -- the game loop's interface ------------------------------------------------------
@@ -233,12 +248,17 @@ class DebugSession(Pausable):
         return self.step_frame()
 
     def step_frame(self) -> bool:
+        if self.load_fault is not None:  # nothing runs until the file loads again
+            self.paused = True
+            return False
         return self.apply(self.queue.pop(0) if self.queue else "noop")
 
     def status_line(self) -> str:
         parts = [f"tick {self.tick_count}", f"last {self.last_action or '-'}", f"{self.fps} fps"]
         if self.paused:
             parts.append("PAUSED")
+        if self.load_fault is not None:
+            parts.append("the saved file has errors")
         return " | ".join(parts)
 
     def close(self) -> None:

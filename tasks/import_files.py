@@ -10,8 +10,19 @@ from typing import Any
 
 from tasks.autumn import AutumnError, load
 
-NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]*)_(mfp|planning|cd)\.json$")
-"""A prompt file: ``<env>_<challenge>.json``."""
+NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_-]*)_([a-z]+)\.json$")
+"""A prompt file: ``<env>_<challenge>.json``, the challenge one with a harness reader."""
+
+
+def harness_challenges() -> tuple[str, ...]:
+    """The challenges a harness folder can hold (those that read its files), in order."""
+    from tasks.worldtest.challenge import challenges
+
+    return tuple(name for name, c in challenges().items() if c.harness)
+
+
+def _expected(joiner: str) -> str:
+    return joiner.join(f"<env>_{name}.json" for name in harness_challenges())
 
 
 class FolderError(ValueError):
@@ -42,16 +53,16 @@ def parse_colour_dict(text: str, source: str = "color_dict.yaml") -> dict[int, s
 
 def prompt_files(folder: Path) -> dict[str, set[str]]:
     if not (folder / "prompts").is_dir():
-        raise FolderError(f"{folder / 'prompts'}: missing; expected prompts/<env>_mfp.json, "
-                          "<env>_planning.json or <env>_cd.json")
+        raise FolderError(f"{folder / 'prompts'}: missing; expected prompts/ with "
+                          + _expected(", ") + " files")
+    known = harness_challenges()
     found: dict[str, set[str]] = {}
     for path in (folder / "prompts").iterdir():
         match = NAME.match(path.name)
-        if match:
+        if match and match[2] in known:
             found.setdefault(match[1], set()).add(match[2])
     if not found:
-        raise FolderError(f"{folder / 'prompts'}: no <env>_mfp.json, <env>_planning.json or "
-                          "<env>_cd.json files")
+        raise FolderError(f"{folder / 'prompts'}: no " + _expected(", ") + " files")
     return found
 
 

@@ -1,7 +1,8 @@
 """Environments and problems imported into the user's library (``gridstudy problems import``).
 
-The library is a folder named by the environment variable ``GRIDSTUDY_LIBRARY`` (default
-``./gridstudy-library``), laid out like ``tasks/library``::
+The library is the user's library of :mod:`tasks.library`, the folder named by the
+environment variable ``GRIDSTUDY_LIBRARY`` (default ``./gridstudy-library``); imports
+go to its ``autumnbench`` folder, laid out like ``tasks/library``::
 
     autumnbench/<name>/program.sexp       registered as ``autumnbench/<name>``
     autumnbench/<name>/changed.sexp       registered as ``autumnbench/<name>-changed``
@@ -13,27 +14,17 @@ holds, so an import done once stays available to every later command and server.
 
 from __future__ import annotations
 
-import logging
-import os
-from collections.abc import Mapping
 from pathlib import Path
 
 from tasks import registry
 from tasks.autumn import AutumnEnv, load
+from tasks.library import DEFAULT_LIBRARY, LIBRARY_VARIABLE, library_root, skip, skipped
 from tasks.worldtest.problem import Problem
 
-LIBRARY_VARIABLE = "GRIDSTUDY_LIBRARY"
-DEFAULT_LIBRARY = "gridstudy-library"
+__all__ = ["DEFAULT_LIBRARY", "LIBRARY_VARIABLE", "library_root", "load_program",
+           "register_library", "skipped"]
 SOURCES = ("autumnbench",)
 """The sub-folders scanned, one per source of imported environments."""
-skipped: list[str] = []
-"""Library files that could not be read, each with why (they are left out, the rest loads)."""
-log = logging.getLogger(__name__)
-
-
-def library_root(environ: Mapping[str, str] = os.environ) -> Path:
-    """The user's library folder: ``$GRIDSTUDY_LIBRARY``, else ``./gridstudy-library``."""
-    return Path(environ.get(LIBRARY_VARIABLE) or DEFAULT_LIBRARY)
 
 
 def load_program(path: str) -> AutumnEnv:
@@ -73,8 +64,7 @@ def _register_env(env_id: str, folder: Path) -> list[str]:
         try:
             problem = Problem.load(path)
         except (ValueError, TypeError, OSError) as error:
-            skipped.append(f"{path}: {error}")
-            log.warning("skipped %s: %s", path, error)
+            skip(path, str(error))
             continue
         registry.register_problem(problem.id, _loader(problem), env_id=problem.env_id,
                                   challenge=problem.challenge, replace=True)

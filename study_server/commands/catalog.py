@@ -87,19 +87,39 @@ def envs_check(paths: tuple[str, ...], strict: bool, quiet: bool, steps: int) ->
               help="The kind of environment (the library covers all six).")
 @click.option("--stochastic", is_flag=True, help="The skeleton includes a source of randomness.")
 @click.option("--library", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="The library folder (default: gridstudy's own).")
+              help="The user's library to write into [default: $GRIDSTUDY_LIBRARY or "
+                   "./gridstudy-library].")
 def envs_new(name: str, category: str, stochastic: bool, library: Path | None) -> None:
-    """Start a new library environment: a folder with a working skeleton program, its
-    changed variant, documentation and recipes. Adding an environment touches that folder
-    only."""
-    from tasks.library import LIBRARY
+    """Start a new environment in the user's library (LIBRARY/autumn/NAME): a folder with
+    a working skeleton program, its changed variant, documentation and recipes. Adding
+    an environment touches that folder only; every command finds it there."""
+    from tasks.library import OWN
     from tasks.library.scaffold import create, next_steps
 
-    folder = create(name, category, stochastic=stochastic, library=library or LIBRARY)
+    root = _library_option(library)
+    try:
+        folder = create(name, category, stochastic=stochastic, library=root / OWN)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
     click.echo(f"created {folder} (autumn/{name}, {category}"
                f"{', stochastic' if stochastic else ''}); next:")
     for step in next_steps(folder):
         click.echo(f"  {step}")
+
+
+def _library_option(library: Path | None) -> Path:
+    """The user's library a command writes into: ``--library``, else $GRIDSTUDY_LIBRARY;
+    a warning when they differ, since every other command looks in $GRIDSTUDY_LIBRARY."""
+    from tasks.library import LIBRARY_VARIABLE, library_root
+
+    root = library_root()
+    if library is None:
+        return root
+    if library.resolve() != root.resolve():
+        click.echo(f"warning: the other commands look in ${LIBRARY_VARIABLE} ({root}); run "
+                   f"'export {LIBRARY_VARIABLE}={library}' so they find what is written "
+                   f"to {library}", err=True)
+    return library
 
 
 def _roll_out(path: str, steps: int) -> tuple[list[str], str]:
@@ -176,6 +196,9 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bo
     from tasks.worldtest.check import Metered, check_problem, heaviest_step
 
     ids = list(problem_ids) or [s.id for s in registry.list_problems()]
+    _known(ids, {s.id for s in registry.list_problems()}, "problem",
+           "gridstudy problems list; a new environment's problems exist once "
+           "'gridstudy problems derive NAME' wrote them")
     with click.progressbar(ids, label="checking", file=sys.stderr) as bar:
         results = []
         for problem_id in bar:
@@ -210,12 +233,16 @@ CHECK_LABELS = {"valid": "ok", "unverified": "UNVERIFIED", "invalid": "INVALID"}
 @click.argument("names", nargs=-1)
 @click.option("--samples", default=64, show_default=True, help="Seeds sampled for each check.")
 def problems_derive(names: tuple[str, ...], samples: int) -> None:
-    """Derive the library's problems from its recipes and write them (for maintainers).
+    """Derive the problems of the named library environments (all by default, both
+    libraries) from their recipes, and write them into each folder's problems/.
 
     Prints each problem as it starts, and the heaviest step its check saw (evaluations
     against the program's step budget)."""
+    from tasks.library import library_envs
     from tasks.library.build import derive_library
 
+    _known(names, {env.name for env in library_envs()}, "environment",
+           "gridstudy envs list; derive takes the NAME of autumn/NAME")
     failures = derive_library(
         names, samples=samples, progress=lambda line: click.echo(line, err=True)
     )
@@ -224,6 +251,19 @@ def problems_derive(names: tuple[str, ...], samples: int) -> None:
     if failures:
         sys.exit(1)
     click.echo("all problems derived")
+
+
+def _known(names, known: set[str], kind: str, hint: str) -> None:
+    """Exit with 1, naming them, when some of ``names`` are unknown."""
+    import difflib
+
+    unknown = [n for n in names if n not in known]
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        click.echo(f"error: unknown {kind} '{name}'"
+                   + (f" (did you mean '{close[0]}'?)" if close else f" (see {hint})"), err=True)
+    if unknown:
+        sys.exit(1)
 
 
 @problems.command("import")
@@ -237,10 +277,10 @@ def problems_import(folder: str, library: str | None, search_states: int) -> Non
     """Import an AutumnBench folder (programs/, prompts/, answers/, color_dict.yaml) into
     the library, where every later command and server finds it."""
     from tasks.import_files import FolderError
-    from tasks.imported import library_root, register_library
+    from tasks.imported import register_library
     from tasks.importer import library_files, read_folder
 
-    root = Path(library) if library else library_root()
+    root = _library_option(Path(library) if library else None)
     try:
         imported = read_folder(folder, search_states=search_states)
     except FolderError as error:

@@ -351,7 +351,7 @@ class Compiler:
         """The located Autumn error to raise for ``error`` raised while evaluating ``node``."""
         rt = self.rt
         if isinstance(error, AutumnError):
-            return error.locate(node.line, node.col, snippet(rt.source, node), rt.name)
+            return error.locate(node.line, node.col, snippet(rt.source, node), rt.name, rt.source)
         if isinstance(error, RecursionError):
             return rt.runtime(node, "recursion too deep")
         if isinstance(error, _PYTHON_FAILURES):

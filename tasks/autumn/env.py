@@ -243,6 +243,6 @@ def load(source: str, name: str | None = None, step_budget: int | None = None) -
 
 
 def load_file(path: str | Path, step_budget: int | None = None) -> AutumnEnv:
-    """:func:`load` the program in ``path``; errors name the file."""
+    """:func:`load` the program in ``path``; errors name the file as given (an editor opens it)."""
     path = Path(path)
-    return AutumnEnv(path.read_text(encoding="utf-8"), path.name, step_budget)
+    return AutumnEnv(path.read_text(encoding="utf-8"), str(path), step_budget)

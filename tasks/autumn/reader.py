@@ -58,7 +58,7 @@ def _position(source: str, offset: int) -> tuple[int, int]:
 def _error(source: str, offset: int, message: str, name: str | None) -> AutumnSyntaxError:
     line, col = _position(source, offset)
     text = source[offset:offset + 40].split("\n")[0]
-    return AutumnSyntaxError(message, line, col, text, name)
+    return AutumnSyntaxError(message, line, col, text, name, source)
 
 
 def read_all(source: str, name: str | None = None) -> list[Node]:
@@ -67,12 +67,13 @@ def read_all(source: str, name: str | None = None) -> list[Node]:
         raise AutumnSyntaxError(f"a program must be text, not {type(source).__name__}", name=name)
     tops: list[Node] = []
     stack: list[Node] = []
+    unclosed: Node | None = None  # the first list the indentation says was left open
     i, n = 0, len(source)
-    line, line_start = 1, 0
+    line, line_start, first = 1, 0, True
     while i < n:
         ch = source[i]
         if ch == "\n":
-            line, line_start = line + 1, i + 1
+            line, line_start, first = line + 1, i + 1, True
             i += 1
             continue
         if ch.isspace():
@@ -83,6 +84,9 @@ def read_all(source: str, name: str | None = None) -> list[Node]:
             i = n if end < 0 else end
             continue
         col = i - line_start + 1
+        if first and unclosed is None:
+            unclosed = _left_open(stack, line, col, ch == ")")
+        first = False
         if ch == "(":
             stack.append(Node(LIST, [], line, col, i))
             i += 1
@@ -103,8 +107,19 @@ def read_all(source: str, name: str | None = None) -> list[Node]:
             i = j
         (stack[-1].value if stack else tops).append(node)
     if stack:
-        raise _error(source, stack[-1].start, "unbalanced '(': this list is never closed", name)
+        at = unclosed or stack[-1]  # a bracket meant for an outer list may have closed it
+        raise _error(source, at.start, "unbalanced '(': this list is never closed", name)
     return tops
+
+
+def _left_open(stack: list[Node], line: int, col: int, closing: bool) -> Node | None:
+    """The outermost list still open from an earlier line that a line starting at ``col``
+    says should have been closed: one opened at or right of ``col`` (right of it when the
+    line starts with its closing bracket). Only asked when the brackets do not balance."""
+    for node in stack:
+        if node.line < line and (node.col > col if closing else node.col >= col):
+            return node
+    return None
 
 
 def _read_string(source: str, i: int, line: int, col: int, name: str | None):

@@ -81,11 +81,12 @@ class Runtime:
     # -- errors -------------------------------------------------------------------------
 
     def syntax(self, node: Node, message: str) -> AutumnSyntaxError:
-        return AutumnSyntaxError(message, node.line, node.col, snippet(self.source, node), self.name)
+        return AutumnSyntaxError(message, node.line, node.col, snippet(self.source, node), self.name,
+                                 self.source)
 
     def runtime(self, node: Node, message: str) -> AutumnRuntimeError:
         return AutumnRuntimeError(message, node.line, node.col, snippet(self.source, node),
-                                  self.name)
+                                  self.name, self.source)
 
     # -- loading ------------------------------------------------------------------------
 

@@ -1,21 +1,31 @@
-"""gridstudy's own library of Autumn environments, and their WorldTest problems.
+"""The libraries of Autumn environments, and their WorldTest problems: gridstudy's own
+(this package) and the user's (the folder ``$GRIDSTUDY_LIBRARY``, default
+``./gridstudy-library``), where ``gridstudy envs new`` and ``gridstudy problems import``
+write and every command looks.
 
-Each environment is a folder here::
+Each environment is a folder, here as ``<name>/`` and in the user's library as
+``autumn/<name>/``::
 
-    <name>/program.sexp     the environment
-    <name>/changed.sexp     the same program with one rule changed (for change detection)
-    <name>/env.json         documentation for researchers (never shown to participants),
-                            the recipes the three problems are derived from, and
-                            optionally ``step_budget`` (evaluations per step, docs/autumn.md)
-    <name>/problems/*.json  the derived problems, written by ``derive_library``
+    program.sexp     the environment
+    changed.sexp     the same program with one rule changed (for change detection)
+    env.json         documentation for researchers (never shown to participants),
+                     the recipes the three problems are derived from, and
+                     optionally ``step_budget`` (evaluations per step, docs/autumn.md)
+    problems/*.json  the derived problems, written by ``derive_library``
 
 Importing this module registers ``autumn/<name>`` and ``autumn/<name>-changed`` for every
-folder, and every problem file found. Adding an environment is adding a folder.
+folder of both, and every problem file found (imported AutumnBench folders, the user's
+``autumnbench/<name>/``, are :mod:`tasks.imported`'s). Adding an environment is adding
+a folder. A folder that cannot be read is reported (:data:`skipped`, and a warning on the
+log) and left out; the rest loads.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -31,6 +41,25 @@ CATEGORIES = frozenset({
     "game-inspired", "tool use",
 })
 """The six kinds of environment the library covers (AutumnBench's)."""
+LIBRARY_VARIABLE = "GRIDSTUDY_LIBRARY"
+DEFAULT_LIBRARY = "gridstudy-library"
+OWN = "autumn"
+"""The user's library keeps the environments written there (``envs new``) in this folder."""
+skipped: list[str] = []
+"""Library folders and files that could not be read, each with why (left out; the rest loads)."""
+log = logging.getLogger(__name__)
+
+
+def library_root(environ: Mapping[str, str] = os.environ) -> Path:
+    """The user's library folder: ``$GRIDSTUDY_LIBRARY``, else ``./gridstudy-library``."""
+    return Path(environ.get(LIBRARY_VARIABLE) or DEFAULT_LIBRARY)
+
+
+def skip(path: Path, why: str) -> None:
+    """Leave ``path`` out of the library, and say so (once)."""
+    if f"{path}: {why}" not in skipped:
+        skipped.append(f"{path}: {why}")
+        log.warning("skipped %s: %s", path, why)
 
 
 @dataclass(frozen=True)
@@ -77,20 +106,60 @@ class LibraryEnv:
         return "\n".join(lines)
 
 
+def library_envs(root: Path | None = None) -> tuple[LibraryEnv, ...]:
+    """Every environment folder of gridstudy's library, then of the user's library at
+    ``root`` (default :func:`library_root`), each by name. A folder still being written,
+    without its ``env.json``, is not one yet; one whose ``env.json`` is not valid, or
+    whose name gridstudy's library has already, is reported and left out."""
+    own = _package_envs()
+    taken = {env.name for env in own}
+    users = []
+    for env in _envs_in((root or library_root()) / OWN):
+        if env.name in taken:
+            skip(env.folder, f"gridstudy's library has an environment '{env.name}' already; "
+                 "rename the folder")
+            continue
+        users.append(env)
+    return own + tuple(users)
+
+
 @cache
-def library_envs() -> tuple[LibraryEnv, ...]:
-    """Every environment folder of the library, by name (a folder still being written,
-    without its ``env.json``, is not one yet)."""
+def _package_envs() -> tuple[LibraryEnv, ...]:
+    return _envs_in(LIBRARY)
+
+
+def _envs_in(folder: Path) -> tuple[LibraryEnv, ...]:
+    if not folder.is_dir():
+        return ()
     found = []
-    for folder in sorted(p for p in LIBRARY.iterdir() if (p / "program.sexp").is_file()):
-        if not (folder / "env.json").is_file():
+    for env_folder in sorted(p for p in folder.iterdir() if (p / "program.sexp").is_file()):
+        path = env_folder / "env.json"
+        if not path.is_file():
             continue
         try:
-            meta = json.loads((folder / "env.json").read_text())
-        except ValueError as error:
-            raise ValueError(f"{folder / 'env.json'}: not valid JSON ({error})") from None
-        found.append(LibraryEnv(folder.name, folder, meta))
+            meta = json.loads(path.read_text())
+        except (ValueError, OSError) as error:
+            skip(path, f"not valid JSON ({error})")
+            continue
+        missing = [key for key in ("title", "category", "stochastic", "description",
+                                   "discoveries", "changed", "recipes")
+                   if not isinstance(meta, dict) or key not in meta]
+        if missing:
+            skip(path, "missing " + ", ".join(missing))
+            continue
+        found.append(LibraryEnv(env_folder.name, env_folder, meta))
     return tuple(found)
+
+
+def library_env(name: str) -> LibraryEnv:
+    """The environment ``name`` of either library; ``KeyError`` names the known ones."""
+    envs = library_envs()
+    for env in envs:
+        if env.name == name:
+            return env
+    raise KeyError(f"unknown environment '{name}' (the libraries have: "
+                   + ", ".join(e.name for e in envs) + f"; the user's library is "
+                   f"${LIBRARY_VARIABLE}, now {library_root()})")
 
 
 def step_budget_of(folder: Path) -> int | None:
@@ -106,18 +175,19 @@ def step_budget_of(folder: Path) -> int | None:
     return meta.get("step_budget") if isinstance(meta, dict) else None
 
 
-def load_env(name: str, variant: str = "program"):
-    """Make the environment ``name`` (``variant`` is ``program`` or ``changed``)."""
+def load_env(name: str, variant: str = "program", folder: str | None = None):
+    """Make the environment ``name`` (``variant`` is ``program`` or ``changed``), from
+    ``folder`` (default: gridstudy's library)."""
     from tasks.autumn import load
 
-    budget = next((e.meta.get("step_budget") for e in library_envs() if e.name == name), None)
-    path = LIBRARY / name / f"{variant}.sexp"  # errors name the file, as an editor opens it
-    return load(_source(name, variant), name=str(path), step_budget=budget)
+    path = Path(folder or LIBRARY / name) / f"{variant}.sexp"
+    # errors name the file, as an editor opens it
+    return load(_source(path), name=str(path), step_budget=step_budget_of(path.parent))
 
 
 @cache
-def _source(name: str, variant: str) -> str:
-    return (LIBRARY / name / f"{variant}.sexp").read_text()
+def _source(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
 
 
 def _register_all() -> None:
@@ -127,11 +197,11 @@ def _register_all() -> None:
         doc = env.documentation()
         registry.register_env(env.env_id, load_env, description=doc, tags=tags,
                               replace=True, program=str(env.folder / "program.sexp"),
-                              name=env.name)
+                              name=env.name, folder=str(env.folder))
         registry.register_env(env.changed_env_id, load_env, description=doc,
                               tags=(*tags, "changed"), replace=True,
                               program=str(env.folder / "changed.sexp"), name=env.name,
-                              variant="changed")
+                              variant="changed", folder=str(env.folder))
         for challenge in env.challenges:
             path = env.problem_path(challenge)
             if path.is_file():

@@ -14,7 +14,8 @@ import json
 import re
 from pathlib import Path
 
-from tasks.library import CATEGORIES, LIBRARY
+from tasks.library import CATEGORIES, LIBRARY, OWN, library_root
+from tasks.worldtest.challenge import challenges
 
 NAME = re.compile(r"[a-z][a-z0-9_]{1,39}")
 
@@ -82,8 +83,10 @@ def _meta(name: str, category: str, stochastic: bool) -> dict:
 
 
 def create(name: str, category: str, *, stochastic: bool = False,
-           library: Path = LIBRARY) -> Path:
-    """Write the folder ``library/name``; ``ValueError`` says what is wrong with the request."""
+           library: Path | None = None) -> Path:
+    """Write the folder ``library/name`` (default: the user's library's ``autumn``
+    folder); ``ValueError`` says what is wrong with the request."""
+    library = library_root() / OWN if library is None else library
     if not NAME.fullmatch(name):
         raise ValueError(f"{name!r}: a name is 2-40 lower-case letters, digits and underscores, "
                          "starting with a letter (it becomes the id autumn/NAME)")
@@ -92,6 +95,9 @@ def create(name: str, category: str, *, stochastic: bool = False,
     folder = library / name
     if folder.exists():
         raise ValueError(f"{folder} exists already; choose another name")
+    if library.resolve() != LIBRARY.resolve() and (LIBRARY / name).is_dir():
+        raise ValueError(f"gridstudy's library has an environment '{name}' already "
+                         "(autumn/NAME names one environment); choose another name")
     summary = "a walker, walls and a light" + (", and a drifting spark" if stochastic else "")
     program = _PROGRAM.format(name=name, summary=summary,
                               spark_object=_SPARK_OBJECT if stochastic else "",
@@ -115,5 +121,6 @@ def next_steps(folder: Path) -> list[str]:
         f"gridstudy play autumn/{name} --debug",
         f"edit {folder / 'env.json'}: the description, discoveries and the three recipes",
         f"gridstudy problems derive {name}",
-        f"gridstudy problems check {name}/mfp {name}/planning {name}/cd",
+        "gridstudy problems check " + " ".join(f"{name}/{challenge}" for challenge, c in
+                                               challenges().items() if c.from_recipe),
     ]

@@ -239,5 +239,7 @@ CHALLENGE = register(Challenge(
     keys={"f": "found-change"},
     check=_check_cd,
     from_recipe=_from_recipe,
+    harness="tasks.worldtest.cd_harness:from_harness",
+    harness_rules="tasks.worldtest.cd_harness:RULES",
     baseline=TRIGGERS_CHANGE,
 ))

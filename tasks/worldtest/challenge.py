@@ -104,6 +104,37 @@ class Question:
     """Index of the right choice."""
 
 
+class HarnessRules:
+    """How the published AutumnBench harness presents a challenge's test where it differs
+    from gridstudy (the ``autumnbench`` protocol, :mod:`tasks.worldtest.protocol`, plays
+    by them); this base presents it as gridstudy does."""
+
+    def offered(self, texts: list[str], test: dict[str, Any], phase: str,
+                list_each_choice: bool) -> list[str]:
+        """The actions offered in the test (gridstudy's texts, indexed ones written out
+        when ``list_each_choice``)."""
+        return texts
+
+    noop_in_test = True
+    """A reply naming no action is played as ``noop`` in the test too."""
+
+    def does_nothing(self, text: str) -> bool:
+        """An offered test action the harness answers with nothing."""
+        return False
+
+    def follow_up(self, applied: str) -> list[str]:
+        """Actions the harness applies after ``applied`` in the test."""
+        return []
+
+    def score(self, score: float, outcome: Mapping[str, Any],
+              answered: int | None = None) -> float:
+        """The harness's score of a finished attempt (gridstudy's ``score`` in [0, 1]
+        and the test's outcome, its keys prefixed ``test_``); ``answered``: the number
+        of test turns before the submit, where the harness's code reads the answer
+        there (:meth:`tasks.worldtest.protocol.Protocol.score`)."""
+        return score
+
+
 Checker = Callable[["Problem", GridEnv, int, int, EnvFactory], list[str]]
 """``(problem, env, samples, rng_seed, make_env) -> reasons``; see
 :func:`tasks.worldtest.check.check_problem`."""
@@ -148,6 +179,13 @@ class Challenge:
     check: Checker | None = None
     from_recipe: RecipeBuilder | None = None
     """How the library derives this challenge's problem from an ``env.json`` recipe."""
+    harness_rules: str | None = None
+    """``"module:attribute"``: the :class:`HarnessRules` of the published harness for this
+    challenge (None: as gridstudy presents it)."""
+    harness: str | None = None
+    """``"module:function"``: how an AutumnBench harness folder's files for this
+    challenge become a problem, ``(folder, env, colours, make_env) -> Problem``
+    (:mod:`tasks.importer` asks; imported only when a folder is read)."""
     oracle: Oracle | None = None
     progress: str | None = None
     """The progress-rate form (``MATCH`` or ``SUBGOAL``), None where undefined."""
@@ -210,3 +248,13 @@ def get(name: str) -> Challenge:
         raise ValueError(f"unknown challenge {name!r}; expected one of {', '.join(names())}")
     return found
 
+
+def harness_rules(name: str) -> HarnessRules:
+    """The published harness's rules for the challenge ``name``."""
+    from tasks.registry import load_entry_point
+
+    where = get(name).harness_rules
+    return load_entry_point(where) if where else _AS_GRIDSTUDY
+
+
+_AS_GRIDSTUDY = HarnessRules()

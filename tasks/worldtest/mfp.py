@@ -430,5 +430,7 @@ CHALLENGE = register(Challenge(
     ),
     check=_check_mfp,
     from_recipe=_from_recipe,
+    harness="tasks.worldtest.mfp_harness:from_harness",
+    harness_rules="tasks.worldtest.mfp_harness:RULES",
     baseline=PICKS_OPTION,
 ))

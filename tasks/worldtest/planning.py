@@ -317,6 +317,7 @@ CHALLENGE = register(Challenge(
     ),
     check=_check_planning,
     from_recipe=_from_recipe,
+    harness="tasks.worldtest.planning_harness:from_harness",
     oracle=_oracle,
     progress=MATCH,
     baseline=REACHES_GOAL,

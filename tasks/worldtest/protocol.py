@@ -41,6 +41,11 @@ beside the paper's:
     harness's loop limit;
 12. the interaction phase's welcome does not describe the test's task.
 
+What items 4, 5 and 7 do for a test is its challenge's knowledge, not this module's:
+each challenge names its :class:`~tasks.worldtest.challenge.HarnessRules`
+(``Challenge.harness_rules``, e.g. ``tasks/worldtest/cd_harness.py``), and a profile with
+``harness_tests`` plays by them.
+
 :class:`tasks.worldtest.turn.AgentTurns` plays by a profile; the text bridge reads the
 state it gives (``actions`` in the profile's names, ``stacked`` frames, the ``protocol``).
 """
@@ -52,10 +57,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.core import parse_action
+from tasks.worldtest.challenge import harness_rules
 from tasks.worldtest.episode import INTERACTION, Episode
-from tasks.worldtest.scoring import cd_score
-
-SELECT = "select"
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,13 @@ class Protocol:
     names: dict[str, str] = field(default_factory=dict)
     """gridstudy action text -> the profile's name for it."""
     list_each_choice: bool = False
-    mfp_step_first: bool = False
-    cd_reset_offered: bool = False
-    cd_found_after: int = 0
-    """Test steps before ``found-change`` is offered."""
+    harness_tests: bool = False
+    """Each challenge's test as the published harness presents it: the challenge's own
+    ``HarnessRules`` (``Challenge.harness_rules``) say what is offered, what does
+    nothing and what follows an action."""
     planning_full_goal: bool = False
     negative_scores: bool = False
+    """Scores as the harness gives them (the challenge's ``HarnessRules.score``)."""
     interaction_order: tuple[str, ...] = ()
     """The interaction phase's actions in the profile's order, ``quit`` among them
     (the harness's quit ends its interactive environment: the test follows, as after
@@ -112,20 +116,9 @@ class Protocol:
                 texts += [f"{match.group(1)}_{i}" for i in range(int(match.group(2)) + 1)]
             else:
                 texts.append(pattern)
-        test = episode.test.view(episode.phase) if episode.phase != INTERACTION else None
-        kind = (test or {}).get("kind")
-        if kind == "mfp" and self.mfp_step_first:
-            if test["position"] < test["length"]:
-                return ["step"]
-            texts = [t for t in texts if t not in ("noop", "quit", "submit")]
-        if kind == "cd" and episode.phase != SELECT:
-            if test["steps"] < self.cd_found_after:
-                texts = [t for t in texts if t != "found-change"]
-            if self.cd_reset_offered:
-                texts.insert(len(texts) - 1, "reset")
-        if kind == "cd" and episode.phase == SELECT and self.list_each_choice:
-            frames = [t for t in texts if t.startswith("choose_frame_")]
-            texts = [*frames, "submit", "quit"]  # the harness lists its submit from the start
+        if self.harness_tests and episode.phase != INTERACTION:
+            texts = harness_rules(episode.problem.challenge).offered(
+                texts, episode.test.view(episode.phase), episode.phase, self.list_each_choice)
         return texts
 
     def canonical(self, text: Any, episode: Episode | None = None) -> Any:
@@ -166,16 +159,16 @@ class Protocol:
     def unparsed(self, episode: Episode) -> str | None:
         """The action a reply naming none is played as (None: an invalid turn)."""
         if self.unparsed_noop and "noop" in episode.allowed_verbs() and not (
-                self.mfp_step_first and episode.phase != INTERACTION
-                and episode.problem.challenge == "mfp"):
+                self.harness_tests and episode.phase != INTERACTION
+                and not harness_rules(episode.problem.challenge).noop_in_test):
             return "noop"
         return None
 
     def does_nothing(self, text: str, episode: Episode) -> bool:
         """An offered action the published harness answers with nothing (``reset`` in the
         change-detection test)."""
-        return (self.cd_reset_offered and text == "reset" and episode.phase != INTERACTION
-                and episode.problem.challenge == "cd")
+        return (self.harness_tests and episode.phase != INTERACTION
+                and harness_rules(episode.problem.challenge).does_nothing(text))
 
     def follow_up(self, episode: Episode, applied: str, phase_before: str,
                   interaction_turns: int) -> list[str]:
@@ -188,8 +181,8 @@ class Protocol:
                 return ["go-to-test"]
             if self.stack_frames:
                 return ["noop"] * (episode.frame_rate - 1)
-        if self.mfp_step_first and applied.startswith("choose_option_"):
-            return ["submit"]
+        if self.harness_tests and episode.phase != INTERACTION:
+            return harness_rules(episode.problem.challenge).follow_up(applied)
         return []
 
     def cap_reached(self, episode: Episode, interaction_turns: int) -> bool:
@@ -207,17 +200,9 @@ class Protocol:
         score = episode.final_score
         if not self.negative_scores or not episode.done:
             return score
-        outcome = episode.outcome()  # the test phase's outcome, its keys prefixed test_
-        chosen = outcome.get("test_chosen")
-        if episode.problem.challenge == "mfp" and chosen is not None and score < 1.0:
-            return -1.0
-        if episode.problem.challenge == "cd" and chosen is not None:
-            t_star = outcome.get("test_t_star")
-            at = chosen if answered is None else answered
-            if t_star is None or at < t_star - 1:
-                return -1.0
-            return cd_score(at, t_star) if answered is not None else score
-        return score
+        # the test phase's outcome, its keys prefixed test_
+        return harness_rules(episode.problem.challenge).score(score, episode.outcome(),
+                                                              answered)
 
 
 GRIDSTUDY = Protocol("gridstudy")
@@ -225,8 +210,7 @@ AUTUMNBENCH = Protocol(
     "autumnbench", unparsed_noop=True, max_invalid=10**9, stack_frames=True,
     interaction_cap=300,
     names={"found-change": "I found the change!", "submit": "Submit choice"},
-    list_each_choice=True, mfp_step_first=True, cd_reset_offered=True, cd_found_after=2,
-    planning_full_goal=True, negative_scores=True,
+    list_each_choice=True, harness_tests=True, planning_full_goal=True, negative_scores=True,
     interaction_order=("left", "right", "up", "down", "click", "noop", "quit", "go-to-test",
                        "reset"),
     strict_replies=True, test_step_cap=501, task_in_intro=False,

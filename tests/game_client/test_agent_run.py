@@ -218,7 +218,6 @@ def test_two_configurations_of_one_model_are_two_agents_everywhere(tmp_path, reg
     DataFrames and the export keep the two apart under their labels."""
     import csv
 
-
     from study_server.export import export
 
     run_file = tmp_path / "models.yaml"

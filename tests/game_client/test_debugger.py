@@ -128,15 +128,26 @@ def test_reload_replays_the_actions_to_the_same_tick_with_the_edited_rule(progra
     assert session.env.objects_at(4, 3)[0].fields == (("lit", "true"),)
 
 
-def test_a_broken_edit_keeps_the_old_program_and_says_why(program: Path) -> None:
+def test_a_broken_edit_pauses_the_old_program_and_shows_why_until_a_good_save(program: Path) -> None:
     session = DebugSession(program, actions=["click 1 1"])
     edit(program, "(+ count 1)", "(+ count 1 2)")
-    assert not session.reload()
+    assert session.tick() is None  # the save is seen: the reload fails, the world pauses
+    assert session.paused and "the saved file has errors" in session.status_line()
     error = session.panel()["Error"]
     assert error[0] == "Error while loading:"
-    assert any(f"{program}:10:" in line and "takes exactly 2 operands" in line for line in error)
-    assert error[-1] == "(the program before the edit keeps running)"
-    assert session.apply("click 2 2") and session.env.value("count") == 2
+    line = next(k for k, text in enumerate(error) if text.startswith(f"{program}:10:"))
+    assert "takes exactly 2 operands" in error[line]
+    column = int(error[line].split(":")[2])
+    assert error[line + 1] == "    " + program.read_text().splitlines()[9]
+    assert error[line + 2] == "    " + " " * (column - 1) + "^"
+    assert error[-1] == "(paused: the program before the edit is kept until a save that loads)"
+    session.toggle_pause()  # going on anyway runs nothing, and the error stays
+    assert session.tick() is False and session.paused and session.tick_count == 1
+    session.rewind()
+    assert session.panel()["Error"] == error
+    edit(program, "(+ count 1 2)", "(+ count 1)")
+    assert session.tick() is True and "Error" not in session.panel()  # reloaded, going on
+    assert session.tick_count == 1 and session.actions == ["noop"]  # rewound to 0, then one tick
 
 
 def test_reload_that_fails_midway_stops_at_the_failing_tick(program: Path) -> None:
@@ -168,7 +179,7 @@ def test_play_debug_refuses_what_it_cannot_debug(program: Path) -> None:
     result = runner.invoke(play, ["test/walker", "--debug"])
     assert result.exit_code == 2 and "is not written as a program" in result.output
     result = runner.invoke(play, ["no/such-thing", "--debug"])
-    assert result.exit_code == 2 and "neither a program file nor a registered" in result.output
+    assert result.exit_code == 1 and "neither a program file nor a registered" in result.output
 
 
 # -- the window on a real X server ----------------------------------------------------------
@@ -202,6 +213,28 @@ def screenshot(display: str, path: Path):
     image = ImageGrab.grab(xdisplay=display)
     image.save(path)
     return image
+
+
+def close_when_drawn(process: subprocess.Popen, display: str, path: Path, cell: tuple[int, int],
+                     colour: str, scale: int = 20) -> tuple[str, str]:
+    """Wait until the window of ``process`` (``gridstudy play ... --debug --scale 20``)
+    draws ``cell`` in ``colour``, then Ctrl-C it as an author would; what it printed (out,
+    err)."""
+    try:
+        deadline = time.monotonic() + 30
+        x, y = (12 + k * scale + scale // 2 for k in cell)
+        while True:
+            pixel = screenshot(display, path).getpixel((x, y))
+            if pixel == rgb(colour) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert pixel == rgb(colour)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    return out, err
 
 
 def rgb(name: str) -> tuple[int, int, int]:
@@ -282,22 +315,88 @@ def test_play_debug_opens_the_window_on_a_library_environment(xvfb: str, tmp_pat
     process = subprocess.Popen([str(gridstudy), "play", "autumn/spark_jar", "--debug",
                                 "--actions", str(actions), "--seed", "8", "--scale", "20"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:  # the glass's grey walls appear where the grid is drawn
-            pixel = screenshot(xvfb, tmp_path / "window.png").getpixel((12 + 1 * 20 + 10, 12 + 4 * 20 + 10))
-            if pixel == rgb("gray") or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        assert pixel == rgb("gray")
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
-    finally:
-        process.kill()
-    assert process.returncode == 0, err
+    # the glass's grey walls appear where the grid is drawn
+    out, _ = close_when_drawn(process, xvfb, tmp_path / "window.png", (1, 4), "gray")
     program = LIBRARY / "spark_jar" / "program.sexp"
     tick = int(out.strip().rsplit(" ", 1)[1])
     assert out.startswith(f"{program}: stopped at tick ") and tick >= 2
+
+
+def test_play_debug_of_a_program_with_errors_prints_each_with_its_line_and_caret(
+        tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sexp"
+    bad.write_text("(program\n  (= GRID_SIZE 8)\n  (= n (lengthz (list 1)))\n)\n")
+    result = CliRunner().invoke(play, [str(bad), "--debug"])
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"{bad}:3:8: error: unknown function 'lengthz' (did you mean 'length'?)",
+        "      (= n (lengthz (list 1)))",
+        "           ^"]
+
+
+def test_the_window_shows_a_broken_save_while_running_until_a_good_one(
+        xvfb: str, program: Path, tmp_path: Path) -> None:
+    """Saving a broken file while the world runs pauses it and puts the error, with its
+    line and a caret under the column, in the window; a good save runs it again."""
+    from game_client.debug_window import QUOTE_INDENT, DebugClient
+
+    session = DebugSession(program, actions=["right"])
+    client = DebugClient(session, scale=40, realtime=False)
+    seen: dict[str, object] = {}
+
+    def before_frame(frame: int, client: DebugClient) -> None:
+        if frame == 2:
+            seen["running"] = (session.paused, session.tick_count)
+            edit(program, "(prev count)))", "(prev count))")  # a bracket lost
+        elif frame == 5:
+            seen["image"] = screenshot(xvfb, tmp_path / "broken-save.png")
+            seen["panel"] = (client.panel_rect, session.panel()["Error"], session.tick_count)
+        elif frame == 6:
+            edit(program, "(prev count))", "(prev count)))")
+        elif frame == 8:
+            seen["after"] = (session.paused, "Error" in session.panel(), session.tick_count)
+
+    client.run(max_frames=9, before_frame=before_frame)
+    paused, ticks = seen["running"]
+    assert not paused and ticks >= 2  # it was running when the file was saved
+    (px, py, pw, ph), error, tick = seen["panel"]
+    assert tick == ticks + 1 or tick == ticks  # nothing ran after the broken save
+    assert any(line.startswith(f"{program}:8:") and "never closed" in line for line in error)
+    image = seen["image"]
+    assert image.getpixel((px + pw - 6, py + ph - 6)) == (120, 20, 28)  # the error box
+    # The caret's row: drawn where the column's text ends in the font, not at the start.
+    import pygame
+
+    pygame.font.init()
+    font = pygame.font.Font(None, 22)  # the window's
+    source = program.read_text().splitlines()[7]
+    column = next(int(line.split(":")[2]) for line in error if line.startswith(f"{program}:8:"))
+    caret_x = px + 8 + QUOTE_INDENT + font.size(source[:column - 1])[0]
+    rows = [y for y in range(py, py + ph)
+            if any(image.getpixel((caret_x + dx, y))[1] > 200 for dx in range(6))]
+    assert rows, "no caret drawn at its column"
+    start_x = px + 8 + QUOTE_INDENT
+    assert not any(image.getpixel((start_x + dx, rows[-1]))[1] > 200 for dx in range(3))
+    assert seen["after"][:2] == (False, False)  # a good save: running again, no error
+
+
+def test_play_debug_says_in_the_terminal_the_error_it_stopped_at(
+        xvfb: str, program: Path, tmp_path: Path) -> None:
+    actions = tmp_path / "fails.actions"
+    actions.write_text("right\ndown\n")
+    gridstudy = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "gridstudy"
+    process = subprocess.Popen([str(gridstudy), "play", str(program), "--debug", "--actions",
+                                str(actions), "--scale", "20"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = close_when_drawn(process, xvfb, tmp_path / "window.png", (1, 0), "teal")
+    assert out.strip() == f"{program}: stopped at tick 1"
+    line = COUNTER.splitlines()[12]
+    column = line.index("(head") + 1
+    assert err.splitlines() == [
+        "Error at tick 2 (down):",
+        f"{program}:13:{column}: runtime error: head of an empty list",
+        "    " + line,
+        "    " + " " * (column - 1) + "^"]
 
 
 def test_the_window_pauses_on_a_step_over_its_budget_and_shows_it(

@@ -25,7 +25,7 @@ def test_a_new_environment_checks_clean_and_derives_three_valid_problems(tmp_pat
     args = ["new", "glass_house", "--category", "tool use", "--library", str(tmp_path)]
     result = CliRunner().invoke(envs_command, args + (["--stochastic"] if stochastic else []))
     assert result.exit_code == 0, result.output
-    folder = tmp_path / "glass_house"
+    folder = tmp_path / "autumn" / "glass_house"  # the user's library keeps its own in autumn/
     assert "gridstudy play autumn/glass_house --debug" in result.output
     assert sorted(p.name for p in folder.iterdir()) == ["changed.sexp", "env.json", "problems",
                                                         "program.sexp"]
@@ -61,9 +61,11 @@ def test_envs_new_refuses_a_bad_name_an_unknown_category_and_an_existing_folder(
         return CliRunner().invoke(envs_command, ["new", *args, "--library", str(tmp_path)])
 
     bad = new("Glass-House", "--category", "tool use")
-    assert bad.exit_code != 0 and "a name is 2-40 lower-case letters" in str(bad.exception)
+    assert bad.exit_code == 1 and "a name is 2-40 lower-case letters" in bad.output
     unknown = new("glass", "--category", "puzzles")
     assert unknown.exit_code == 2 and "'puzzles' is not one of" in unknown.output
     assert new("glass", "--category", "abstract logic").exit_code == 0
     again = new("glass", "--category", "abstract logic")
-    assert again.exit_code != 0 and "exists already" in str(again.exception)
+    assert again.exit_code == 1 and "exists already" in again.output
+    taken = new("lamp_grid", "--category", "abstract logic")
+    assert taken.exit_code == 1 and "gridstudy's library has an environment 'lamp_grid'" in taken.output

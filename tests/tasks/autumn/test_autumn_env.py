@@ -165,5 +165,6 @@ def test_shipped_programs_load_and_run(program):
 def test_load_file_names_the_file_in_errors(tmp_path):
     path = tmp_path / "broken.sexp"
     path.write_text("(program\n  (= x (* 1)))")
-    with pytest.raises(AutumnSyntaxError, match=r"^broken.sexp:2:8: syntax error"):
+    with pytest.raises(AutumnSyntaxError) as failure:
         load_file(path)
+    assert str(failure.value).startswith(f"{path}:2:8: syntax error")  # the path, as given

@@ -106,8 +106,11 @@ def test_runtime_error_carries_line_column_and_snippet():
         env.step("click 0 0")
     error = caught.value
     assert (error.line, error.column) == (3, 20)
-    assert str(error) == ('sum.sexp:3:20: runtime error: \'+\' needs two Numbers, got 1 and "one"'
-                          '\n    (+ x "one")')
+    assert error.snippet == '(+ x "one")'
+    assert str(error).splitlines() == [  # the line as written, the caret under column 20
+        'sum.sexp:3:20: runtime error: \'+\' needs two Numbers, got 1 and "one"',
+        '      (on clicked (= x (+ x "one"))))',
+        "    " + " " * 19 + "^"]
 
 
 def test_reassigning_a_different_type_is_an_error_but_lists_are_exempt():

@@ -40,7 +40,11 @@ BASE = """(program
 BROKEN = [
     # (case, the lines added, severity, line, column, the message)
     ("unbalanced", "  (on clicked (= dots (list))",
-     ERROR, 1, 1, "unbalanced '(': this list is never closed"),
+     ERROR, 8, 3, "unbalanced '(': this list is never closed"),
+    ("unclosed-definition", "  (= speed 3\n  (on clicked (= dots (list speed)))",
+     ERROR, 8, 3, "unbalanced '(': this list is never closed"),
+    ("unclosed-inner-list", "  (on clicked\n    (= dots (list (Dot true (Position 2 2)))\n  )",
+     ERROR, 9, 5, "unbalanced '(': this list is never closed"),
     ("unknown-function", "  (on clicked (= dots (filter (--> d (> (lengthz dots) 2)) dots)))",
      ERROR, 8, 41, "unknown function 'lengthz' (did you mean 'length'?)"),
     ("unknown-variable", "  (on (> count 3) (= dots (list)))",
@@ -58,11 +62,25 @@ BROKEN = [
     ("native-too-many", "  (on (> (length dots dots) 2) (= dots (list)))",
      ERROR, 8, 10, "length takes 1 argument, got 2"),
     ("module-too-many", "  (on (> (abs 2 3) 1) (= dots (list)))",
-     WARNING, 8, 10, "abs takes 1 argument, got 2; the extra ones are ignored"),
+     WARNING, 8, 10, "abs takes 1 argument, got 2; the extra ones are evaluated, then ignored"),
     ("own-function-too-few", "  (on right (= dots (updateObj dots (--> d (step d)))))",
      ERROR, 8, 44, "step takes 2 arguments (d dx), got 1"),
     ("own-function-too-many", "  (on right (= dots (updateObj dots (--> d (step d 1 2)))))",
-     WARNING, 8, 44, "step takes 2 arguments (d dx), got 3; the extra ones are ignored"),
+     WARNING, 8, 44, "step takes 2 arguments (d dx), got 3; the extra ones are evaluated, then ignored"),
+    ("zero-argument-call", "  (: dot Dot)\n  (= dot (initnext (Dot true (Position 2 2)) (prev dot)))\n"
+     "  (on up (= dot (moveLeft)))",
+     ERROR, 10, 17, "moveLeft takes 1 argument, got 0; (moveLeft) alone is the function itself, "
+     "not a call"),
+    ("zero-argument-own-function", "  (on up (= dots (updateObj dots (--> d (step)))))",
+     ERROR, 8, 41, "step takes 2 arguments (d dx), got 0; (step) alone is the function itself, "
+     "not a call"),
+    ("function-into-typed-variable", "  (: paused Bool)\n  (= paused (initnext false (prev paused)))\n"
+     "  (on up (= paused moveLeft))",
+     ERROR, 10, 20, "'paused' is declared Bool, but this is a function"),
+    ("own-function-into-typed-list", "  (on up (= dots step))",
+     ERROR, 8, 18, "'dots' is declared List, but this is a function"),
+    ("extra-argument-evaluated", "  (on clicked (= dots (addObj dots (Dot true (Position 2 2) (head (list))))))",
+     ERROR, 8, 36, "Dot takes 2 arguments (hot origin), got 3"),
     ("constructor-too-few", "  (on clicked (= dots (addObj dots (Dot (Position 2 2)))))",
      ERROR, 8, 36, "Dot takes 2 arguments (hot origin), got 1"),
     ("constructor-field-literal", "  (on clicked (= dots (addObj dots (Dot 3 (Position 2 2)))))",
@@ -116,7 +134,7 @@ BROKEN = [
 
 LOAD_FAILURES = {"init-reads-a-later-state-variable", "plain-reads-a-state-variable",
                  "plain-defined-later", "operand-count", "malformed-if", "cell-arguments",
-                 "unbalanced"}
+                 "unbalanced", "unclosed-definition", "unclosed-inner-list"}
 """Cases whose program fails as soon as it loads: the interpreter agrees on the place. (The
 others load, and fail on the step that reaches them, or never, like a declared type the
 interpreter does not check at the start.)"""
@@ -151,6 +169,15 @@ def test_the_errors_about_loading_are_where_loading_fails(case) -> None:
     assert (failure.value.line, failure.value.column) == (line, column)
 
 
+def test_an_unclosed_bracket_is_found_where_the_indentation_says_and_at_the_end_otherwise() -> None:
+    source = "(program\n  (= GRID_SIZE 10\n  (object Dot (Cell 0 0 \"red\"))\n  (= d (Dot (Position 1 1))))\n"
+    (finding,) = check_source(source, "env.sexp")
+    assert (finding.line, finding.column) == (2, 3)
+    assert str(finding).splitlines()[1:] == ["      (= GRID_SIZE 10", "      ^"]
+    (finding,) = check_source("(program (= GRID_SIZE 10) (= d 1", "env.sexp")
+    assert (finding.line, finding.column) == (1, 27)  # one line: the innermost open list
+
+
 def test_an_empty_file_is_one_clear_error() -> None:
     (finding,) = check_source("", "env.sexp")
     assert str(finding).startswith("env.sexp:1:1: error: a program must be exactly one list")
@@ -179,7 +206,7 @@ def test_envs_check_prints_every_finding_and_fails_on_errors(tmp_path: Path) -> 
     good, bad = tmp_path / "good.sexp", tmp_path / "sub" / "bad.sexp"
     bad.parent.mkdir()
     good.write_text(BASE.format(extra=""))
-    bad.write_text(BASE.format(extra=BROKEN[1][1] + "\n  (= speed 3)"))
+    bad.write_text(BASE.format(extra=next(c[1] for c in BROKEN if c[0] == "unknown-function") + "\n  (= speed 3)"))
     result = CliRunner().invoke(envs_command, ["check", str(tmp_path)])
     assert result.exit_code == 1
     assert f"{bad}:8:41: error: unknown function 'lengthz'" in result.output
@@ -335,3 +362,41 @@ def test_problems_check_reports_each_problems_heaviest_step() -> None:
     assert [r.split(" evaluations ")[1] for r in reported] == [
         f"of a budget of {STEP_BUDGET:,} ({h / STEP_BUDGET:.1%})" for h in heaviest]
     assert heaviest[0] > 1000 > heaviest[1] > 0  # the board of life steps many cells
+
+
+STUDY_REFUSES = [(c[0], c[1], f"static check: {{program}}:{c[3]}:{c[4]}: error: {c[5]}")
+                 for c in BROKEN if c[2] == ERROR] + [
+                (c[0], c[1], f"rollout check: {{program}}:{c[2]}:{c[3]}: runtime error: {c[4]}")
+                for c in ROLLOUT if c[5] is not None]
+
+
+@pytest.mark.parametrize(("lines", "reason"), [c[1:] for c in STUDY_REFUSES],
+                         ids=[c[0] for c in STUDY_REFUSES])
+def test_study_create_refuses_a_study_of_each_broken_program(
+        tmp_path: Path, lines: str, reason: str) -> None:
+    """Every error of the tables, the static stage's and the rollout's, keeps the study
+    that would show it to a participant out of the database."""
+    import yaml
+
+    from consent.definition import DefinitionError
+    from study_server.commands.study import create_study
+    from tests.consent.helpers import definition_data, register_walker_problems
+
+    program = tmp_path / "broken.sexp"
+    program.write_text(BASE.format(extra=lines))
+    register_walker_problems(["test/tutorial"])
+    registry.register_env("test/broken", load_file, path=str(program), program=str(program),
+                          replace=True)
+    registry.add_problem(Problem("test/broken/planning", "test/broken", "planning", 0,
+                                 {"goal_cells": [[6, 6]], "goal_colours": ["red"], "horizon": 60}),
+                         replace=True)
+    study = tmp_path / "study.yaml"
+    study.write_text(yaml.safe_dump(definition_data(problems=["test/broken/planning"],
+                                                    problems_per_participant=1)))
+    try:
+        with pytest.raises(DefinitionError) as refused:
+            create_study(f"sqlite:///{tmp_path / 's.db'}", str(study))
+    finally:
+        registry.unregister(env_id="test/broken", problem_id="test/broken/planning")
+    assert "test/broken/planning: its program has errors" in str(refused.value)
+    assert reason.format(program=program) in str(refused.value), str(refused.value)

@@ -1,0 +1,82 @@
+"""One library: an environment written with ``envs new --library DIR`` is found by every
+later command when ``GRIDSTUDY_LIBRARY`` is DIR, each run as an author types it (the real
+command line, one process each); a broken folder beside it is reported and skipped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from tests.consent.helpers import definition_data
+from tests.game_client.test_debugger import close_when_drawn, xvfb  # noqa: F401 (a fixture)
+from tests.study_server.test_bad_files import GRIDSTUDY, gridstudy
+
+
+def test_an_environment_made_with_envs_new_goes_all_the_way_into_a_study(
+        xvfb: str, tmp_path: Path) -> None:  # noqa: F811
+    library = tmp_path / "lib"
+    env = {"GRIDSTUDY_LIBRARY": str(library)}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return gridstudy(*args, cwd=tmp_path, env=env)
+
+    made = run("envs", "new", "glass_house", "--category", "tool use", "--library", str(library))
+    folder = library / "autumn" / "glass_house"
+    assert made.returncode == 0 and f"created {folder}" in made.stdout, made.stderr
+    assert "warning" not in made.stderr  # --library is $GRIDSTUDY_LIBRARY: nothing to warn of
+    # A broken folder beside it is reported by each command, never fatal.
+    (library / "autumn" / "half_done").mkdir()
+    (library / "autumn" / "half_done" / "program.sexp").write_text("(program)")
+    (library / "autumn" / "half_done" / "env.json").write_text("{not json")
+
+    listed = run("envs", "list")
+    assert listed.returncode == 0, listed.stderr
+    ids = [line.split()[0] for line in listed.stdout.splitlines()]
+    assert "autumn/glass_house" in ids and "autumn/glass_house-changed" in ids
+    assert "autumn/lamp_grid" in ids  # gridstudy's own library is still there
+    assert "half_done" in listed.stderr and "not valid JSON" in listed.stderr
+
+    checked = run("envs", "check", str(folder))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "2 programs checked: 0 errors" in checked.stderr
+
+    # Without problems yet, the debugger opens the environment by its id.
+    process = subprocess.Popen([GRIDSTUDY, "play", "autumn/glass_house", "--debug", "--scale", "20"],
+                               cwd=tmp_path, env={**_environ(), **env}, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    out, _ = close_when_drawn(process, xvfb, tmp_path / "window.png", (4, 4), "royalblue")
+    assert out.startswith(f"{folder / 'program.sexp'}: stopped at tick ")
+
+    derived = run("problems", "derive", "glass_house", "--samples", "4")
+    assert derived.returncode == 0, derived.stdout + derived.stderr
+    assert sorted(p.name for p in (folder / "problems").iterdir()) == ["cd.json", "mfp.json",
+                                                                      "planning.json"]
+    problems = [f"glass_house/{c}" for c in ("mfp", "planning", "cd")]
+    listed = run("problems", "list")
+    assert all(f"{p} " in listed.stdout for p in problems), listed.stdout
+    valid = run("problems", "check", "--samples", "4", *problems)
+    assert valid.returncode == 0 and "3 valid, 0 unverified, 0 invalid" in valid.stdout, valid.stdout
+
+    study = definition_data(problems=problems, problems_per_participant=1,
+                            tutorials={c: f"glass_house/{c}" for c in ("mfp", "planning", "cd")})
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
+    stored = run("study", "create", "study.yaml", "--db", "s.db")
+    assert stored.returncode == 0 and "study 'pilot' stored: 3 problems" in stored.stdout, stored.stderr
+
+    # Names nobody wrote are errors, with exit 1.
+    for command, says in ((["problems", "derive", "glass_hose"],
+                           "unknown environment 'glass_hose' (did you mean 'glass_house'?)"),
+                          (["problems", "check", "glass_house/mpf"],
+                           "unknown problem 'glass_house/mpf' (did you mean 'glass_house/mfp'?)")):
+        unknown = run(*command)
+        assert unknown.returncode == 1 and says in unknown.stderr, unknown.stderr
+    assert json.loads((folder / "problems" / "mfp.json").read_text())["env_id"] == "autumn/glass_house"
+
+
+def _environ() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
