@@ -183,7 +183,8 @@ def test_vector_environments(mode):
 def test_problems_added_later_register_too(test_problems):
     ids = [gym_id(problem.id) for problem in test_problems.values()]
     try:
-        assert sorted(game_client.gym.register_all()) == sorted(ids)
+        registered = game_client.gym.register_all()  # (other tests' problems too)
+        assert set(ids) <= set(registered)
         assert game_client.gym.register_all() == []  # each once
         for env_id in ids:
             check_env(gymnasium.make(env_id).unwrapped)

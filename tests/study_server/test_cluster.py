@@ -302,7 +302,8 @@ def test_killing_a_worker_moves_its_twenty_participants_to_the_other_without_a_g
 def test_a_session_moves_between_live_workers_only_when_its_tab_lets_it(deployment):
     """A join on another worker while the first tab is connected is refused as a second
     tab is; "continue here" takes the session over across workers (the first tab is told),
-    and once that tab has gone a plain join brings it back. seq never breaks."""
+    and once that tab has gone a plain join brings it back. seq never breaks. (Every tab is
+    the same participant's browser: it carries their cookie.)"""
     one, other = (f"http://{address}" for address in deployment.workers)
     token, first = playing_on(deployment, deployment.workers[1], "tabs")
     told: list[dict] = []
@@ -310,7 +311,7 @@ def test_a_session_moves_between_live_workers_only_when_its_tab_lets_it(deployme
     second = socketio.Client()
     try:
         first.press("right")
-        second.connect(one, transports=["websocket"])
+        second.connect(one, transports=["websocket"], headers={"Cookie": first.cookie})
         refused = second.call("join", {"token": token}, timeout=30)
         assert refused == {"ok": False, "error": "join: this session is open in another connection"}
 
@@ -329,7 +330,7 @@ def test_a_session_moves_between_live_workers_only_when_its_tab_lets_it(deployme
         first.client.disconnect()
 
         third = socketio.Client()
-        third.connect(other, transports=["websocket"])
+        third.connect(other, transports=["websocket"], headers={"Cookie": first.cookie})
         back = third.call("join", {"token": token}, timeout=30)
         third.disconnect()
         assert back["ok"], back
