@@ -19,6 +19,7 @@ Everything else has a default (see :class:`StudyDefinition`), among them what a
 completed but excluded participant is paid (``study_server.payments``)::
 
     on_exclusion: approve_without_bonus   # or: reject (with Prolific's rejection category)
+    attention_failure: continue           # or: end (the visit ends at the failed check)
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ _CODE = re.compile(r"^[A-Za-z0-9_-]{4,32}$")
 
 ENDINGS = {"complete": "completed", "declined": "no_consent", "screened-out": "screened_out",
            "failed-quiz": "failed_quiz", "timed-out": "timed_out", "full": "study_full",
-           "paused": "study_closed", "closed": "study_closed", "wrong-device": "wrong_device"}
+           "paused": "study_closed", "closed": "study_closed", "wrong-device": "wrong_device",
+           "failed-attention": "failed_attention"}
 """Participant status (or a study's status, for a turned-away arrival) -> the name of its
 ending in the study file's ``codes:``."""
 
@@ -51,6 +53,8 @@ AFTER_SCREENING = ("instructions", "tutorials", "quiz", "tasks")
 
 ON_EXCLUSION = ("approve_without_bonus", "reject")
 """The study file's ``on_exclusion`` choices, the default first."""
+ATTENTION_FAILURE = ("continue", "end")
+"""The study file's ``attention_failure`` choices, the default first."""
 
 
 class DefinitionError(ValueError):
@@ -132,6 +136,11 @@ class StudyDefinition:
     the attention checks among them, or by hand): ``approve_without_bonus`` (approved,
     no bonus) or ``reject`` (with the reason and Prolific's rejection category;
     ``study_server.payments``)."""
+    attention_failure: str = "continue"
+    """When a participant fails more attention checks than ``exclusion`` allows:
+    ``continue`` (they play on, excluded, to the completion code) or ``end`` (the visit
+    ends there with its own ending, ``failed_attention`` in ``codes``); either way the
+    payment is ``on_exclusion``'s."""
     codes: dict[str, str] = field(default_factory=dict)
     """Ending (:data:`ENDINGS`) -> the Prolific code for it, where the study file sets
     one; an ending without one gets ``completion_code`` (completed) or
@@ -213,6 +222,7 @@ def parse_definition(data: Any, known_problems: set[str] | None = None) -> Study
         "bonus": _bonus(data.get("bonus")),
         "codes": _codes(data.get("codes")),
         "on_exclusion": _one_of(data, "on_exclusion", ON_EXCLUSION),
+        "attention_failure": _one_of(data, "attention_failure", ATTENTION_FAILURE),
     }
     return _checked(StudyDefinition(**values))
 

@@ -40,7 +40,10 @@ from records.models import EpisodeRow, Participant
 from study_server import assignment
 
 APPROVE, REJECT, RETURN, PENDING = "approve", "reject", "return", "pending"
-RETURNED = {status: why for _, status, why in DROPS if status != "active"}
+FAILED_ATTENTION = "failed-attention"
+"""A visit ended at a failed attention check (the study file's ``attention_failure:
+end``): paid as an excluded participant, by ``on_exclusion``."""
+RETURNED = {status: why for _, status, why in DROPS if status not in ("active", FAILED_ATTENTION)}
 """Statuses whose participant is asked to return the submission, with the reason in the
 words of the participant flow (declined consent, screened out, wrong device, ...)."""
 ASK_TO_RETURN = "ask the participant to return their submission"
@@ -98,12 +101,13 @@ def decide(definition: StudyDefinition, status: str | None, exclusion_reason: st
     status = status or "active"
     if status in RETURNED:
         return RETURN, f"{RETURNED[status]}: {ASK_TO_RETURN}", "", 0.0
-    if status == "excluded" or (status == "complete" and exclusion_reason):
+    if status in ("excluded", FAILED_ATTENTION) or (status == "complete" and exclusion_reason):
         why = exclusion_reason or "excluded"
+        done = "ended at the check" if status == FAILED_ATTENTION else "completed"
         if definition.on_exclusion == "reject":
             category = next((c for words, c in REJECTION_CATEGORIES if words in why), "LOW_EFFORT")
-            return REJECT, f"completed, excluded: {why}", category, 0.0
-        return APPROVE, f"completed, excluded: {why}; approved without bonus", "", 0.0
+            return REJECT, f"{done}, excluded: {why}", category, 0.0
+        return APPROVE, f"{done}, excluded: {why}; approved without bonus", "", 0.0
     if status == "complete":
         return (APPROVE, f"completed and included ({solved} solved)", "",
                 definition.bonus.amount(solved))

@@ -190,6 +190,36 @@ def test_a_failed_attention_check_follows_on_exclusion(tmp_path, on_exclusion, d
 
 
 @pytest.mark.parametrize(("on_exclusion", "decision", "category"), [
+    ("approve_without_bonus", "approve", ""), ("reject", "reject", "FAILED_CHECK")])
+def test_attention_failure_end_ends_the_visit_with_its_own_code_and_pays_by_on_exclusion(
+        tmp_path, on_exclusion, decision, category):
+    app = study_app(tmp_path / "end.db", bonus=BONUS, on_exclusion=on_exclusion,
+                    attention_failure="end", codes={"failed_attention": "ATTN4321"})
+    try:
+        client = arrive(app, "PID-CARELESS", "s-1")
+        seen = []
+        while (page := current(app, client)).stage is not None:
+            seen.append(page.stage.name)
+            answer(app, client, "fail" if page.stage.name == "attention" else "pass")
+        ending = client.get("/study/pilot/flow").text
+        people, _ = participants(app)
+        with app.extensions["gridstudy.store"].session() as db:
+            attempts = db.exec(select(EpisodeRow).where(
+                EpisodeRow.participant_id == people["PID-CARELESS"].id)).all()
+        row = decisions(app)["PID-CARELESS"]
+    finally:
+        shutdown(app)
+    assert seen[-2:] == ["task", "attention"]  # nothing after the failed check
+    assert "<strong data-code>ATTN4321</strong>" in ending
+    assert "attention question was not right" in ending
+    careless = people["PID-CARELESS"]
+    assert (careless.status, careless.code) == ("failed-attention", "ATTN4321")
+    assert not [a for a in attempts if a.status in ("assigned", "active")]  # slots freed
+    assert (row.decision, row.rejection_category, row.bonus) == (decision, category, 0.0)
+    assert row.reason.startswith("ended at the check, excluded: failed 1 attention check")
+
+
+@pytest.mark.parametrize(("on_exclusion", "decision", "category"), [
     ("approve_without_bonus", "approve", ""), ("reject", "reject", "OTHER")])
 def test_a_participant_excluded_by_hand_follows_on_exclusion(tmp_path, on_exclusion, decision,
                                                              category):
@@ -233,7 +263,7 @@ def test_the_screened_out_and_the_decliner_are_asked_to_return_in_the_files(app,
                                          "participant to return their submission")
 
 
-def test_on_exclusion_must_be_one_of_its_choices():
+def test_on_exclusion_and_attention_failure_must_be_one_of_their_choices():
     from consent.definition import DefinitionError
     from tests.consent.helpers import make_definition
 
@@ -241,6 +271,10 @@ def test_on_exclusion_must_be_one_of_its_choices():
     with pytest.raises(DefinitionError, match="on_exclusion: expected one of "
                                               "approve_without_bonus, reject, got 'pay'"):
         make_definition(on_exclusion="pay")
+    assert make_definition().attention_failure == "continue"
+    with pytest.raises(DefinitionError, match="attention_failure: expected one of "
+                                              "continue, end, got 'stop'"):
+        make_definition(attention_failure="stop")
 
 
 def test_exports_carry_the_ids_unless_pseudonymized(app, visited, tmp_path):
