@@ -61,6 +61,7 @@ def test_the_frame_picker_stores_the_frame_its_label_shows_at_full_key_speed(pag
     page.keyboard.up("ArrowLeft")
     at_submit = label(page)
     assert at_submit == 35
+    page.screenshot(path=str(tmp_path / "cd-picker.png"))
     page.get_by_role("button", name="Submit", exact=True).click()
     page.wait_for_selector(f"{GAME}[data-phase=done]")
     assert page.locator(STORED).text_content() == f"Your answer, as saved: frame {at_submit}."
