@@ -27,7 +27,8 @@ from records import schema
 from records.rebuild import replays
 
 Frame = list[list[str]]
-EXCLUDED_PARTICIPANTS = ("excluded", "screened-out", "failed-quiz", "wrong-device")
+EXCLUDED_PARTICIPANTS = ("excluded", "screened-out", "failed-quiz", "wrong-device",
+                         "failed-attention")
 """Participant statuses whose attempts are all left out of aggregation."""
 FINISHED = ("done", "abandoned")
 """A model's attempt that ended one of these ways counts (abandoned: scored 0)."""

@@ -18,7 +18,7 @@ import pandas as pd
 from analysis.readings import Row
 from records.flow import COMPLETE, EXCLUDED, flow_steps
 
-DECISIONS = ("approve", "reject", "screened-out", "return", "pending")
+DECISIONS = ("approve", "reject", "return", "pending")
 """The payment decisions the flow's payment columns count (``study_server.payments``)."""
 
 Payments = Callable[[str], dict[str, Any] | str]
@@ -48,8 +48,8 @@ def by_study(participants: pd.DataFrame) -> Iterable[tuple[str, pd.DataFrame]]:
 def summary_rows(participants: pd.DataFrame, payments: Payments | None = None) -> list[Row]:
     """Per study: participants arrived, completed and included; the completion time of
     those who reached the end of the visit (median and interquartile range, minutes); and,
-    when ``payments`` is given, how many were approved, rejected, screened out, asked to
-    return or still pending, and the bonuses' total."""
+    when ``payments`` is given, how many were approved, rejected, asked to return or
+    still pending, and the bonuses' total."""
     rows = []
     for study, people in by_study(participants):
         ended = people[people["status"].isin([COMPLETE, EXCLUDED])]

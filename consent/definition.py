@@ -15,7 +15,11 @@ A minimal file::
     screenout_code: S9Z8Y7
     consent: {version: "2026-01", text: "You are invited to ..."}
 
-Everything else has a default (see :class:`StudyDefinition`).
+Everything else has a default (see :class:`StudyDefinition`), among them what a
+completed but excluded participant is paid (``study_server.payments``)::
+
+    on_exclusion: approve_without_bonus   # or: reject (with Prolific's rejection category)
+    attention_failure: continue           # or: end (the visit ends at the failed check)
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ _CODE = re.compile(r"^[A-Za-z0-9_-]{4,32}$")
 
 ENDINGS = {"complete": "completed", "declined": "no_consent", "screened-out": "screened_out",
            "failed-quiz": "failed_quiz", "timed-out": "timed_out", "full": "study_full",
-           "paused": "study_closed", "closed": "study_closed", "wrong-device": "wrong_device"}
+           "paused": "study_closed", "closed": "study_closed", "wrong-device": "wrong_device",
+           "failed-attention": "failed_attention"}
 """Participant status (or a study's status, for a turned-away arrival) -> the name of its
 ending in the study file's ``codes:``."""
 
@@ -44,6 +49,12 @@ between them."""
 REQUIRED_STAGES = ("consent", "screening", "tasks")
 AFTER_SCREENING = ("instructions", "tutorials", "quiz", "tasks")
 """Parts that show the assigned problems, which screening reserves."""
+
+
+ON_EXCLUSION = ("approve_without_bonus", "reject")
+"""The study file's ``on_exclusion`` choices, the default first."""
+ATTENTION_FAILURE = ("continue", "end")
+"""The study file's ``attention_failure`` choices, the default first."""
 
 
 class DefinitionError(ValueError):
@@ -120,6 +131,16 @@ class StudyDefinition:
     screening before every part that shows the assigned problems; instructions,
     tutorials, quiz and debrief may be left out."""
     bonus: BonusRule = field(default_factory=BonusRule)
+    on_exclusion: str = "approve_without_bonus"
+    """The payment decision for a participant who completed but is excluded (by a rule,
+    the attention checks among them, or by hand): ``approve_without_bonus`` (approved,
+    no bonus) or ``reject`` (with the reason and Prolific's rejection category;
+    ``study_server.payments``)."""
+    attention_failure: str = "continue"
+    """When a participant fails more attention checks than ``exclusion`` allows:
+    ``continue`` (they play on, excluded, to the completion code) or ``end`` (the visit
+    ends there with its own ending, ``failed_attention`` in ``codes``); either way the
+    payment is ``on_exclusion``'s."""
     codes: dict[str, str] = field(default_factory=dict)
     """Ending (:data:`ENDINGS`) -> the Prolific code for it, where the study file sets
     one; an ending without one gets ``completion_code`` (completed) or
@@ -200,6 +221,8 @@ def parse_definition(data: Any, known_problems: set[str] | None = None) -> Study
         "stages": _stages(data.get("stages", STAGE_ORDER)),
         "bonus": _bonus(data.get("bonus")),
         "codes": _codes(data.get("codes")),
+        "on_exclusion": _one_of(data, "on_exclusion", ON_EXCLUSION),
+        "attention_failure": _one_of(data, "attention_failure", ATTENTION_FAILURE),
     }
     return _checked(StudyDefinition(**values))
 
@@ -291,6 +314,14 @@ def _positive_number(data: dict, name: str, default: float) -> float:
 def _optional(check: Any, data: dict, name: str) -> Any:
     """``check``'s value of ``name``, or None when the file leaves it out (or null)."""
     return None if data.get(name) is None else check(data, name, 0)
+
+
+def _one_of(data: dict, name: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (the first when the field is absent)."""
+    value = data.get(name, choices[0])
+    if value not in choices:
+        raise DefinitionError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 def _bool(data: dict, name: str, default: bool) -> bool:

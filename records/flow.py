@@ -23,6 +23,7 @@ DROPS = (
     ("passed screening", "screened-out", "failed the colour-vision screening"),
     ("given problems", "full", "the study was full"),
     ("passed the quiz", "failed-quiz", "failed the comprehension quiz"),
+    ("passed the attention checks", "failed-attention", "ended at a failed attention check"),
     ("finished in time", "timed-out", "ran out of the study's time limit"),
     ("finished", "active", "still taking part"),
 )

@@ -184,7 +184,7 @@ PARTICIPANT = Table("participant", "One person who opened the study's link.", (
     Field("stage", TEXT, "Last stage of the flow reached (consent ... complete).",
           default="consent"),
     Field("status", TEXT, "active, complete, screened-out, declined, failed-quiz, timed-out, "
-                          "full, wrong-device, excluded.", default="active"),
+                          "full, wrong-device, failed-attention, excluded.", default="active"),
     Field("exclusion_reason", TEXT, "Why the participant is excluded."),
     Field("consent_version", TEXT, "Version of the consent form agreed to."),
     Field("data", JSON, "records: one record per finished stage of the flow (jsPsych-style), "

@@ -36,7 +36,7 @@ from consent.definition import from_stored
 from records import schema
 from records.models import Audit, EpisodeRow, Event, Frame, Participant, Signal, Study
 from study_server import assignment, auth, logins, monitor, study_figures, tokens
-from study_server.payments import approvals_csv, bonuses_csv, payment_rows
+from study_server.payments import approve_list, bonuses_csv, decisions_csv, payment_rows
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 ROW_ID_MAX = schema.INT_LIMIT - 1
@@ -144,18 +144,21 @@ def study_summary(db: Session, study: Study) -> dict[str, Any]:
     }
 
 
-@bp.get("/study/<study_id>/<any(approvals, bonuses):which>.csv")
+@bp.get('/study/<study_id>/<any("decisions.csv", "approve.txt", "bonuses.csv"):name>')
 @auth.login_required
-def payments_download(study_id: str, which: str) -> Any:
-    """The study's approval list, or its bonuses in Prolific's bulk-bonus format."""
+def payments_download(study_id: str, name: str) -> Any:
+    """The study's payment decisions, the ids to approve (Prolific's bulk approval), or
+    its bonuses in Prolific's bulk-bonus format."""
     with _store().session() as db:
         try:
             _, rows = payment_rows(db, study_id)
         except LookupError:
             abort(404, f"no study {study_id}")
-    text = approvals_csv(rows) if which == "approvals" else bonuses_csv(rows)
-    return send_file(io.BytesIO(text.encode()), mimetype="text/csv", as_attachment=True,
-                     download_name=f"{study_id}-{which}.csv")
+    make = {"decisions.csv": decisions_csv, "approve.txt": approve_list,
+            "bonuses.csv": bonuses_csv}[name]
+    return send_file(io.BytesIO(make(rows).encode()),
+                     mimetype="text/csv" if name.endswith(".csv") else "text/plain",
+                     as_attachment=True, download_name=f"{study_id}-{name}")
 
 
 @bp.get(f"/participant/<int(min=1, max={ROW_ID_MAX}):participant_id>")

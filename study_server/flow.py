@@ -40,7 +40,7 @@ from tasks import registry
 SAVE_WAIT = 10.0
 """Seconds a page waits for the store's queued rows before it answers 503 (kept)."""
 ENDED = ("complete", "declined", "screened-out", "failed-quiz", "timed-out", "full",
-         "wrong-device")
+         "wrong-device", "failed-attention")
 
 
 class StudyNotOpen(LookupError):
@@ -270,6 +270,8 @@ class Flow:
             participant.exclusion_reason = reason
             for row in assignment.participant_episodes(db, participant.id, every=True):
                 row.included, row.exclusion_reason = False, reason
+            if page.definition.attention_failure == "end":  # the study file's choice
+                self._end(db, participant, "failed-attention")
 
     # -- live play ------------------------------------------------------------------------
 

@@ -2,20 +2,24 @@
 
 One row per participant, with the Prolific ids a researcher pastes into Prolific
 (``PROLIFIC_PID``, ``STUDY_ID``, every ``SESSION_ID`` seen), when the visit started and
-ended, how it ended, the code the participant was given, and a decision:
+ended, how it ended, the code the participant was given, and a decision that follows
+the exclusions, made in one place (:func:`decide`) for the dashboard, ``gridstudy
+payments`` and the report:
 
-* ``approve``: completed and not excluded;
-* ``reject``: excluded by the study's attention rule (the reason says which checks
-  failed); review it before rejecting on Prolific, whose rules decide what is fair;
-* ``screened-out``: screened out (colour vision), failed the comprehension quiz, or
-  declined consent, each with its code; Prolific pays screen-outs by its own rule;
-* ``return``: the visit timed out or the study was full; ask the participant to return
-  the submission;
+* completed and included: ``approve``, with the bonus rule
+  (:class:`consent.definition.BonusRule`) over the *included* solved attempts only;
+* completed but excluded (by a rule, the attention checks among them, or by hand): what
+  the study file's ``on_exclusion`` says: ``approve`` without a bonus
+  (``approve_without_bonus``, the default) or ``reject`` with Prolific's rejection
+  category; review a rejection before making it on Prolific, whose rules decide what
+  is fair;
+* declined consent, screened out, failed the quiz, wrong device, timed out, or the
+  study was full: ``return``, asking the participant to return their submission;
 * ``pending``: still taking part.
 
-The bonus is the study file's rule (:class:`consent.definition.BonusRule`: an amount per
-assigned problem solved, capped) for approved participants. ``bonuses.csv`` is in
-Prolific's bulk-bonus format: one ``PROLIFIC_PID,amount`` line per participant, no
+The ``reason`` column always says why. ``decisions.csv`` is that table; ``approve.txt``
+the ids to approve, one per line, as Prolific's bulk approval takes them; ``bonuses.csv``
+is in Prolific's bulk-bonus format: one ``PROLIFIC_PID,amount`` line per participant, no
 header.
 """
 
@@ -31,14 +35,24 @@ from typing import Any
 from sqlmodel import Session, func, select
 
 from consent.definition import StudyDefinition
+from records.flow import DROPS
 from records.models import EpisodeRow, Participant
 from study_server import assignment
 
-DECISIONS = {"complete": "approve", "excluded": "reject", "screened-out": "screened-out",
-             "failed-quiz": "screened-out", "declined": "screened-out", "timed-out": "return",
-             "full": "return", "wrong-device": "return", "active": "pending"}
+APPROVE, REJECT, RETURN, PENDING = "approve", "reject", "return", "pending"
+FAILED_ATTENTION = "failed-attention"
+"""A visit ended at a failed attention check (the study file's ``attention_failure:
+end``): paid as an excluded participant, by ``on_exclusion``."""
+RETURNED = {status: why for _, status, why in DROPS if status not in ("active", FAILED_ATTENTION)}
+"""Statuses whose participant is asked to return the submission, with the reason in the
+words of the participant flow (declined consent, screened out, wrong device, ...)."""
+ASK_TO_RETURN = "ask the participant to return their submission"
+REJECTION_CATEGORIES = (("attention check", "FAILED_CHECK"), ("by hand", "OTHER"))
+"""Prolific's rejection category by what the exclusion reason says; any other rule
+(too few inputs, idle, tab hidden, window left, key-mashing) is ``LOW_EFFORT``."""
 COLUMNS = ("participant_id", "prolific_pid", "prolific_study_id", "prolific_sessions", "status",
-           "decision", "reason", "code", "started_at", "ended_at", "solved", "bonus")
+           "decision", "reason", "rejection_category", "code", "started_at", "ended_at",
+           "solved", "bonus")
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,9 @@ class PaymentRow:
     status: str
     decision: str
     reason: str
+    """Why, always: how the visit ended and, for an excluded participant, the rule."""
+    rejection_category: str
+    """Prolific's rejection category for a ``reject`` (empty otherwise)."""
     code: str | None
     started_at: datetime | None
     ended_at: datetime | None
@@ -65,37 +82,53 @@ def payment_rows(db: Session, study_id: str) -> tuple[StudyDefinition, list[Paym
     rows = []
     for person in db.exec(select(Participant).where(Participant.study_id == study_id)
                           .order_by(Participant.id)).all():
-        decision = DECISIONS.get(person.status, "pending")
         sessions = list(person.prolific_sessions or {}) or \
             [s for s in (person.prolific_session_id,) if s]
         count = solved[person.id]
+        decision, reason, category, bonus = decide(definition, person.status,
+                                                   person.exclusion_reason, count)
         rows.append(PaymentRow(
             person.id, person.external_id, person.prolific_study_id, " ".join(sessions),
-            person.status, decision, _reason(person, decision), person.code,
-            person.created_at, person.ended_at, count,
-            definition.bonus.amount(count) if decision == "approve" else 0.0))
+            person.status, decision, reason, category, person.code,
+            person.created_at, person.ended_at, count, bonus))
     return definition, rows
 
 
-def _reason(person: Participant, decision: str) -> str:
-    if decision == "approve":
-        return "completed"
-    if decision == "pending":
-        return "still taking part"
-    return person.exclusion_reason or person.status
+def decide(definition: StudyDefinition, status: str | None, exclusion_reason: str | None,
+           solved: int) -> tuple[str, str, str, float]:
+    """The payment decision for one participant: ``(decision, reason, Prolific's
+    rejection category or "", bonus)``. ``solved``: their included solved attempts."""
+    status = status or "active"
+    if status in RETURNED:
+        return RETURN, f"{RETURNED[status]}: {ASK_TO_RETURN}", "", 0.0
+    if status in ("excluded", FAILED_ATTENTION) or (status == "complete" and exclusion_reason):
+        why = exclusion_reason or "excluded"
+        done = "ended at the check" if status == FAILED_ATTENTION else "completed"
+        if definition.on_exclusion == "reject":
+            category = next((c for words, c in REJECTION_CATEGORIES if words in why), "LOW_EFFORT")
+            return REJECT, f"{done}, excluded: {why}", category, 0.0
+        return APPROVE, f"{done}, excluded: {why}; approved without bonus", "", 0.0
+    if status == "complete":
+        return (APPROVE, f"completed and included ({solved} solved)", "",
+                definition.bonus.amount(solved))
+    if status == "active":
+        return PENDING, "still taking part", "", 0.0
+    return PENDING, f"ended as {status}: decide by hand", "", 0.0
 
 
 def solved_counts(db: Session, study_id: str, definition: StudyDefinition) -> Counter:
-    """Assigned problems each participant solved (done, score 1; tutorials not counted)."""
+    """Assigned problems each participant solved (done, score 1, included; tutorials and
+    excluded attempts not counted)."""
     found = db.exec(select(EpisodeRow.participant_id, func.count()).where(
         EpisodeRow.study_id == study_id, EpisodeRow.status == "done", EpisodeRow.score >= 1.0,
+        EpisodeRow.included,
         EpisodeRow.participant_id.is_not(None),
         EpisodeRow.problem_id.in_(list(definition.problems)))
         .group_by(EpisodeRow.participant_id)).all()
     return Counter(dict(found))
 
 
-def approvals_csv(rows: list[PaymentRow]) -> str:
+def decisions_csv(rows: list[PaymentRow]) -> str:
     """Every participant with the decision and why (a CSV with a header)."""
     from io import StringIO
 
@@ -113,12 +146,20 @@ def bonuses_csv(rows: list[PaymentRow]) -> str:
     return "".join(f"{row.prolific_pid},{row.bonus:.2f}\n" for row in rows if row.bonus > 0)
 
 
-def write_payments(rows: list[PaymentRow], out: Path) -> tuple[Path, Path]:
+def approve_list(rows: list[PaymentRow]) -> str:
+    """Prolific's bulk approval: the ``PROLIFIC_PID`` of each participant to approve, one
+    per line, nothing else."""
+    return "".join(f"{row.prolific_pid}\n" for row in rows if row.decision == APPROVE)
+
+
+def write_payments(rows: list[PaymentRow], out: Path) -> tuple[Path, Path, Path]:
+    """``decisions.csv``, ``approve.txt`` and ``bonuses.csv`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    approvals, bonuses = out / "approvals.csv", out / "bonuses.csv"
-    approvals.write_text(approvals_csv(rows))
+    decisions, approve, bonuses = out / "decisions.csv", out / "approve.txt", out / "bonuses.csv"
+    decisions.write_text(decisions_csv(rows))
+    approve.write_text(approve_list(rows))
     bonuses.write_text(bonuses_csv(rows))
-    return approvals, bonuses
+    return decisions, approve, bonuses
 
 
 def _cell(value: Any) -> Any:

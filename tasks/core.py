@@ -28,12 +28,16 @@ ENV_VERBS = ("noop", *MOVES, "click")
 CONTROL_VERBS = ("reset", "go-to-test")
 """Interaction-phase controls."""
 TEST_VERBS = ("step", "rewind", "found-change", "submit", "quit")
-INDEXED_VERBS = ("choose_option", "choose_frame")
-"""Test-phase verbs written ``choose_option_I`` / ``choose_frame_I``."""
+ANSWER_VERBS = ("submit_option", "submit_frame")
+"""The study page's answers: the choice the page holds and its submit as one input
+(``submit_frame_I`` = ``choose_frame_I`` then ``submit`` at one tick), so the stored choice
+is the one shown at Submit. Accepted, never offered in the listed actions."""
+INDEXED_VERBS = ("choose_option", "choose_frame", *ANSWER_VERBS)
+"""Test-phase verbs written ``choose_option_I`` / ``choose_frame_I`` (and the answers)."""
 
 # ASCII digits only: \d would also take other scripts' digits ("click ٣ 4").
 _CLICK = re.compile(r"click\s+(-?\d+)\s+(-?\d+)", re.ASCII)
-_INDEXED = re.compile(r"(choose_option|choose_frame)_(\d+)", re.ASCII)
+_INDEXED = re.compile(r"(choose_option|choose_frame|submit_option|submit_frame)_(\d+)", re.ASCII)
 _PLAIN = frozenset(("noop", *MOVES, *CONTROL_VERBS, *TEST_VERBS))
 
 
@@ -109,14 +113,16 @@ def _parse_text(text: str) -> Action:
     if match is not None:
         return Action(match[1], index=int(match[2]))
     if text.startswith(INDEXED_VERBS):
-        raise ValueError(f"malformed choice {text!r}: expected choose_option_I or choose_frame_I")
+        raise ValueError(f"malformed choice {text!r}: expected choose_option_I or choose_frame_I "
+                         "(or submit_option_I, submit_frame_I)")
     raise ValueError(f"unknown action {text!r}: expected one of {describe_verbs()}")
 
 
 def describe_verbs(verbs: Iterable[str] | None = None) -> str:
     """The verbs as a reader would list them (``click X Y``, ``choose_option_I``)."""
-    verbs = (*ENV_VERBS, *CONTROL_VERBS, *TEST_VERBS, *INDEXED_VERBS) if verbs is None else verbs
-    forms = {"click": "click X Y", "choose_option": "choose_option_I", "choose_frame": "choose_frame_I"}
+    offered = [verb for verb in INDEXED_VERBS if verb not in ANSWER_VERBS]
+    verbs = (*ENV_VERBS, *CONTROL_VERBS, *TEST_VERBS, *offered) if verbs is None else verbs
+    forms = {"click": "click X Y", **{verb: f"{verb}_I" for verb in INDEXED_VERBS}}
     return ", ".join(forms.get(v, v) for v in verbs)
 
 

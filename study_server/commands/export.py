@@ -34,10 +34,13 @@ def export(url: str, out: str, study: str | None, pseudonymize: bool) -> None:
               help="Database URL or SQLite file (default: $DATABASE_URL).")
 @click.option("--study", required=True, help="The study to pay.")
 @click.option("--out", default=".", show_default=True, type=click.Path(file_okay=False),
-              help="Where to write approvals.csv and bonuses.csv.")
+              help="Where to write decisions.csv, approve.txt and bonuses.csv.")
 def payments(url: str, study: str, out: str) -> None:
-    """Write the study's approval list (who completed, who is excluded and why) and a
-    bonus file in Prolific's bulk-bonus format (PROLIFIC_PID,amount)."""
+    """Write the study's payment decisions (decisions.csv: approve, reject, return or
+    pending for each participant, and why: completed and included, excluded and by which
+    rule, or how the visit ended), the ids to approve (approve.txt, one per line, for
+    Prolific's bulk approval) and the bonuses in Prolific's bulk-bonus format
+    (bonuses.csv: PROLIFIC_PID,amount; included solved attempts only)."""
     from collections import Counter
     from pathlib import Path
 
@@ -49,11 +52,11 @@ def payments(url: str, study: str, out: str) -> None:
             definition, rows = payment_rows(db, study)
         except LookupError as error:
             raise click.ClickException(str(error)) from None
-    approvals, bonuses = write_payments(rows, Path(out))
+    decisions, approve, bonuses = write_payments(rows, Path(out))
     decisions = Counter(row.decision for row in rows)
     currency = definition.payment.split()[0] if definition.payment else ""
     total = sum(row.bonus for row in rows)
     click.echo(f"{study}: {len(rows)} participants ("
                + ", ".join(f"{d} {n}" for d, n in decisions.items()) + ")")
-    click.echo(f"wrote {approvals} and {bonuses} ({sum(r.bonus > 0 for r in rows)} bonuses, "
+    click.echo(f"wrote {decisions}, {approve} and {bonuses} ({sum(r.bonus > 0 for r in rows)} bonuses, "
                f"{currency} {total:.2f} in all)".replace("( ", "("))

@@ -4,7 +4,8 @@ The changed program runs; the original runs beside it in lockstep on the same ac
 from the same seed, and the defect time ``t*`` is the first frame index where their
 frames differ. ``found-change`` (or reaching the horizon) opens the selection phase:
 ``choose_frame_I`` shows test frame I, ``submit`` scores it with
-:func:`tasks.worldtest.scoring.cd_score`. No reset in the test phase, so frame indices
+:func:`tasks.worldtest.scoring.cd_score`; ``submit_frame_I`` (the study page's answer)
+chooses frame I and scores it at one tick. No reset in the test phase, so frame indices
 stay unambiguous.
 
 Problem ``params``: ``changed_env_id``, ``horizon`` (test steps allowed), ``witness``
@@ -69,11 +70,11 @@ class ChangeDetection(TestPhase):
         if not self.selecting:
             return (*env_verbs(self.env), "found-change", "quit")
         if self.chosen is None:
-            return ("noop", "choose_frame", "quit")
-        return ("noop", "choose_frame", "submit", "quit")
+            return ("noop", "choose_frame", "submit_frame", "quit")
+        return ("noop", "choose_frame", "submit", "submit_frame", "quit")
 
     def choice_count(self, verb: str) -> int:
-        return len(self.frames) if verb == "choose_frame" else 0
+        return len(self.frames) if verb in ("choose_frame", "submit_frame") else 0
 
     def apply(self, action: Action) -> Result:
         verb = action.verb
@@ -84,7 +85,9 @@ class ChangeDetection(TestPhase):
             return Result(self.observation, SELECT)
         if verb == "choose_frame":
             return Result(self._choose(action))
-        if verb == "submit":
+        if verb == "submit_frame":  # the page's choice and its submit, at one tick
+            self._choose(action)
+        if verb in ("submit", "submit_frame"):
             return Result(self.observation, DONE, cd_score(self.chosen, self.t_star))
         if self.selecting:  # a noop while choosing
             return Result(self.observation)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks import registry
-from tasks.core import Action, GridEnv, Observation, parse_action
+from tasks.core import ANSWER_VERBS, INDEXED_VERBS, Action, GridEnv, Observation, parse_action
 from tasks.worldtest.challenge import Challenge, TestPhase, get
 from tasks.worldtest.problem import Problem
 
@@ -125,7 +125,9 @@ class Episode:
         for verb in self.allowed_verbs():
             if verb == "click":
                 out.append(f"click [0-{width - 1}] [0-{height - 1}]")
-            elif verb.startswith("choose_"):
+            elif verb in ANSWER_VERBS:
+                continue  # the study page's answer form, not offered to a player
+            elif verb in INDEXED_VERBS:
                 out.append(f"{verb}_[0-{self.test.choice_count(verb) - 1}]")
             else:
                 out.append(verb)
@@ -149,7 +151,7 @@ class Episode:
             width, height = self.size
             if not (0 <= action.x < width and 0 <= action.y < height):
                 return f"{action} is outside the {width}x{height} grid; {allowed}"
-        if action.verb.startswith("choose_"):
+        if action.verb in INDEXED_VERBS:
             if not 0 <= action.index < self.test.choice_count(action.verb):
                 return f"{action} is out of range; {allowed}"
         return None

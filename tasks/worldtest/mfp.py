@@ -84,14 +84,14 @@ class MaskedFramePrediction(TestPhase):
             verbs.append("step")
         if self.position > 0:
             verbs.append("rewind")
-        verbs.append("choose_option")
+        verbs.extend(("choose_option", "submit_option"))
         if self.chosen is not None:
             verbs.append("submit")
         verbs.append("quit")
         return tuple(verbs)
 
     def choice_count(self, verb: str) -> int:
-        return len(self.options) if verb == "choose_option" else 0
+        return len(self.options) if verb in ("choose_option", "submit_option") else 0
 
     def apply(self, action: Action) -> Result:
         verb = action.verb
@@ -99,16 +99,16 @@ class MaskedFramePrediction(TestPhase):
             self.position += 1
         elif verb == "rewind":
             self.position -= 1
-        elif verb == "choose_option":
+        elif verb in ("choose_option", "submit_option"):  # submit_option_I: the page's answer
             if not 0 <= action.index < len(self.options):
                 raise ValueError(
                     f"{action} is not an option: expected choose_option_0 to "
                     f"choose_option_{len(self.options) - 1}"
                 )
             self.chosen = action.index
-        elif verb == "submit":
+        if verb in ("submit", "submit_option"):
             return Result(self._observation(), DONE, float(self.chosen == self.answer))
-        elif verb == "quit":
+        if verb == "quit":
             return Result(self._observation(), DONE, 0.0)
         return Result(self._observation())
 

@@ -34,7 +34,7 @@ def database(tmp_path_factory):
     first of whom solved one assigned problem; and another study's two participants."""
     register_walker_problems(FLOW_PROBLEMS)
     path = tmp_path_factory.mktemp("flow") / "gridstudy.db"
-    definition = make_definition(bonus={"per_solved": 0.25})
+    definition = make_definition(bonus={"per_solved": 0.25}, on_exclusion="reject")
     with Store(f"sqlite:///{path}") as store:
         with store.session() as db:
             db.add(Study(id="pilot", title="Grid worlds", definition=definition.to_dict()))
@@ -111,10 +111,11 @@ def test_completion_time_and_payments(written):
     assert (summary["arrived"], summary["completed"], summary["included"]) == ("13", "5", "3")
     assert float(summary["minutes_median"]) == 16.0
     assert (float(summary["minutes_q1"]), float(summary["minutes_q3"])) == (12.0, 20.0)
-    # study_server.payments' decisions: 3 approve, 2 reject, 4 screened out (declined,
-    # screened out twice, failed quiz), 3 return (timed out, full, wrong device), 1 pending
+    # study_server.payments' decisions (the study rejects the excluded): 3 approve,
+    # 2 reject, 7 return (declined, screened out twice, failed quiz, timed out, full,
+    # wrong device), 1 pending
     assert {k: summary[k] for k in flow.DECISIONS} == {
-        "approve": "3", "reject": "2", "screened-out": "4", "return": "3", "pending": "1"}
+        "approve": "3", "reject": "2", "return": "7", "pending": "1"}
     assert float(summary["bonus_total"]) == 0.25  # participant 1 solved one problem
 
 

@@ -72,7 +72,7 @@ def test_file_errors_start_with_the_file_name(tmp_path):
 
 
 @pytest.mark.parametrize("codes, message", [
-    ({"finished": "ABCD1234"}, "codes.finished: unknown ending; known: completed, failed_quiz"),
+    ({"finished": "ABCD1234"}, "codes.finished: unknown ending; known: completed, failed_attention, failed_quiz"),
     ({"completed": "no"}, "codes.completed: expected 4-32 letters or digits, got 'no'"),
     (["ABCD1234"], "codes: expected a mapping of ending -> code"),
 ])

@@ -69,7 +69,7 @@ def test_a_researcher_pays_and_unsticks_a_study_in_the_browser(make_live_server,
     assert "st-9" in page.inner_text("table.identity")
     assert page.locator("#records tr[data-record]").count() >= 4
     shoot(page, tmp_path, "dashboard-participant")
-    bonuses = page.request.get(f"{live.url}/dashboard/study/pilot/approvals.csv")
+    bonuses = page.request.get(f"{live.url}/dashboard/study/pilot/decisions.csv")
     assert bonuses.ok and "5f1e2d3c4b5a" in bonuses.text()
 
 

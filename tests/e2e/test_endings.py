@@ -13,7 +13,8 @@ from tests.e2e.test_study_flow import PROBLEMS, play_game
 
 CODES = {"completed": "END-DONE", "no_consent": "END-NOCONSENT", "screened_out": "END-SCREEN",
          "failed_quiz": "END-QUIZ", "timed_out": "END-TIME", "study_full": "END-FULL",
-         "study_closed": "END-CLOSED", "wrong_device": "END-DEVICE"}
+         "study_closed": "END-CLOSED", "wrong_device": "END-DEVICE",
+         "failed_attention": "END-ATTN"}
 
 
 def open_study(make_live_server, **overrides):
@@ -65,6 +66,18 @@ def failed_quiz(page, live):
     answer(page, live, "p-quiz", "Check my answers", "fail")
 
 
+def failed_attention(page, live):
+    consent(page, live, "p-careless")
+    answer(page, live, "p-careless", "Continue")
+    page.get_by_role("button", name="Start the practice").click()
+    play_game(page)
+    answer(page, live, "p-careless", "Check my answers")
+    page.locator("body[data-stage=task]").wait_for()
+    play_game(page)
+    page.locator("body[data-stage=attention]").wait_for()
+    answer(page, live, "p-careless", "Continue", "fail")
+
+
 def timed_out(page, live):
     consent(page, live, "p-time")
     page.wait_for_timeout(3500)  # the study allows 3 seconds
@@ -99,6 +112,8 @@ ENDINGS = [
      {"attempts_per_problem": 1}),
     (closed, None, "study_closed", "not taking new participants", {}),
     (wrong_device, "wrong-device", "wrong_device", "needs a computer with a keyboard", {}),
+    (failed_attention, "failed-attention", "failed_attention",
+     "attention question was not right", {"attention_failure": "end"}),
 ]
 
 

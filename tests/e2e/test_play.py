@@ -102,8 +102,8 @@ def test_masked_frame_prediction_played_in_the_browser(page, live_server):
     check_record(
         live_server, episode_id,
         ["right", "down", "click 3 3", "reset", "go-to-test", "step", "step", "rewind",
-         "step", "step", "step", "choose_option_0", "submit"],
-        [("go-to-test", "interaction", "test"), ("submit", "test", "done")],
+         "step", "step", "step", "submit_option_0"],
+        [("go-to-test", "interaction", "test"), ("submit_option_0", "test", "done")],
         1.0,
     )
 
@@ -150,9 +150,9 @@ def test_change_detection_played_in_the_browser(page, live_server):
     events = check_record(
         live_server, episode_id,
         ["click 2 2", "go-to-test", "right", "right", "right", "click 0 4", "found-change",
-         f"choose_frame_{t_star}", "submit"],
+         f"submit_frame_{t_star}"],
         [("go-to-test", "interaction", "test"), ("found-change", "test", "select"),
-         ("submit", "select", "done")],
+         (f"submit_frame_{t_star}", "select", "done")],
         1.0,
     )
     assert sum(e.phase == "test" and e.source == "auto" for e in events) >= 1

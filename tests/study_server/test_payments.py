@@ -74,25 +74,29 @@ def test_every_ending_keeps_its_code_and_time_and_every_session_id(app, visited)
     assert (back.prolific_study_id, back.prolific_session_id) == ("study-1", "s-3")
 
 
-def test_payments_writes_approvals_and_prolific_bulk_bonuses(app, visited, tmp_path):
+def test_payments_writes_decisions_the_approve_list_and_prolific_bulk_bonuses(app, visited,
+                                                                               tmp_path):
     people, solved = participants(app)
     out = tmp_path / "pay"
     result = CliRunner().invoke(main, ["payments", "--db", visited, "--study", "pilot",
                                        "--out", str(out)])
     assert result.exit_code == 0, result.output
-    with (out / "approvals.csv").open() as handle:
+    with (out / "decisions.csv").open() as handle:
         rows = {row["prolific_pid"]: row for row in csv.DictReader(handle)}
     assert {pid: row["decision"] for pid, row in rows.items()} == {
-        "PID-DONE": "approve", "PID-NO": "screened-out", "PID-BACK": "pending",
+        "PID-DONE": "approve", "PID-NO": "return", "PID-BACK": "pending",
         "PID-IDLE": "pending"}
+    assert (out / "approve.txt").read_text() == "PID-DONE\n"  # Prolific's bulk approval
     assert rows["PID-BACK"]["prolific_sessions"] == "s-3 s-4"
-    assert (rows["PID-NO"]["code"], rows["PID-NO"]["reason"]) == ("SCREEN99", "declined")
+    assert (rows["PID-NO"]["code"], rows["PID-NO"]["reason"]) == (
+        "SCREEN99", "declined consent: ask the participant to return their submission")
+    assert all(row["reason"] for row in rows.values())
     assert rows["PID-DONE"]["ended_at"] and not rows["PID-BACK"]["ended_at"]
     count = solved[people["PID-DONE"].id]
     assert count >= 1 and int(rows["PID-DONE"]["solved"]) == count
     bonus = round(min(count * BONUS["per_solved"], BONUS["max"]), 2)
     assert (out / "bonuses.csv").read_text() == f"PID-DONE,{bonus:.2f}\n"
-    assert "pilot: 4 participants (approve 1, screened-out 1, pending 2)" in result.output
+    assert "pilot: 4 participants (approve 1, return 1, pending 2)" in result.output
 
 
 def test_the_dashboard_shows_the_ids_and_serves_the_same_files(app, visited):
@@ -103,14 +107,174 @@ def test_the_dashboard_shows_the_ids_and_serves_the_same_files(app, visited):
     client = app.test_client()
     assert log_in(client).status_code == 302
     page = client.get("/dashboard/").text
-    for shown in ("PID-DONE", "s-3 s-4", "DONE1234", "approve", "screened-out"):
+    for shown in ("PID-DONE", "s-3 s-4", "DONE1234", "approve", "declined consent: ask"):
         assert shown in page
     bonuses = client.get("/dashboard/study/pilot/bonuses.csv")
     assert bonuses.status_code == 200 and bonuses.text.startswith("PID-DONE,")
-    approvals = client.get("/dashboard/study/pilot/approvals.csv").text
-    assert approvals.splitlines()[0].startswith("participant_id,prolific_pid")
+    decisions = client.get("/dashboard/study/pilot/decisions.csv").text
+    assert decisions.splitlines()[0].startswith("participant_id,prolific_pid")
+    assert client.get("/dashboard/study/pilot/approve.txt").text == "PID-DONE\n"
     assert client.get("/dashboard/study/nope/bonuses.csv").status_code == 404
     assert app.test_client().get("/dashboard/study/pilot/bonuses.csv").status_code in (302, 401)
+
+
+# -- one test per decision rule ------------------------------------------------------------
+
+
+def complete_failing(app, client, failing=()):
+    """Go through the whole flow, failing the stages named in ``failing``."""
+    while (page := current(app, client)).stage is not None:
+        answer(app, client, "fail" if page.stage.name in failing else "pass")
+
+
+def decisions(app):
+    from study_server.payments import payment_rows
+
+    app.extensions["gridstudy.store"].wait()
+    with app.extensions["gridstudy.store"].session() as db:
+        _, rows = payment_rows(db, "pilot")
+    return {row.prolific_pid: row for row in rows}
+
+
+def exclude_by_hand(app, what, reason):
+    """A signed-in researcher excludes ``what`` (``episode/ID`` or ``participant/ID``)
+    on the dashboard, with ``reason``."""
+    from study_server import auth
+    from tests.study_server.test_dashboard import csrf, log_in
+
+    auth.create_admin(app.extensions["gridstudy.store"].engine, "researcher", "correct horse")
+    client = app.test_client()
+    assert log_in(client).status_code == 302
+    response = client.post(f"/dashboard/{what}/inclusion", data={
+        "reason": reason, "included": "0", "csrf_token": csrf(client, "/dashboard/")})
+    assert response.status_code == 302, response.text
+
+
+def test_completed_and_included_is_approved_with_a_bonus_for_included_solved_attempts_only(app):
+    complete(app, arrive(app, "PID-A", "s-1"))
+    before = decisions(app)["PID-A"]
+    assert (before.decision, before.rejection_category) == ("approve", "")
+    assert before.solved >= 1 and before.bonus == round(min(before.solved * 0.15, 0.25), 2)
+    assert before.reason == f"completed and included ({before.solved} solved)"
+    people, _ = participants(app)
+    with app.extensions["gridstudy.store"].session() as db:
+        solved = db.exec(select(EpisodeRow).where(
+            EpisodeRow.participant_id == people["PID-A"].id, EpisodeRow.score == 1.0,
+            EpisodeRow.included)).first()
+    exclude_by_hand(app, f"episode/{solved.id}", "played by a sibling")
+    after = decisions(app)["PID-A"]
+    assert (after.decision, after.solved) == ("approve", before.solved - 1)
+    assert after.bonus == round(min((before.solved - 1) * 0.15, 0.25), 2)
+
+
+@pytest.mark.parametrize(("on_exclusion", "decision", "category"), [
+    (None, "approve", ""), ("approve_without_bonus", "approve", ""),
+    ("reject", "reject", "FAILED_CHECK")])
+def test_a_failed_attention_check_follows_on_exclusion(tmp_path, on_exclusion, decision,
+                                                        category):
+    extra = {} if on_exclusion is None else {"on_exclusion": on_exclusion}
+    app = study_app(tmp_path / "att.db", bonus=BONUS, **extra)
+    try:
+        complete_failing(app, arrive(app, "PID-CARELESS", "s-1"), failing=("attention",))
+        complete(app, arrive(app, "PID-CAREFUL", "s-2"))
+        rows = decisions(app)
+    finally:
+        shutdown(app)
+    careless = rows["PID-CARELESS"]
+    assert careless.status == "complete" and careless.solved == 0  # every attempt excluded
+    assert (careless.decision, careless.rejection_category, careless.bonus) == (
+        decision, category, 0.0)
+    assert careless.reason.startswith("completed, excluded: failed 1 attention check")
+    assert ("approved without bonus" in careless.reason) == (decision == "approve")
+    assert rows["PID-CAREFUL"].decision == "approve" and rows["PID-CAREFUL"].bonus > 0
+
+
+@pytest.mark.parametrize(("on_exclusion", "decision", "category"), [
+    ("approve_without_bonus", "approve", ""), ("reject", "reject", "FAILED_CHECK")])
+def test_attention_failure_end_ends_the_visit_with_its_own_code_and_pays_by_on_exclusion(
+        tmp_path, on_exclusion, decision, category):
+    app = study_app(tmp_path / "end.db", bonus=BONUS, on_exclusion=on_exclusion,
+                    attention_failure="end", codes={"failed_attention": "ATTN4321"})
+    try:
+        client = arrive(app, "PID-CARELESS", "s-1")
+        seen = []
+        while (page := current(app, client)).stage is not None:
+            seen.append(page.stage.name)
+            answer(app, client, "fail" if page.stage.name == "attention" else "pass")
+        ending = client.get("/study/pilot/flow").text
+        people, _ = participants(app)
+        with app.extensions["gridstudy.store"].session() as db:
+            attempts = db.exec(select(EpisodeRow).where(
+                EpisodeRow.participant_id == people["PID-CARELESS"].id)).all()
+        row = decisions(app)["PID-CARELESS"]
+    finally:
+        shutdown(app)
+    assert seen[-2:] == ["task", "attention"]  # nothing after the failed check
+    assert "<strong data-code>ATTN4321</strong>" in ending
+    assert "attention question was not right" in ending
+    careless = people["PID-CARELESS"]
+    assert (careless.status, careless.code) == ("failed-attention", "ATTN4321")
+    assert not [a for a in attempts if a.status in ("assigned", "active")]  # slots freed
+    assert (row.decision, row.rejection_category, row.bonus) == (decision, category, 0.0)
+    assert row.reason.startswith("ended at the check, excluded: failed 1 attention check")
+
+
+@pytest.mark.parametrize(("on_exclusion", "decision", "category"), [
+    ("approve_without_bonus", "approve", ""), ("reject", "reject", "OTHER")])
+def test_a_participant_excluded_by_hand_follows_on_exclusion(tmp_path, on_exclusion, decision,
+                                                             category):
+    app = study_app(tmp_path / "hand.db", bonus=BONUS, on_exclusion=on_exclusion)
+    try:
+        complete(app, arrive(app, "PID-X", "s-1"))
+        people, _ = participants(app)
+        exclude_by_hand(app, f"participant/{people['PID-X'].id}",
+                        "answered in a language not asked for")
+        row = decisions(app)["PID-X"]
+    finally:
+        shutdown(app)
+    assert (row.decision, row.rejection_category, row.bonus) == (decision, category, 0.0)
+    assert "by hand: answered in a language not asked for" in row.reason
+
+
+@pytest.mark.parametrize(("status", "why"), [
+    ("declined", "declined consent"), ("screened-out", "failed the colour-vision screening"),
+    ("wrong-device", "ended on a device the study cannot be played on"),
+    ("timed-out", "ran out of the study's time limit"),
+    ("failed-quiz", "failed the comprehension quiz"), ("full", "the study was full")])
+def test_who_did_not_complete_is_asked_to_return_with_the_reason(status, why):
+    from study_server.payments import decide
+    from tests.consent.helpers import make_definition
+
+    for on_exclusion in ("approve_without_bonus", "reject"):
+        decided = decide(make_definition(on_exclusion=on_exclusion, bonus=BONUS), status, None, 2)
+        assert decided == ("return", f"{why}: ask the participant to return their submission",
+                           "", 0.0)
+
+
+def test_the_screened_out_and_the_decliner_are_asked_to_return_in_the_files(app, tmp_path):
+    answer(app, arrive(app, "PID-NO", "s-1"), "fail")  # declines consent
+    screened = arrive(app, "PID-COLOUR", "s-2")
+    answer(app, screened)
+    answer(app, screened, "fail")  # fails the colour screening
+    rows = decisions(app)
+    assert (rows["PID-NO"].status, rows["PID-COLOUR"].status) == ("declined", "screened-out")
+    assert {row.decision for row in rows.values()} == {"return"}
+    assert rows["PID-COLOUR"].reason == ("failed the colour-vision screening: ask the "
+                                         "participant to return their submission")
+
+
+def test_on_exclusion_and_attention_failure_must_be_one_of_their_choices():
+    from consent.definition import DefinitionError
+    from tests.consent.helpers import make_definition
+
+    assert make_definition().on_exclusion == "approve_without_bonus"
+    with pytest.raises(DefinitionError, match="on_exclusion: expected one of "
+                                              "approve_without_bonus, reject, got 'pay'"):
+        make_definition(on_exclusion="pay")
+    assert make_definition().attention_failure == "continue"
+    with pytest.raises(DefinitionError, match="attention_failure: expected one of "
+                                              "continue, end, got 'stop'"):
+        make_definition(attention_failure="stop")
 
 
 def test_exports_carry_the_ids_unless_pseudonymized(app, visited, tmp_path):

@@ -103,7 +103,8 @@ def test_a_click_outside_the_grid_is_refused_and_changes_nothing(make_env: Calla
 
 
 @pytest.mark.parametrize("action", ["step", "rewind", "submit", "found-change", "quit",
-                                    "choose_option_0", "choose_frame_0"])
+                                    "choose_option_0", "choose_frame_0", "submit_option_0",
+                                    "submit_frame_0"])
 def test_test_verbs_are_refused_in_the_interaction_phase(make_env: Callable, action: str) -> None:
     episode = Episode(CD, make_env)
     allowed = "noop, up, down, left, right, click [0-4] [0-4], reset, go-to-test"
@@ -132,7 +133,7 @@ def mfp_at_test(make_env: Callable) -> Episode:
 def test_mfp_test_starts_at_the_unmasked_first_frame(make_env: Callable) -> None:
     episode = mfp_at_test(make_env)
     assert episode.observation.frame == INITIAL  # the interaction's moves are gone
-    assert episode.allowed_verbs() == ("noop", "step", "choose_option", "quit")
+    assert episode.allowed_verbs() == ("noop", "step", "choose_option", "submit_option", "quit")
     assert episode.allowed_actions() == ["noop", "step", "choose_option_[0-5]", "quit"]
     view = episode.view()["test"]
     assert (view["position"], view["length"], view["masked_from"]) == (0, 4, 3)
@@ -146,7 +147,7 @@ def test_mfp_step_and_rewind_walk_the_trajectory_and_mask_its_end(make_env: Call
     assert frames[2][1][2] == "mask" and frames[2][4][0] == "mask"  # masked from frame 3
     assert frames[3][1][2] == "mask" and frames[3][4][0] == "mask"
     assert frames[3][1][1] == "black"
-    assert episode.allowed_verbs() == ("noop", "rewind", "choose_option", "quit")
+    assert episode.allowed_verbs() == ("noop", "rewind", "choose_option", "submit_option", "quit")
     assert_refused(episode, "step", "step is not allowed in the test phase; allowed: "
                                     "noop, rewind, choose_option_[0-5], quit")
     back = episode.apply("rewind")
@@ -173,8 +174,12 @@ def test_mfp_refuses_submit_before_a_choice_and_options_out_of_range(make_env: C
         (["choose_option_0", "choose_option_5", "submit"], 0.0),
         (["choose_option_0", "quit"], 0.0),
         (["quit"], 0.0),
+        (["submit_option_0"], 1.0),
+        (["submit_option_4"], 0.0),
+        (["choose_option_0", "submit_option_4"], 0.0),
     ],
-    ids=["right", "wrong", "changed-to-right", "changed-to-wrong", "chose-then-quit", "no-answer"],
+    ids=["right", "wrong", "changed-to-right", "changed-to-wrong", "chose-then-quit", "no-answer",
+         "page-right", "page-wrong", "page-answer-overrides"],
 )
 def test_mfp_scores(make_env: Callable, actions: list[str], score: float) -> None:
     episode = mfp_at_test(make_env)
@@ -296,6 +301,10 @@ def test_cd_scores_the_chosen_frame(make_env: Callable, frame: int, score: float
     final = episode.apply("submit")
     assert (final.done, final.next_phase) == (True, DONE)
     assert final.score == pytest.approx(score, abs=1e-6)
+    page = cd_selecting(make_env, 45)  # the page's answer: the choice and submit in one
+    answer = page.apply(f"submit_frame_{frame}")
+    assert (answer.done, answer.score, page.test.outcome()["chosen"]) == (True, final.score, frame)
+    assert answer.observation.frame == episode.test.frames[frame]
 
 
 def test_cd_found_change_before_the_change_scores_0(make_env: Callable) -> None:
@@ -312,6 +321,8 @@ def test_cd_selection_allows_only_choices_noop_and_quit(make_env: Callable) -> N
     assert_refused(episode, "up", f"up is not allowed in the select phase; allowed: {allowed}")
     assert_refused(episode, "submit", f"submit is not allowed in the select phase; allowed: {allowed}")
     assert_refused(episode, "choose_frame_7", f"choose_frame_7 is out of range; allowed: {allowed}")
+    assert_refused(episode, "submit_frame_7", f"submit_frame_7 is out of range; allowed: {allowed}")
+    assert episode.is_allowed("submit_frame_0")  # accepted, though never listed to a player
     frame = episode.observation
     assert episode.apply("noop").observation is frame
     episode.apply("choose_frame_5")

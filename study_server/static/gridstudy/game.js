@@ -86,6 +86,8 @@
     root.querySelectorAll("[data-gs]").forEach(function (el) { self.el[el.dataset.gs] = el; });
     this.mfpTarget = null;
     this.mfpInflight = null;
+    this.pick = null;  // the answer chosen on this page (a frame, an option): sent at Submit
+    this.cdFrames = {};  // change detection: the test frames this page has shown, by index
     this.goalDrawn = false;
     this.held = {};
     this.connect();
@@ -150,10 +152,11 @@
 
   /* A refusal in plain words, shown briefly; the hint for the controls comes back after. */
   var REFUSALS = [
-    [/^dropped/, "Too fast: that key was skipped."],
-    [/^rate-limited/, "Too many keys at once: slow down a little."],
-    [/^rejected/, "That does not work right now."],
+    [/^dropped/, "Too fast: that was skipped. Press it again."],
+    [/^rate-limited/, "Too many keys at once: wait a moment, then press again."],
+    [/^rejected/, "That does not work at this point of the game: use the buttons shown."],
     [/another connection/, "This game is open in another tab or window: please use that one."],
+    [/^no option/, "Choose one of the options first, then press Submit."],
     [/unknown or missing session/, "This game has ended. Please reload the page."]
   ];
   Game.prototype.refused = function (reason) {
@@ -177,7 +180,9 @@
   Game.prototype.bindControls = function () {
     var self = this;
     this.root.querySelectorAll("[data-gs-action]").forEach(function (button) {
-      button.addEventListener("click", function () { self.send(button.dataset.gsAction); });
+      button.addEventListener("click", function () {
+        if (button.dataset.gsAction === "submit") { self.submit(); } else { self.send(button.dataset.gsAction); }
+      });
     });
     document.addEventListener("keydown", function (event) { self.onKey(event); });
     document.addEventListener("keyup", function (event) { self.release(event.key); });
@@ -188,12 +193,44 @@
       self.stepTowardTarget();
     });
     this.el["cd-slider"].addEventListener("input", function () {
-      self.el["cd-frame"].textContent = self.el["cd-slider"].value;
+      self.pickFrame(Number(self.el["cd-slider"].value), false);
     });
     this.el["cd-slider"].addEventListener("change", function () {
-      self.send("choose_frame_" + self.el["cd-slider"].value);
+      self.pickFrame(Number(self.el["cd-slider"].value), true);
     });
     window.addEventListener("resize", function () { if (self.state) { self.draw(); } });
+  };
+
+  /* The frame slider is the page's own: its label, its picture and the choice move
+   * together at once, whatever the speed of the keys. Only a frame this page never showed
+   * (after a reload) is asked of the server, once the slider stops; the choice itself is
+   * sent with Submit. */
+  Game.prototype.pickFrame = function (index, settled) {
+    this.pick = index;
+    this.el["cd-slider"].value = index;
+    this.el["cd-frame"].textContent = index;
+    if (this.cdFrames[index]) {
+      drawFrame(this.el.grid, this.cdFrames[index], this.cell);
+    } else if (settled) {
+      this.send("choose_frame_" + index);
+    }
+  };
+
+  /* Submit sends the answer this page shows, once, as one input (the choice and its
+   * submit at one tick); without an answer it says what to do instead. */
+  Game.prototype.submit = function () {
+    var test = this.state && this.state.test, kind = test && test.kind;
+    if (kind === "cd" && this.state.phase === "select") {
+      this.send("submit_frame_" + this.pick);
+    } else if (kind === "mfp") {
+      if (this.pick === null) {
+        this.refused("no option");
+        return;
+      }
+      this.send("submit_option_" + this.pick);
+    } else {
+      this.send("submit");
+    }
   };
 
   /* A key press sends its verb at once; held down, it sends it again once per tick (the
@@ -248,6 +285,7 @@
   Game.prototype.update = function (state) {
     var first = !this.state || this.state.phase !== state.phase;
     this.state = state;
+    this.keepFrame(state);
     if (state.stopped) { this.stop(); return; }
     this.root.dataset.phase = state.phase;
     this.root.dataset.tick = state.tick;
@@ -280,7 +318,17 @@
     this.el["cd-select"].hidden = phase !== "select";
     this.el.explore.hidden = kind !== "explore";
     this.el.done.hidden = phase !== "done";
-    if (phase === "test" && kind === "mfp") { this.buildOptions(state.test); }
+    if (phase === "test" && kind === "mfp") {
+      if (this.pick === null) { this.pick = state.test.chosen; }  // after a reload
+      this.buildOptions(state.test);
+    }
+    if (phase === "select" && kind === "cd") {  // the picker opens on the frame shown now
+      this.el["cd-slider"].max = state.test.frame_count - 1;
+      this.el["cd-last"].textContent = state.test.frame_count - 1;
+      this.pick = state.test.chosen === null ? state.test.frame_count - 1 : state.test.chosen;
+      this.el["cd-slider"].value = this.pick;
+      this.el["cd-frame"].textContent = this.pick;
+    }
     var focus = this.root.querySelector("[data-gs='" + (phase === "select" ? "cd-slider" : "grid") + "']");
     if (focus && phase !== "done") { focus.focus(); }
   };
@@ -324,7 +372,8 @@
     var mfp = state.test && state.test.kind === "mfp";
     var guide = state.guide ? 80 : 0;  // the guide's lines above the grid
     this.cell = this.cellSize(state.size, planning ? 2 : 1, (mfp ? 440 : 300) + guide);  // room for controls
-    drawFrame(this.el.grid, state.frame, this.cell);
+    var picked = state.phase === "select" && this.cdFrames[this.pick];
+    drawFrame(this.el.grid, picked || state.frame, this.cell);
     if (planning && !this.goalDrawn) { this.drawGoal(state); }
   };
 
@@ -360,7 +409,7 @@
       drawFrame(canvas, frame, Math.max(8, Math.floor(64 / Math.max(frame.length, frame[0].length))));
       button.appendChild(canvas);
       button.appendChild(document.createTextNode(" " + (i + 1)));
-      button.addEventListener("click", function () { self.send("choose_option_" + i); });
+      button.addEventListener("click", function () { self.pick = i; self.markOption(); });
       box.appendChild(button);
     });
   };
@@ -373,9 +422,7 @@
       this.el["mfp-position"].textContent = test.position;
       this.el["mfp-length"].textContent = test.length;
       this.el["mfp-action"].textContent = test.action_taken;
-      this.el.options.querySelectorAll(".gs-option").forEach(function (b) {
-        b.setAttribute("aria-pressed", String(Number(b.dataset.option) === test.chosen));
-      });
+      this.markOption();
       this.stepTowardTarget();
     } else if (test.kind === "planning" || (test.kind === "cd" && this.state.phase === "test")) {
       var left = Math.max(0, Math.round((test.horizon - test.steps) / this.state.frame_rate));
@@ -384,11 +431,36 @@
       this.el["explore-steps"].textContent = test.steps;
       this.el["explore-budget"].textContent = test.budget;
       this.el["explore-goal"].textContent = test.goal_found ? "goal found" : "goal not found yet";
-    } else if (test.kind === "cd" && this.state.phase === "select") {
-      this.el["cd-slider"].max = test.frame_count - 1;
-      this.el["cd-last"].textContent = test.frame_count - 1;
     }
   };
+
+  /* The option chosen on this page is the one pressed. */
+  Game.prototype.markOption = function () {
+    var pick = this.pick;
+    this.el.options.querySelectorAll(".gs-option").forEach(function (b) {
+      b.setAttribute("aria-pressed", String(Number(b.dataset.option) === pick));
+    });
+  };
+
+  /* Change detection: keep each test frame as it is shown (its index is the step count),
+   * and a frame the server showed on request, so the picker draws them without asking. */
+  Game.prototype.keepFrame = function (state) {
+    var test = state.test;
+    if (!test || test.kind !== "cd") { return; }
+    if (state.phase === "test" || (state.phase === "select" && test.chosen === null)) {
+      this.cdFrames[test.steps] = state.frame;
+    } else if (state.phase === "select") {
+      this.cdFrames[test.chosen] = state.frame;
+    }
+  };
+
+  /* What the server stored as the answer, in the page's words. */
+  function stored(test) {
+    if (!test || test.chosen === null || test.chosen === undefined) { return ""; }
+    if (test.kind === "cd") { return "Your answer, as saved: frame " + test.chosen + "."; }
+    if (test.kind === "mfp") { return "Your answer, as saved: option " + (test.chosen + 1) + "."; }
+    return "";
+  }
 
   var ENDINGS = {goal: "You reached the goal.", budget: "Your moves ran out.", "gave-up": "You gave up."};
 
@@ -412,6 +484,7 @@
     var ending = (state.test && state.test.ending) || (this.gaveUp ? "gave-up" : null);
     this.el.ending.textContent = ENDINGS[ending] || "Finished.";
     this.el.score.textContent = state.score;
+    this.el.stored.textContent = stored(state.test);
     this.say("Finished.");
     if (this.options.onDone) { this.options.onDone(state); }
     this.root.dispatchEvent(new CustomEvent("gridstudy:done", { detail: state, bubbles: true }));
