@@ -135,7 +135,8 @@ def test_an_input_refused_at_its_tick_is_said_in_plain_words(page, live_server, 
                   " game.gridstudy.socket.emit('input', {token: game.dataset.token, action,"
                   " client_time: Date.now() / 1000}); } }")
     page.wait_for_function("document.querySelector('[data-gs=message]').textContent"
-                           " == 'That does not work right now.'", timeout=5000)
+                           " == 'That does not work at this point of the game: use the buttons"
+                           " shown.'", timeout=5000)
     assert page.get_attribute(GAME, "data-phase") == "test"
 
 
