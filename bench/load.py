@@ -2,7 +2,7 @@
 
     python -m bench.load --sessions 100 --seconds 15 [--repeat 3]
                          [--async-mode gevent[,threading]] [--no-search]
-                         [--workers N] [--db URL] [--busy N]
+                         [--workers N] [--db URL] [--busy N] [--mix]
 
 Starts the server in a subprocess (one process on a temporary SQLite file by default;
 ``--db URL`` puts it on that database, and ``--workers N`` runs N workers behind nginx
@@ -30,6 +30,10 @@ beside the server for the whole run, at the server's priority: a shared lab mach
 
 The default problem is a 16x16 walker at 8 FPS (the highest frame rate in the paper);
 ``--problem ID`` uses a registered one (the Autumn library's run at 4-6 FPS).
+``--mix`` measures the study's real mix beside the walker: each run is followed by one
+of as many participants spread in turn over every registered problem (every library
+environment, every challenge), printed on its own line, then the mix's lateness by
+challenge (the server's CPU is the run's as a whole: sessions share the process).
 """
 
 from __future__ import annotations
@@ -218,7 +222,8 @@ class Participant:
             await self._press(socket, token)
             left = time.time()
             reader.cancel()
-        return {"episode_id": opened["episode_id"], "frame_rate": opened["frame_rate"],
+        return {"problem": self.problem, "episode_id": opened["episode_id"],
+                "frame_rate": opened["frame_rate"],
                 "joined": joined, "left": left, "sent": self.sent,
                 "states": sum(1 for t in self.states if joined < t <= left)}
 
@@ -244,26 +249,27 @@ class Participant:
         await asyncio.sleep(max(0.0, self.leave_at - time.time()))
 
 
-async def _crowd(url: str, problem: str, plan: list[tuple]) -> list[dict]:
+async def _crowd(url: str, plan: list[tuple]) -> list[dict]:
     import httpx
 
     limits = httpx.Limits(max_connections=50)
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
-        people = [Participant(url, problem, *p) for p in plan]
+        people = [Participant(url, *p) for p in plan]
         return list(await asyncio.gather(*(person.run(http) for person in people)))
 
 
 def crowd(args: tuple) -> tuple[list[dict], float]:
     """The generator process: every participant, and the CPU seconds it took."""
-    url, problem, plan = args
-    results = asyncio.run(_crowd(url, problem, plan))
+    url, plan = args
+    results = asyncio.run(_crowd(url, plan))
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return results, usage.ru_utime + usage.ru_stime
 
 
-def run_participants(url: str, problem: str, plan: list[tuple], nice: int) -> tuple[list[dict], float]:
+def run_participants(url: str, plan: list[tuple], nice: int) -> tuple[list[dict], float]:
+    """``plan``: (problem, join at, leave at, seed) per participant."""
     with multiprocessing.get_context("spawn").Pool(1, os.nice, (nice,)) as pool:
-        return pool.apply(crowd, ((url, problem, plan),))
+        return pool.apply(crowd, ((url, plan),))
 
 
 # -- the figures --------------------------------------------------------------------------
@@ -275,6 +281,8 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summarise(db: str, results: list[dict], cpu: dict[str, float], wall: float) -> dict[str, Any]:
+    """The run's figures, and under ``"by_challenge"`` the same (CPU left out) for the
+    participants of each challenge."""
     from sqlalchemy import text
 
     from records.database import make_engine
@@ -283,14 +291,33 @@ def summarise(db: str, results: list[dict], cpu: dict[str, float], wall: float) 
     try:
         with engine.connect() as connection:
             rows = connection.execute(text("SELECT episode_id, seq, latency, source FROM event")).all()
-            raw = connection.execute(text("SELECT COUNT(*) FROM rawinput")).scalar()
+            raw = connection.execute(text("SELECT episode_id FROM rawinput")).all()
     finally:
         engine.dispose()
+    challenge_of = {r["episode_id"]: r["challenge"] for r in results}
+    by_challenge = {}
+    for name in sorted(set(challenge_of.values())):
+        by_challenge[name] = delivery([r for r in results if r["challenge"] == name],
+                                      [e for e in rows if challenge_of.get(e[0]) == name],
+                                      sum(challenge_of.get(r[0]) == name for r in raw))
+    session_seconds = sum(r["left"] - r["joined"] for r in results)
+    return {
+        **delivery(results, rows, len(raw)),
+        "server_cpu_percent_of_one_core": 100 * cpu["workers"] / wall,
+        "helpers_cpu_percent_of_one_core": 100 * cpu["helpers"] / wall,
+        "generator_cpu_percent_of_one_core": 100 * cpu["generator"] / wall,
+        "server_cpu_per_session_second": cpu["workers"] / session_seconds,
+        "by_challenge": by_challenge,
+    }
+
+
+def delivery(results: list[dict], rows: list, raw: int) -> dict[str, Any]:
+    """Lateness, delivery and the record's completeness for some participants: their
+    results, their event rows (episode, seq, latency, source) and rawinput row count."""
     by_episode: dict[int, list[int]] = {}
     for episode_id, seq, _, _ in rows:
         by_episode.setdefault(episode_id, []).append(seq)
     expected = sum(math.floor((r["left"] - r["joined"]) * r["frame_rate"]) for r in results)
-    session_seconds = sum(r["left"] - r["joined"] for r in results)
     lateness = [row[2] for row in rows]
     return {
         "sessions": len(results),
@@ -301,10 +328,6 @@ def summarise(db: str, results: list[dict], cpu: dict[str, float], wall: float) 
         "seq_gaps": sum(max(s) + 1 - len(s) for s in by_episode.values()),
         "inputs_accounted": (sum(row[3] == "input" for row in rows) + raw)
         / max(1, sum(r["sent"] for r in results)),
-        "server_cpu_percent_of_one_core": 100 * cpu["workers"] / wall,
-        "helpers_cpu_percent_of_one_core": 100 * cpu["helpers"] / wall,
-        "generator_cpu_percent_of_one_core": 100 * cpu["generator"] / wall,
-        "server_cpu_per_session_second": cpu["workers"] / session_seconds,
     }
 
 
@@ -333,30 +356,41 @@ def busy(processes: int, seconds: float) -> Iterator[None]:
             spinner.join()
 
 
-def measure(sessions: int, seconds: float, async_mode: str, problem: str, nice: int = 10,
-            workers: int = 1, db: str | None = None, busy_processes: int = 0) -> dict[str, Any]:
-    """One run: N participants joining over 1 s, playing ``seconds``, then the figures."""
+def measure(sessions: int, seconds: float, async_mode: str, problem: str | list[str],
+            nice: int = 10, workers: int = 1, db: str | None = None,
+            busy_processes: int = 0) -> dict[str, Any]:
+    """One run: N participants joining over 1 s, playing ``seconds``, then the figures.
+    Given a list of problems, participant i plays problem i modulo its length."""
+    problems = [problem] if isinstance(problem, str) else problem
     with busy(busy_processes, seconds + 120):
-        return _measure(sessions, seconds, async_mode, problem, nice, workers, db)
+        return _measure(sessions, seconds, async_mode, problems, nice, workers, db)
 
 
-def _measure(sessions: int, seconds: float, async_mode: str, problem: str, nice: int,
+def mix_problems() -> list[str]:
+    """Every registered problem: every library environment with every challenge."""
+    from tasks import registry
+    return [spec.id for spec in registry.list_problems()]
+
+
+def _measure(sessions: int, seconds: float, async_mode: str, problems: list[str], nice: int,
              workers: int, db: str | None) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(db, async_mode, workers, Path(tmp))
         try:
             start = time.time() + 3.0
-            plan = [(start + i / max(1, sessions), start + 1 + seconds, i)
-                    for i in range(sessions)]
+            plan = [(problems[i % len(problems)], start + i / max(1, sessions),
+                     start + 1 + seconds, i) for i in range(sessions)]
             pids, helpers = server.worker_pids(), server.helper_pids()
             cpu0 = tree_cpu_seconds(pids), tree_cpu_seconds(helpers)
             wall0 = time.monotonic()
-            results, generator = run_participants(server.url, problem, plan, nice)
+            results, generator = run_participants(server.url, plan, nice)
             wall = time.monotonic() - wall0
             cpu = {"workers": tree_cpu_seconds(pids) - cpu0[0],
                    "helpers": tree_cpu_seconds(helpers) - cpu0[1], "generator": generator}
             server.stop()
+            for result in results:
+                result["challenge"] = challenge(result["problem"])
             figures = summarise(server.db, results, cpu, wall)
         finally:
             server.stop()
@@ -365,12 +399,24 @@ def _measure(sessions: int, seconds: float, async_mode: str, problem: str, nice:
             "load_average": (load_before, os.getloadavg()[0])}
 
 
-def row(figures: dict[str, Any]) -> str:
-    """One run's figures on one line."""
-    return ("{async_mode:<9} {workers} worker(s) {sessions:4d} sessions  p50 {lateness_p50_ms:5.1f} ms  "
+def challenge(problem: str) -> str:
+    """The challenge a registered problem poses (the walker's: planning)."""
+    if problem == BENCH_PROBLEM:
+        return "planning"
+    from tasks import registry
+    return registry.problem_spec(problem).challenge
+
+
+DELIVERY = ("{sessions:4d} sessions  p50 {lateness_p50_ms:5.1f} ms  "
             "p99 {lateness_p99_ms:6.1f} ms  delivered {frames_delivered_per_expected:.3f}  "
             "persisted {events_persisted_per_ticks_run:.3f}  gaps {seq_gaps}  "
-            "inputs {inputs_accounted:.3f}  cpu: server {server_cpu_percent_of_one_core:3.0f} %, "
+            "inputs {inputs_accounted:.3f}")
+
+
+def row(figures: dict[str, Any]) -> str:
+    """One run's figures on one line."""
+    return ("{async_mode:<9} {workers} worker(s) " + DELIVERY + "  "
+            "cpu: server {server_cpu_percent_of_one_core:3.0f} %, "
             "nginx+db+queue {helpers_cpu_percent_of_one_core:3.0f} %, "
             "generator {generator_cpu_percent_of_one_core:3.0f} %  "
             "server {server_cpu_per_session_second:.4f} cpu-s per session-s  "
@@ -424,6 +470,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="CPU niceness of the simulated participants (0: as the server)")
     parser.add_argument("--busy", type=int, default=0, metavar="N",
                         help="CPU-bound processes running beside the server (a shared machine)")
+    parser.add_argument("--mix", action="store_true",
+                        help="after each run, one as large spread over every registered problem")
     parser.add_argument("--no-search", action="store_true")
     parser.add_argument("--search-step", type=int, default=50)
     parser.add_argument("--search-resolution", type=int, default=10)
@@ -441,10 +489,20 @@ def main(argv: list[str] | None = None) -> None:
           f"{args.busy} busy process(es) beside the server (load average: 1-minute, "
           "before->after each run)", flush=True)
     options = {"workers": args.workers, "db": args.db, "busy_processes": args.busy}
+    mix = mix_problems() if args.mix else []
+    if mix:
+        print(f"the mix: {len(mix)} problems ({', '.join(sorted({challenge(p) for p in mix}))})",
+              flush=True)
     for _ in range(args.repeat):
         for mode in modes:
             print(row(measure(args.sessions, args.seconds, mode, args.problem,
                               args.client_nice, **options)), flush=True)
+            if mix:
+                figures = measure(args.sessions, args.seconds, mode, mix, args.client_nice,
+                                  **options)
+                print("mix " + row(figures), flush=True)
+                for name, part in figures["by_challenge"].items():
+                    print(f"    {name:<9} " + DELIVERY.format(**part), flush=True)
     if not args.no_search:
         def measure_count(sessions: int) -> dict[str, Any]:
             figures = measure(sessions, args.search_seconds, modes[0], args.problem,

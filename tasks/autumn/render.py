@@ -48,9 +48,17 @@ def cell_value(rt, arg, inst: Instance):
         return arg
     if arg.const is not None:
         return arg.const
-    fields = dict(inst.fields) if inst is not None else {}
-    if inst is not None:
-        fields["origin"] = inst.origin
+    name = arg.name
+    if name is not None and name not in rt.classes:  # a bare name: looked up as ``fn`` would
+        if arg.snapshot and name in arg.snapshot:
+            return arg.snapshot[name]
+        if inst is not None:
+            if name == "origin":
+                return inst.origin
+            if name in inst.fields:
+                return inst.fields[name]
+    # a fresh dictionary for every argument: an assignment inside one must not reach the next
+    fields = {**inst.fields, "origin": inst.origin} if inst is not None else {}
     try:
         return arg.fn(Scope(arg.snapshot or {}, Scope(fields, None)))
     except AutumnError:

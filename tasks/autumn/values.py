@@ -47,16 +47,19 @@ class Lazy:
     """A Cell argument kept as an expression (see ``compat.make_cell``).
 
     ``const`` holds the value when the expression is a literal (then it never needs
-    evaluating); ``snapshot`` the variables it named when the cell was built.
+    evaluating); ``snapshot`` the variables it named when the cell was built; ``name``
+    the name when the expression is a bare name (the commonest: a field such as a colour),
+    which the renderer looks up without evaluating.
     """
 
-    __slots__ = ("node", "fn", "snapshot", "const")
+    __slots__ = ("node", "fn", "snapshot", "const", "name")
 
     def __init__(self, node, fn, snapshot: dict | None, const: Any = None) -> None:
         self.node = node
         self.fn = fn
         self.snapshot = snapshot
         self.const = const
+        self.name = node.value if node is not None and node.is_sym() else None
 
 
 class Cell:

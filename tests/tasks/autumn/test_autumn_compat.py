@@ -100,6 +100,17 @@ def test_cell_index_from_map_is_frozen_and_a_global_colour_is_snapshotted():
     assert env.step("click 0 0").frame[0] == ["red"] * 3
 
 
+def test_a_bare_name_in_a_cell_is_its_snapshot_first_then_the_field():
+    env = load('(program (= GRID_SIZE 2) (= hue "red")'
+               ' (object A (: hue String) (Cell 0 0 hue))'
+               ' (object B (: tint String) (Cell 1 0 tint))'
+               ' (= a (initnext (A "blue" (Position 0 0)) (prev a)))'
+               ' (= b (initnext (B "gold" (Position 0 0)) (prev b)))'
+               ' (on clicked (= b (updateObj b "tint" "green"))))')
+    assert env.reset(0).frame[0] == ["red", "gold"]
+    assert env.step("click 0 0").frame[0] == ["red", "green"]
+
+
 def test_number_bool_comparison_is_one_sided():
     env = load("(program (= x 0))")
     assert env.evaluate("(== 1 true)") is True

@@ -145,6 +145,21 @@ def test_same_seed_and_actions_give_the_same_frames(program, seed):
     assert runs[0] == runs[1]
 
 
+@pytest.mark.parametrize("program", ["falling_sand.sexp", "paint_brush.sexp"])
+def test_text_is_the_frame_as_json_after_every_step_restore_and_reset(program):
+    """The text reuses the rows a step left alone; it must stay exactly the frame's JSON."""
+    env = load_file(PROGRAMS / program)
+    texts = [env.reset(3).text]
+    snap = env.snapshot()
+    for action in _random_actions(3, env.size[0], 60):
+        obs = env.step(action)
+        assert obs.text == json.dumps(obs.frame)
+        texts.append(obs.text)
+    env.restore(snap)
+    assert env.observe().text == texts[0] != texts[-1]
+    assert env.reset(3).text == texts[0]
+
+
 def test_reset_restarts_from_scratch():
     env = load_file(PROGRAMS / "particles.sexp")
     first = env.reset(3).frame
