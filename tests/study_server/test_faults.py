@@ -95,9 +95,16 @@ class Served:
         return time.time()
 
     def stop(self) -> None:
+        """SIGTERM (every acknowledged row written first); a server still waiting for its
+        storage a minute later is killed, so that a failed test leaves nothing running."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-            self.process.wait(60)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+                raise
 
 
 @pytest.fixture
