@@ -23,6 +23,23 @@ import socketio
 from consent.screening import make_items, study_palette
 
 KEYS = ("up", "down", "left", "right")
+CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+"""A page's CSRF token, as its forms carry it."""
+PASSWORD = "correct horse battery"
+"""The researcher account's password in these tests."""
+
+
+def csrf(client: httpx.Client, path: str) -> str:
+    """The CSRF token of the page at ``path``."""
+    return CSRF.search(client.get(path).text).group(1)
+
+
+def researcher(url: str, password: str = PASSWORD) -> httpx.Client:
+    """A browser signed in to the dashboard as ``researcher``."""
+    client = httpx.Client(base_url=url, timeout=30, follow_redirects=True)
+    client.post("/dashboard/login", data={"username": "researcher", "password": password,
+                                          "csrf_token": csrf(client, "/dashboard/login")})
+    return client
 
 
 class Person:
@@ -40,8 +57,7 @@ class Person:
         return self._seen(self.http.get(path))
 
     def post(self, form: dict[str, str]) -> httpx.Response:
-        page = self.get(f"/study/{self.study}/flow").text
-        token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+        token = CSRF.search(self.get(f"/study/{self.study}/flow").text).group(1)
         return self._seen(self.http.post(f"/study/{self.study}/flow",
                                          data={**form, "csrf_token": token}))
 

@@ -27,7 +27,15 @@ from sqlalchemy import create_engine, text
 
 from study_server import services
 from study_server.services import free_port
-from tests.study_server.people import Person, Player, accounted, episode_of, keep_pressing
+from tests.study_server.people import (
+    PASSWORD,
+    Person,
+    Player,
+    accounted,
+    episode_of,
+    keep_pressing,
+    researcher,
+)
 
 STUDY = """
 id: crowd
@@ -195,13 +203,8 @@ def _log_in(deployment: Deployment, base: str) -> httpx.Client:
     from study_server import auth
 
     with Store(deployment.db) as store:
-        auth.create_admin(store.engine, "researcher", "correct horse battery")
-    client = httpx.Client(base_url=base, timeout=30, follow_redirects=True)
-    page = client.get("/dashboard/login").text
-    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-    client.post("/dashboard/login", data={"username": "researcher", "csrf_token": token,
-                                          "password": "correct horse battery"})
-    return client
+        auth.create_admin(store.engine, "researcher", PASSWORD)
+    return researcher(base)
 
 
 def test_the_dashboard_on_one_worker_sees_a_participant_playing_on_the_other(deployment):

@@ -24,14 +24,22 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from records.store import Store
 from study_server import auth
 from study_server.session import STOPPED_BEFORE_TICK
 from tests.conftest import start_serve
-from tests.study_server.people import Person, Player, accounted, episode_of, keep_pressing
+from tests.study_server.people import (
+    PASSWORD,
+    Person,
+    Player,
+    accounted,
+    csrf,
+    episode_of,
+    keep_pressing,
+    researcher,
+)
 
 STUDY = """
 id: faults
@@ -62,7 +70,7 @@ class Served:
             subprocess.run([sys.executable, "-m", "study_server.cli", "study", "create",
                             str(study), "--db", str(db)], check=True, capture_output=True)
             with Store(str(db)) as store:
-                auth.create_admin(store.engine, "researcher", "correct horse battery")
+                auth.create_admin(store.engine, "researcher", PASSWORD)
         self.start()
 
     def start(self) -> None:
@@ -112,23 +120,6 @@ def served(tmp_path: Path) -> Any:
     found = Served(tmp_path / "g.db", tmp_path / "serve.log")
     yield found
     found.stop()
-
-
-def researcher(url: str) -> httpx.Client:
-    import re
-
-    client = httpx.Client(base_url=url, timeout=30, follow_redirects=True)
-    page = client.get("/dashboard/login").text
-    token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
-    client.post("/dashboard/login", data={"username": "researcher", "csrf_token": token,
-                                          "password": "correct horse battery"})
-    return client
-
-
-def csrf(client: httpx.Client, path: str) -> str:
-    import re
-
-    return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text).group(1)
 
 
 def detached_logs(pid: int) -> list[str]:
