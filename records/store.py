@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import delete, inspect, select, text, update
+from sqlalchemy import bindparam, delete, inspect, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel
 
@@ -111,6 +111,14 @@ def _created_meanwhile(error: Exception) -> bool:
     return ("already exists" in message or "duplicate column" in message
             or "pg_type_typname_nsp_index" in message)
 
+
+_WAITING = ((RawInput.episode_id == bindparam("episode")) & (RawInput.input_seq == bindparam("number"))
+            & (RawInput.status == "queued"))
+_APPLIED = delete(RawInput).where(_WAITING)
+_REFUSED = update(RawInput).where(_WAITING).values(status=bindparam("new_status"),
+                                                   reason=bindparam("new_reason"))
+"""What becomes of an acknowledged input's row at its tick, built once (one per applied
+input otherwise, on the tick's path)."""
 
 DEFAULT_DB = "gridstudy.db"
 """Where a command keeps its database when given none."""
@@ -295,11 +303,10 @@ class Store:
         """What became of an acknowledged input, queued behind its row: applied (no
         ``status``: the row goes, its event holds the input) or refused at its tick
         (``status`` and ``reason``, such as ``dropped`` when the server stops first)."""
-        where = (RawInput.episode_id == episode_id) & (RawInput.input_seq == input_seq) & (
-            RawInput.status == "queued")
-        statement = (delete(RawInput).where(where) if status is None else
-                     update(RawInput).where(where).values(status=status, reason=reason))
-        self._enqueue_change(Change(lambda connection: connection.execute(statement),
+        statement = _APPLIED if status is None else _REFUSED
+        params = {"episode": episode_id, "number": input_seq, "new_status": status,
+                  "new_reason": reason}
+        self._enqueue_change(Change(lambda connection: connection.execute(statement, params),
                                     {"episode_id": episode_id, "input_seq": input_seq,
                                      "status": status or "applied"}))
 

@@ -43,7 +43,7 @@ def apply(rt, f, args: list, scope):
     rt.left -= 1
     if rt.left < 0:
         raise StepBudgetExceeded(rt.budget)
-    if not rt.left % COOPERATE_EVERY and Host.cooperate is not None:
+    if Host.cooperate is not None and not rt.left % COOPERATE_EVERY:
         Host.cooperate()  # a long step lets the server tick the other sessions
     if kind is Lambda:
         params = f.params
