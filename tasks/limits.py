@@ -10,7 +10,13 @@ names the limit:
 * any other (Python) environment gets a time limit per ``step`` and ``reset``:
   :class:`TimeLimited` wraps it (``registry.make`` does so for every environment that
   has no budget of its own) and raises :class:`StepTimeLimitExceeded` when the call
-  runs longer than the limit.
+  has computed for longer than the limit.
+
+The time limit counts the processor time of the thread running the call, less the
+interpreter's garbage collections in that thread: a busy machine (other processes, a
+loaded CI runner) or a long collection makes a call take longer by the clock without
+making the environment's step any more costly, and must not end a participant's
+attempt. Waiting (a ``sleep``, a read) costs no processor time and is not stopped.
 
 Both are :class:`StepLimitExceeded`, the one type the real-time tick and the agent turn
 catch to end the attempt as an environment error.
@@ -24,6 +30,7 @@ only stopped when it returns.
 from __future__ import annotations
 
 import ctypes
+import gc
 import itertools
 import sys
 import time
@@ -96,22 +103,64 @@ def _raise_in(ident: int, exception: type[BaseException] | None) -> None:
         ctypes.c_ulong(ident), ctypes.py_object(exception) if exception else None)
 
 
+class _Collections:
+    """Processor seconds each thread has spent in the garbage collector, and the
+    threads collecting now (kept by a ``gc.callbacks`` hook, which runs in the thread
+    that collects)."""
+
+    def __init__(self, get_ident: Any) -> None:
+        self.get_ident = get_ident
+        self.spent: dict[int, float] = {}
+        self.started: dict[int, float] = {}
+        gc.callbacks.append(self.hook)
+
+    def hook(self, phase: str, info: dict) -> None:
+        ident = self.get_ident()
+        if phase == "start":
+            self.started[ident] = time.thread_time()
+        elif (began := self.started.pop(ident, None)) is not None:
+            self.spent[ident] = self.spent.get(ident, 0.0) + time.thread_time() - began
+
+
+class _Watch:
+    """One watched call: its thread, that thread's processor clock, and where the clock
+    and the thread's collections stood when the call began."""
+
+    __slots__ = ("ident", "clock", "began", "collected", "seconds")
+
+    def __init__(self, ident: int, collections: _Collections, seconds: float) -> None:
+        self.ident, self.seconds = ident, seconds
+        self.clock = time.pthread_getcpuclockid(ident)
+        self.began = time.clock_gettime(self.clock)
+        self.collected = collections.spent.get(ident, 0.0)
+
+    def left(self, collections: _Collections) -> float:
+        """Processor seconds the call may still use (never over while the thread is
+        collecting: the collection is not the call's)."""
+        if self.ident in collections.started:
+            return self.seconds
+        used = (time.clock_gettime(self.clock) - self.began
+                - (collections.spent.get(self.ident, 0.0) - self.collected))
+        return self.seconds - used
+
+
 class _Watchdog:
-    """One thread for every watched call: when a call's deadline passes, it raises
-    :class:`_Interrupt` in the thread running it (once)."""
+    """One thread for every watched call: when a call has used up its processor time,
+    it raises :class:`_Interrupt` in the thread running it (once)."""
 
     def __init__(self) -> None:
         self.start_thread, allocate, self.get_ident, self.sleep = _originals()
         self.lock, self.wake = allocate(), allocate()
         self.wake.acquire()
-        self.watched: dict[int, tuple[int, float]] = {}
+        self.collections = _Collections(self.get_ident)
+        self.watched: dict[int, _Watch] = {}
         self.tickets = itertools.count()
         self.running = False
 
     def watch(self, seconds: float) -> int:
         with self.lock:
             ticket = next(self.tickets)
-            self.watched[ticket] = (self.get_ident(), time.monotonic() + seconds)
+            self.watched[ticket] = _Watch(self.get_ident(), self.collections, seconds)
             if not self.running:
                 self.running = True
                 self.start_thread(self._run, ())
@@ -128,16 +177,18 @@ class _Watchdog:
     def _run(self) -> None:
         while True:
             with self.lock:
-                now = time.monotonic()
-                for ticket, (ident, deadline) in list(self.watched.items()):
-                    if deadline <= now:
+                wait = None
+                for ticket, watch in list(self.watched.items()):
+                    left = watch.left(self.collections)
+                    if left <= 0:
                         del self.watched[ticket]
-                        _raise_in(ident, _Interrupt)
-                wait = min((d for _, d in self.watched.values()), default=None)
+                        _raise_in(watch.ident, _Interrupt)
+                    else:
+                        wait = left if wait is None else min(wait, left)
             if wait is None:
                 self.wake.acquire()
             else:
-                self.sleep(min(max(wait - now, 0.001), 0.05))
+                self.sleep(min(max(wait, 0.001), 0.05))
 
 
 _watchdog: _Watchdog | None = None
@@ -145,7 +196,8 @@ _watchdog: _Watchdog | None = None
 
 def run_limited(seconds: float, what: str, fn, *args: Any) -> Any:
     """``fn(*args)``, stopped with :class:`StepTimeLimitExceeded` (which names it
-    ``what``) after ``seconds``."""
+    ``what``) once it has computed for ``seconds`` (processor time of its thread, less
+    garbage collection)."""
     global _watchdog
     if _watchdog is None:
         _watchdog = _Watchdog()

@@ -1,10 +1,13 @@
 """The time limit of a Python environment's step (``tasks.limits``): what the registry
-makes is limited, a step or reset over the limit stops with an error naming it, and a
-limited environment otherwise behaves as the one it wraps."""
+makes is limited, a step or reset over the limit stops with an error naming it, a
+limited environment otherwise behaves as the one it wraps, and only the step's own
+computing counts (not a busy machine, a garbage collection or waiting)."""
 
 from __future__ import annotations
 
+import gc
 import threading
+import time
 
 import pytest
 
@@ -93,3 +96,54 @@ def test_the_limit_holds_in_any_thread() -> None:
 def test_a_limit_that_is_not_positive_is_refused(limit: float) -> None:
     with pytest.raises(ValueError, match="step_time_limit must be a positive number of seconds"):
         TimeLimited(Walker(), limit)
+
+
+def _compute(seconds: float) -> None:
+    """Busy for ``seconds`` of this thread's processor time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_a_busy_process_does_not_end_a_cheap_step() -> None:
+    """Four threads hold the interpreter while a step computes for 0.1 s: the step
+    takes longer than its 0.2 s limit by the clock, and is not stopped, because the
+    limit counts the step's own processor time."""
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            pass
+
+    spinners = [threading.Thread(target=spin) for _ in range(4)]
+    for spinner in spinners:
+        spinner.start()
+    try:
+        began = time.monotonic()
+        run_limited(0.2, "cheap", _compute, 0.1)
+        took = time.monotonic() - began
+    finally:
+        stop.set()
+        for spinner in spinners:
+            spinner.join()
+    assert took > 0.2  # the clock alone would have stopped it
+
+
+def test_garbage_collection_during_a_step_does_not_count() -> None:
+    garbage = [[i] for i in range(1_000_000)]
+
+    def collect_for(seconds: float) -> int:
+        end, collections = time.thread_time() + seconds, 0
+        while time.thread_time() < end:
+            gc.collect()
+            collections += 1
+        return collections
+
+    assert run_limited(0.05, "collecting", collect_for, 0.3) >= 2
+    del garbage
+    with pytest.raises(StepTimeLimitExceeded):  # computing, not collecting, still counts
+        run_limited(0.05, "computing", _compute, 0.3)
+
+
+def test_waiting_is_not_computing() -> None:
+    assert run_limited(0.05, "waiting", time.sleep, 0.2) is None
