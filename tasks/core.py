@@ -15,9 +15,11 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 Frame = list[list[str]]
 """A rendered grid: ``frame[y][x]`` is the colour name of the cell in column x, row y."""
@@ -197,6 +199,7 @@ def frame_to_indices(
 
     Colours missing from ``palette`` are appended to it, in order of first appearance.
     """
+    import numpy as np  # here, not at the top: the engine runs without numpy in browsers
     colours = list(palette or ())
     lookup = {c: i for i, c in enumerate(colours)}
     height = len(frame)
@@ -218,6 +221,7 @@ def frame_to_indices(
 
 def indices_to_frame(indices: np.ndarray, palette: Sequence[str]) -> Frame:
     """The inverse of :func:`frame_to_indices`."""
+    import numpy as np
     names = np.asarray(palette, dtype=object)
     return names[indices].tolist()
 

@@ -36,6 +36,11 @@ import sys
 import time
 from typing import Any
 
+IN_BROWSER = sys.platform == "emscripten"
+"""True in a participant's browser (Pyodide), which has no threads to watch a step from:
+there a step holds only the page of the person playing it, so no time limit applies
+(the server's replay of the attempt has its own)."""
+
 STEP_TIME_LIMIT = 0.5
 """Seconds one step (or reset) of a Python environment may run, unless its registration
 says otherwise (``register_env(..., step_time_limit=...)``)."""
@@ -250,7 +255,8 @@ class TimeLimited:
 
 def limited(env: Any, limit: float | None = None) -> Any:
     """``env`` protected by a limit per step: as it is when it has its own budget (an
-    Autumn program's ``step_budget``), else :class:`TimeLimited`."""
-    if hasattr(env, "step_budget") or type(env) is TimeLimited:
+    Autumn program's ``step_budget``) or runs in a browser (:data:`IN_BROWSER`), else
+    :class:`TimeLimited`."""
+    if hasattr(env, "step_budget") or type(env) is TimeLimited or IN_BROWSER:
         return env
     return TimeLimited(env, STEP_TIME_LIMIT if limit is None else limit)

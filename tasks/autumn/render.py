@@ -2,16 +2,22 @@
 
 A :class:`Picture` is a flat list of colour names (row-major) with the set of covered
 positions; ``indices()`` gives the numpy ``uint8`` palette-index grid when wanted.
+
+numpy is imported only there: the interpreter itself runs without it (in the
+participant's browser, numpy is not loaded).
 """
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from tasks.autumn.calls import charge
 from tasks.autumn.errors import AutumnError, AutumnRuntimeError
 from tasks.autumn.scope import Scope
 from tasks.autumn.values import Instance, Lazy, RenderedElem, show
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Picture:
@@ -31,6 +37,7 @@ class Picture:
 
     def indices(self) -> tuple[np.ndarray, tuple[str, ...]]:
         """The frame as a ``uint8`` grid of palette indices, and the palette."""
+        import numpy as np
         palette = tuple(dict.fromkeys(self.pixels))
         lookup = {c: i for i, c in enumerate(palette)}
         flat = np.fromiter((lookup[c] for c in self.pixels), dtype=np.uint8, count=len(self.pixels))

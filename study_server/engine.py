@@ -1,0 +1,47 @@
+"""The engine a participant's browser runs: the ``tasks`` package, as one archive.
+
+Browser play runs the same files as the server (the interpreter, the tick rule, every
+challenge), never a second implementation. The archive holds the package's Python
+files and the built-in library's programs and problems, in a fixed order with fixed
+timestamps, so that the same source always gives the same bytes (and the same digest,
+which names it for the browser's cache). numpy is not in the engine's path
+(``tasks.core`` and the renderer import it only where it is used).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from functools import cache
+from pathlib import Path
+
+import tasks
+
+PACKAGE = Path(tasks.__file__).parent
+KINDS = (".py", ".sexp", ".json")
+"""The files of the package the engine needs: code, programs, problems and metadata."""
+_STAMP = (2020, 1, 1, 0, 0, 0)
+
+
+def engine_files() -> list[Path]:
+    """The package's files the archive holds, sorted (no caches)."""
+    return sorted(path for path in PACKAGE.rglob("*")
+                  if path.is_file() and path.suffix in KINDS and "__pycache__" not in path.parts)
+
+
+@cache
+def engine_archive() -> bytes:
+    """The engine as a zip archive: ``tasks/...`` paths, unpacked beside ``sys.path``."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in engine_files():
+            entry = zipfile.ZipInfo(f"tasks/{path.relative_to(PACKAGE).as_posix()}", _STAMP)
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(entry, path.read_bytes())
+    return buffer.getvalue()
+
+
+def engine_digest() -> str:
+    """A short hash of :func:`engine_archive` (names the archive for caches)."""
+    return hashlib.blake2b(engine_archive(), digest_size=8).hexdigest()

@@ -1,0 +1,17 @@
+// The engine in the participant's browser: Pyodide running gridstudy's own `tasks`
+// package (the archive the server builds, study_server/engine.py), so that the page
+// steps the very code the server replays to check it. The same module loads the engine
+// under Node for the tests and the benchmarks: the caller passes Pyodide's
+// `loadPyodide` and the archive's bytes, since where they come from differs.
+
+export async function startEngine(loadPyodide, archive, options = {}) {
+  const pyodide = await loadPyodide(options);
+  pyodide.unpackArchive(new Uint8Array(archive), "zip", { extractDir: "/engine" });
+  pyodide.runPython("import sys\nif '/engine' not in sys.path: sys.path.insert(0, '/engine')");
+  const replayJobs = pyodide.pyimport("tasks.worldtest.verify").replay_jobs;
+  return {
+    pyodide,
+    // Each job ({problem, actions}) replayed here: its frame hashes and step time.
+    replay: (jobs) => JSON.parse(replayJobs(JSON.stringify(jobs))),
+  };
+}

@@ -1,0 +1,64 @@
+"""The frames an attempt shows, as hashes: what a participant's browser reports as it
+plays, and what the server recomputes from the same inputs to check the browser's word.
+
+In browser play the participant's page runs this package (the very same files, under
+Pyodide) and sends its applied actions with the hash of every frame it showed; the server
+replays the actions on its own engine with the same seed and compares the hashes, so the
+record stays the server's. :func:`frame_hashes` is that replay, for both sides;
+:func:`first_difference` says where two runs part.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+
+from tasks import registry
+from tasks.core import frame_hash
+from tasks.worldtest.episode import EnvFactory, Episode
+from tasks.worldtest.problem import Problem
+
+
+def played(problem: Problem, actions: Iterable[str],
+           make_env: EnvFactory = registry.make) -> Iterator[tuple[str, float]]:
+    """The hash of the frame ``problem`` starts on, then of the frame after each of
+    ``actions`` (applied in order to a fresh episode; a refused action raises
+    ``ValueError``, as :meth:`Episode.apply` does), each with the seconds its step took
+    (0 for the start)."""
+    episode = Episode(problem, make_env)
+    yield frame_hash(episode.observation.frame), 0.0
+    for action in actions:
+        began = time.perf_counter()
+        frame = episode.apply(action).observation.frame
+        took = time.perf_counter() - began
+        yield frame_hash(frame), took
+
+
+def frame_hashes(problem: Problem, actions: Iterable[str],
+                 make_env: EnvFactory = registry.make) -> list[str]:
+    """The hashes of the frames :func:`played` shows."""
+    return [shown for shown, _ in played(problem, actions, make_env)]
+
+
+def first_difference(expected: Sequence[str], reported: Sequence[str]) -> int | None:
+    """The first index where the two runs' hashes differ (a missing hash differs), or
+    ``None`` when they agree throughout."""
+    for index in range(max(len(expected), len(reported))):
+        if index >= len(expected) or index >= len(reported) or expected[index] != reported[index]:
+            return index
+    return None
+
+
+def replay_jobs(jobs: str) -> str:
+    """Each job of the JSON list ``jobs`` (``{"problem": id, "actions": [...]}``) replayed
+    here: its hashes and the median time of one step in microseconds, as JSON. The
+    entry point a JavaScript host (Node or a browser) calls to compare this engine's
+    frames with the server's."""
+    out = []
+    for job in json.loads(jobs):
+        run = list(played(registry.get_problem(job["problem"]), job["actions"]))
+        times = sorted(took for _, took in run[1:])
+        out.append({"problem": job["problem"], "hashes": [shown for shown, _ in run],
+                    "median_step_us": round(times[len(times) // 2] * 1e6, 1) if times else None})
+    return json.dumps(out)
