@@ -18,6 +18,8 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 ``SOCKET_RATE``, ``SOCKET_BURST``  Socket.IO events a second (60) and at once (120) one
                       connection may send before the door drops them unread (door.py)
 ``SOCKETIO_CLIENT_JS``  the npm ``socket.io.min.js`` served at ``/vendor/socket.io.min.js``
+``PYODIDE_DIR``       the npm package ``pyodide``, served under ``/vendor/pyodide/`` for
+                      browser play (study_server/engine.py)
 ``FLUSH_INTERVAL``    seconds the event writer batches before writing (0.25): what a
                       ``kill -9`` can lose
 ``SESSION_COOKIE_SECURE``  true behind HTTPS (cookies are always HttpOnly and SameSite=Lax)
@@ -62,6 +64,7 @@ DEFAULTS: dict[str, Any] = {
     "RATE_LIMIT": 30,
     "IDLE_TIMEOUT": 600.0,
     "SOCKETIO_CLIENT_JS": str(ROOT / "node_modules/socket.io-client/dist/socket.io.min.js"),
+    "PYODIDE_DIR": str(ROOT / "node_modules/pyodide"),
     "FLUSH_INTERVAL": 0.25,
     "SOCKET_RATE": 60.0,
     "SOCKET_BURST": 120,
@@ -99,9 +102,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
 def register_blueprints(app: Flask) -> None:
     """Every HTTP area of the server, one line each: add yours here."""
-    from study_server import agent_api, dashboard, flow, play
+    from study_server import agent_api, dashboard, engine, flow, play
 
     app.register_blueprint(play.bp)
+    app.register_blueprint(engine.bp)
     flow.init_app(app)
     dashboard.init_app(app)
     agent_api.init_app(app)

@@ -16,6 +16,8 @@ import zipfile
 from functools import cache
 from pathlib import Path
 
+from flask import Blueprint, abort, current_app, send_file
+
 import tasks
 
 PACKAGE = Path(tasks.__file__).parent
@@ -45,3 +47,42 @@ def engine_archive() -> bytes:
 def engine_digest() -> str:
     """A short hash of :func:`engine_archive` (names the archive for caches)."""
     return hashlib.blake2b(engine_archive(), digest_size=8).hexdigest()
+
+
+# -- serving it ---------------------------------------------------------------------------
+
+bp = Blueprint("engine", __name__)
+
+PYODIDE_FILES = frozenset({
+    "pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
+    "pyodide-lock.json",
+})
+"""What a page needs of the npm package ``pyodide`` (installed by ``make setup``): the
+core only, with no package of its own (the engine needs none)."""
+_TYPES = {".mjs": "text/javascript", ".wasm": "application/wasm", ".zip": "application/zip",
+          ".json": "application/json"}
+YEAR = 365 * 24 * 3600
+
+
+@bp.get("/vendor/pyodide/<name>")
+def pyodide_file(name: str):
+    """One file of Pyodide, from our own server (no CDN); its version is in the package,
+    so a browser may keep it."""
+    if name not in PYODIDE_FILES:
+        abort(404)
+    path = Path(current_app.config["PYODIDE_DIR"]) / name
+    if not path.is_file():
+        abort(404, f"{name} is missing: run `npm install` (make setup installs it)")
+    return send_file(path, mimetype=_TYPES[path.suffix], max_age=YEAR)
+
+
+@bp.get("/engine/<digest>.zip")
+def engine_file(digest: str):
+    """The engine archive under its digest: a browser keeps it until the code changes
+    (a new digest, a new address)."""
+    if digest != engine_digest():
+        abort(404, "this engine is not the server's: reload the page")
+    response = send_file(io.BytesIO(engine_archive()), mimetype="application/zip",
+                         max_age=YEAR, download_name=f"{digest}.zip")
+    response.headers["Cache-Control"] += ", immutable"
+    return response

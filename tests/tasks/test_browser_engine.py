@@ -10,61 +10,23 @@ replays the same actions through ``study_server/static/gridstudy/engine.mjs``.
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from game_client.agents import random_env_action
+from bench.browser_engine import programs, some_play
 from study_server.engine import engine_archive
 from tasks import registry
-from tasks.core import INDEXED_VERBS
-from tasks.worldtest.episode import DONE, INTERACTION, Episode
 from tasks.worldtest.verify import first_difference, frame_hashes
 
 ROOT = Path(__file__).resolve().parents[2]
-LIBRARY = ROOT / "tasks" / "library"
 
 
 def built_in_problems() -> list[str]:
-    folders = {path.name for path in LIBRARY.iterdir() if (path / "program.sexp").is_file()}
+    folders = set(programs())
     return sorted(spec.id for spec in registry.list_problems()
                   if spec.id.split("/")[0] in folders or spec.id.startswith("dagmap/"))
-
-
-def a_test_action(rng: random.Random, episode: Episode) -> str:
-    """One action the test phase allows now, at random (never ``quit``)."""
-    verbs = [verb for verb in episode.allowed_verbs() if verb != "quit"]
-    verb = rng.choice(verbs)
-    if verb == "click":
-        return f"click {rng.randrange(episode.size[0])} {rng.randrange(episode.size[1])}"
-    if verb in INDEXED_VERBS:
-        return f"{verb}_{rng.randrange(episode.test.choice_count(verb))}"
-    return verb
-
-
-def some_play(problem_id: str, seed: int = 7) -> list[str]:
-    """A random attempt: some interaction with one reset, then the test to its end (or
-    40 actions into it)."""
-    rng = random.Random(f"{seed}/{problem_id}")
-    episode = Episode(registry.get_problem(problem_id))
-    actions: list[str] = []
-
-    def apply(action: str) -> None:
-        episode.apply(action)
-        actions.append(action)
-
-    if episode.phase == INTERACTION:
-        for index in range(30):
-            allowed = [v for v in episode.allowed_verbs() if v not in ("reset", "go-to-test")]
-            apply("reset" if index == 12 else random_env_action(rng, allowed, episode.size))
-        apply("go-to-test")
-    for _ in range(40):
-        if episode.phase == DONE:
-            break
-        apply(a_test_action(rng, episode))
-    return actions
 
 
 @pytest.fixture(scope="module")
