@@ -2,9 +2,11 @@
 plays, and what the server recomputes from the same inputs to check the browser's word.
 
 In browser play the participant's page runs this package (the very same files, under
-Pyodide) and sends its applied actions with the hash of every frame it showed; the server
-replays the actions on its own engine with the same seed and compares the hashes, so the
-record stays the server's. :func:`frame_hashes` is that replay, for both sides;
+Pyodide): a :class:`tasks.worldtest.tick.TickEngine` reporting to a :class:`PlayLog`,
+whose entries (every applied action with the hash of the frame it showed, every input
+refused) the page sends to the server in batches; the server replays the actions on its
+own engine with the same seed and compares the hashes (``study_server.browser_play``),
+so the record stays the server's. :func:`frame_hashes` is that replay, for both sides;
 :func:`first_difference` says where two runs part.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from tasks import registry
 from tasks.core import frame_hash
@@ -48,6 +51,52 @@ def first_difference(expected: Sequence[str], reported: Sequence[str]) -> int | 
         if index >= len(expected) or index >= len(reported) or expected[index] != reported[index]:
             return index
     return None
+
+
+class PlayLog:
+    """The sink a browser's tick engine reports to: one entry per applied action
+    (``{"n", "tick", "action", "source", "hash", "t"}``), per failed step (``"error"``
+    instead of ``"hash"``) and per refused input (``{"n", "refused", "text", "reason",
+    "t"}``), numbered by ``n`` from 0 in the order they happened. ``take`` hands over
+    the entries not yet taken (the next batch to send); ``entries`` keeps them all
+    (a reload sends none twice: the server skips what it has)."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self.sent = 0
+        self.ended: dict[str, Any] | None = None
+
+    def _add(self, **entry: Any) -> None:
+        self.entries.append({"n": len(self.entries), **entry})
+
+    def take(self) -> list[dict[str, Any]]:
+        batch, self.sent = self.entries[self.sent:], len(self.entries)
+        return batch
+
+    def acknowledged(self, text: str, **_: Any) -> None:
+        """Applied at the next local tick: nothing to say until then."""
+
+    def applied(self, step: Any, *, source: str, client_time: float | None = None,
+                **_: Any) -> None:
+        self._add(tick=step.index, action=step.action, source=source,
+                  hash=frame_hash(step.observation.frame), t=client_time)
+
+    def failed(self, action: str, *, source: str, error: str,
+               client_time: float | None = None, **_: Any) -> None:
+        self._add(tick=None, action=action, source=source, error=error, t=client_time)
+
+    def refused(self, text: str, *, status: str, reason: str,
+                client_time: float | None = None, **_: Any) -> None:
+        self._add(refused=status, text=text, reason=reason, t=client_time)
+
+    def invalid(self, **_: Any) -> None:
+        raise TypeError("a person's play log has no model turns")
+
+    def finished(self, episode: Any, *, status: str, info: dict[str, Any]) -> None:
+        self.ended = {"status": status}
+
+    def reopened(self) -> None:
+        self.ended = None
 
 
 def replay_jobs(jobs: str) -> str:

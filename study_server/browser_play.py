@@ -1,0 +1,175 @@
+"""An attempt played in the participant's browser, kept by the server: the browser's
+log replayed on the server's own engine, every frame checked.
+
+In browser play the page ticks the engine itself (the ``tasks`` package under Pyodide,
+``study_server/engine.py``) and sends its :class:`tasks.worldtest.verify.PlayLog` in
+batches. :class:`BrowserAttempt` takes each batch in order: an applied action is applied
+here to the attempt's own :class:`~tasks.worldtest.episode.Episode` (same problem, same
+seed) and written as the server's step, with the server's frame; the browser's hash of
+the frame it showed is compared with the server's, and the first tick where they differ
+marks the attempt unverified (``info.verified`` false, ``info.first_difference`` the
+tick and both hashes). An action the server's episode refuses, or a failure that does
+not happen here, is a difference too. A refused input is written as the raw input it
+was. So the record is the one the server would have written had it ticked the game,
+whatever the browser claims; a tampered log only marks its own attempt.
+
+Batches may be sent again (a lost acknowledgement, a reload): entries already taken are
+skipped by their number ``n``; a batch that leaves a gap is refused whole, with what
+the server expects next.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from records.recorder import EpisodeRecorder
+from tasks.core import frame_hash, parse_action
+from tasks.limits import StepLimitExceeded
+from tasks.worldtest.episode import Episode
+from tasks.worldtest.tick import AUTO, ERROR, INPUT
+
+BROWSER = "browser"
+"""``info.play`` of an attempt played in the browser."""
+SOURCES = frozenset({INPUT, AUTO})
+MAX_BATCH = 512
+"""Entries one batch may hold (about a minute of play at 8 FPS)."""
+_HASH = re.compile(r"[0-9a-f]{16}")
+
+
+class LogError(ValueError):
+    """A batch the server cannot take: what is wrong with it, in one line."""
+
+
+@dataclass
+class Taken:
+    """What a batch did: the number of the next entry the server expects (everything
+    before it is stored), and whether the attempt still replays to the browser's frames."""
+
+    next: int
+    verified: bool
+
+
+class BrowserAttempt:
+    """The server's side of one attempt played in a browser."""
+
+    def __init__(self, episode: Episode, recorder: EpisodeRecorder, next_entry: int = 0) -> None:
+        self.episode = episode
+        self.recorder = recorder
+        self.next = next_entry
+        self.difference: dict[str, Any] | None = None
+        self.ended = False
+
+    @property
+    def verified(self) -> bool:
+        return self.difference is None
+
+    def take(self, batch: Any) -> Taken:
+        """Check the whole batch, then store and verify its new entries in order."""
+        entries = self._checked(batch)
+        for entry in entries:
+            if entry["n"] < self.next:
+                continue
+            if self.ended:
+                raise LogError("the attempt is over; nothing after its end is taken")
+            self._take(entry)
+            self.next += 1
+        return Taken(self.next, self.verified)
+
+    def _checked(self, batch: Any) -> list[dict[str, Any]]:
+        if not isinstance(batch, list) or len(batch) > MAX_BATCH:
+            raise LogError(f"a batch is a list of at most {MAX_BATCH} entries")
+        expected = None
+        for entry in batch:
+            if not isinstance(entry, dict) or type(entry.get("n")) is not int:
+                raise LogError("every entry is an object with its number n")
+            if expected is not None and entry["n"] != expected:
+                raise LogError(f"entries are numbered in order: {entry['n']} after {expected - 1}")
+            expected = entry["n"] + 1
+            _check_entry(entry)
+        if batch and batch[0]["n"] > self.next:
+            raise LogError(f"entry {batch[0]['n']} leaves a gap: the server expects entry "
+                           f"{self.next} next")
+        return batch
+
+    def _take(self, entry: dict[str, Any]) -> None:
+        client_time = entry.get("t")
+        if "refused" in entry:
+            self.recorder.refused(entry["text"][:200], status=entry["refused"],
+                                  reason=entry["reason"], received_at=time.time(),
+                                  client_time=client_time)
+            return
+        action, source, tick = entry["action"], entry["source"], entry["tick"]
+        refusal = self.episode.refusal(parse_action(action))
+        if refusal is not None:
+            self._differs(tick, entry, f"the server's episode refuses {action!r}: {refusal}")
+            self.recorder.refused(action, status="rejected", reason=refusal,
+                                  received_at=time.time(), client_time=client_time)
+            return
+        try:
+            step = self.episode.apply(action)
+        except StepLimitExceeded as error:
+            self._failed(entry, action, source, error, client_time)
+            self._end(ERROR, {"reason": error.plain})
+            return
+        except Exception as error:  # an environment's runtime error, as the tick engine
+            self._failed(entry, action, source, error, client_time)
+            return
+        self.recorder.applied(step, source=source, client_time=client_time)
+        shown = frame_hash(step.observation.frame)
+        if "error" in entry or entry["hash"] != shown or entry["tick"] != step.index:
+            self._differs(tick, entry, "the frame differs" if "hash" in entry
+                          else "the browser's step failed and the server's did not",
+                          server_hash=shown)
+        if step.done:
+            self._end("done", {"ticks": step.index + 1})
+
+    def _failed(self, entry: dict[str, Any], action: str, source: str, error: Exception,
+                client_time: float | None) -> None:
+        message = f"{type(error).__name__}: {error}"
+        self.recorder.failed(action, phase=self.episode.phase, source=source, error=message,
+                             client_time=client_time)
+        if "error" not in entry:
+            self._differs(entry["tick"], entry, f"the server's step failed: {message}")
+
+    def _differs(self, tick: Any, entry: dict[str, Any], why: str, **more: Any) -> None:
+        if self.difference is None:
+            self.difference = {"tick": tick, "n": entry["n"], "why": why,
+                               "browser_hash": entry.get("hash"), **more}
+
+    def _end(self, status: str, info: dict[str, Any]) -> None:
+        self.ended = True
+        self.recorder.finished(self.episode, status=status, info={**info, **self.outcome()})
+
+    def outcome(self) -> dict[str, Any]:
+        """What the episode's info keeps about the check."""
+        return {"play": BROWSER, "verified": self.verified,
+                "first_difference": self.difference}
+
+
+def _check_entry(entry: dict[str, Any]) -> None:
+    """A :class:`LogError` for an entry of the wrong shape (nothing of it is taken)."""
+    number = entry["n"]
+    t = entry.get("t")
+    if t is not None and not isinstance(t, int | float):
+        raise LogError(f"entry {number}: t is a number of seconds or null")
+    if "refused" in entry:
+        if not all(isinstance(entry.get(k), str) for k in ("refused", "text", "reason")):
+            raise LogError(f"entry {number}: a refused input has refused, text and reason")
+        return
+    if not isinstance(entry.get("action"), str) or entry.get("source") not in SOURCES:
+        raise LogError(f"entry {number}: an action entry has an action and a source "
+                       f"({' or '.join(sorted(SOURCES))})")
+    if entry.get("tick") is not None and type(entry["tick"]) is not int:
+        raise LogError(f"entry {number}: tick is a whole number")
+    if "error" in entry:
+        if not isinstance(entry["error"], str):
+            raise LogError(f"entry {number}: error is text")
+    elif not isinstance(entry.get("hash"), str) or not _HASH.fullmatch(entry["hash"]):
+        raise LogError(f"entry {number}: hash is the frame's 16-hex-digit hash")
+    try:
+        parse_action(entry["action"])
+    except ValueError as error:
+        raise LogError(f"entry {number}: {error}") from None

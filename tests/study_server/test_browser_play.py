@@ -1,0 +1,166 @@
+"""Browser play's record (``study_server.browser_play``): the log a browser's tick
+engine writes (``tasks.worldtest.verify.PlayLog``, the same engine the page runs) is
+replayed by the server on its own engine into a real store; an honest log is verified
+and stored as the server would have stored it; a tampered one is stored as the server
+computes it and marked unverified at the first tick it departs; batches sent twice are
+stored once; a hostile batch is refused whole with a clear error."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from sqlmodel import select
+
+from records.models import EpisodeRow, Event, RawInput
+from records.recorder import EpisodeRecorder
+from records.store import Store
+from study_server.browser_play import MAX_BATCH, BrowserAttempt, LogError
+from tasks import registry
+from tasks.worldtest.episode import DONE, Episode
+from tasks.worldtest.tick import TickEngine
+from tasks.worldtest.verify import PlayLog
+
+PROBLEM = "ant_trail/planning"
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(str(tmp_path / "browser.db"), flush_interval=0.01) as store:
+        yield store
+
+
+def browser_log(inputs: list[str | None]) -> list[dict]:
+    """What a browser sends: its own tick engine's log, one tick per item of ``inputs``
+    (the keys pressed before that tick; None for none), until the attempt ends, as the
+    page stops ticking then."""
+    log = PlayLog()
+    engine = TickEngine(Episode(registry.get_problem(PROBLEM)), log)
+    now = 1000.0
+    for keys in inputs:
+        if engine.episode.phase == DONE:
+            break
+        for key in (keys or "").split(",") if keys else ():
+            engine.admit(key, client_time=now, now=now)
+        engine.tick(now)
+        now += 0.125
+    return log.entries
+
+
+def attempt(store) -> BrowserAttempt:
+    problem = registry.get_problem(PROBLEM)
+    return BrowserAttempt(Episode(problem), EpisodeRecorder(store, problem, wait_for_end=False))
+
+
+def stored(store, model, episode_id):
+    store.flush(timeout=10)
+    with store.session() as session:
+        return list(session.exec(select(model).where(model.episode_id == episode_id)
+                                 .order_by(model.id)))
+
+
+def row(store, episode_id) -> EpisodeRow:
+    store.flush(timeout=10)
+    with store.session() as session:
+        return session.get(EpisodeRow, episode_id)
+
+
+SOLVING = [None, "click 3 3", None, "reset", None, "go-to-test", "click 2 6", None, None, None,
+           None, None]
+
+
+def test_an_honest_log_is_verified_and_stored_as_the_server_would_store_it(store):
+    log = browser_log(SOLVING)
+    kept = attempt(store)
+    for start in range(0, len(log), 4):
+        taken = kept.take(log[start:start + 4])
+        assert taken.verified and taken.next == min(start + 4, len(log))
+    events = stored(store, Event, kept.recorder.episode_id)
+    assert [e.frame_hash for e in events] == [e["hash"] for e in log if "hash" in e]
+    assert [e.action for e in events] == [e["action"] for e in log if "action" in e]
+    ended = row(store, kept.recorder.episode_id)
+    assert ended.status == "done" and ended.score == 1.0
+    assert ended.info["verified"] is True and ended.info["play"] == "browser"
+
+
+def test_a_tampered_action_is_stored_as_the_server_computes_it_and_marked(store):
+    log = browser_log(SOLVING)
+    tampered = copy.deepcopy(log)
+    changed = next(e for e in tampered if e.get("action") == "click 2 6")
+    changed["action"] = "click 5 6"  # the browser claims another click with the same frame
+    kept = attempt(store)
+    assert kept.take(tampered).verified is False
+    assert kept.difference["tick"] == changed["tick"]
+    assert kept.difference["browser_hash"] == changed["hash"] != kept.difference["server_hash"]
+    events = stored(store, Event, kept.recorder.episode_id)
+    assert "click 5 6" in [e.action for e in events]
+    assert changed["hash"] not in [e.frame_hash for e in events]
+
+
+def test_a_claimed_frame_that_differs_is_found_at_its_tick(store):
+    log = browser_log(SOLVING)
+    log[3]["hash"] = "0123456789abcdef"
+    kept = attempt(store)
+    kept.take(log)
+    assert not kept.verified and kept.difference["n"] == 3
+    assert row(store, kept.recorder.episode_id).info["first_difference"]["tick"] == log[3]["tick"]
+
+
+def test_an_action_the_servers_episode_refuses_is_a_difference(store):
+    log = browser_log([None, None])
+    log.append({"n": 2, "tick": 2, "action": "submit_option_1", "source": "input",
+                "hash": log[1]["hash"], "t": None})
+    kept = attempt(store)
+    assert not kept.take(log).verified
+    assert "refuses 'submit_option_1'" in kept.difference["why"]
+    refused = stored(store, RawInput, kept.recorder.episode_id)
+    assert [r.status for r in refused] == ["rejected"]
+
+
+def test_a_batch_sent_again_is_stored_once_and_a_gap_is_refused(store):
+    log = browser_log(SOLVING)
+    kept = attempt(store)
+    kept.take(log[:5])
+    assert kept.take(log[2:7]).next == 7  # a lost acknowledgement: sent again
+    with pytest.raises(LogError, match="entry 8 leaves a gap: the server expects entry 7"):
+        kept.take(log[8:])
+    assert kept.take(log[7:]).next == len(log)
+    events = stored(store, Event, kept.recorder.episode_id)
+    assert [e.seq for e in events] == list(range(len(log)))
+
+
+def test_refused_inputs_are_kept_as_raw_inputs(store):
+    log = browser_log(["up,up,up,up,up,up,up", None])  # a key held down: 4 wait, 3 do not
+    kept = attempt(store)
+    kept.take(log)
+    refused = stored(store, RawInput, kept.recorder.episode_id)
+    assert [r.status for r in refused] == ["dropped"] * 3
+    assert kept.verified
+
+
+HOSTILE = [
+    ("not a list", {"n": 0}, "a batch is a list"),
+    ("too long", [{"n": i} for i in range(MAX_BATCH + 1)], "at most 512 entries"),
+    ("no number", [{"tick": 0}], "with its number n"),
+    ("out of order", [{"n": 0, "tick": 0, "action": "noop", "source": "auto",
+                       "hash": "0" * 16}, {"n": 5}], "numbered in order: 5 after 0"),
+    ("bad hash", [{"n": 0, "tick": 0, "action": "noop", "source": "auto", "hash": "x"}],
+     "16-hex-digit hash"),
+    ("bad action", [{"n": 0, "tick": 0, "action": "fly 1", "source": "input",
+                     "hash": "0" * 16}], "entry 0: "),
+    ("bad source", [{"n": 0, "tick": 0, "action": "noop", "source": "server",
+                     "hash": "0" * 16}], "source"),
+    ("bad time", [{"n": 0, "tick": 0, "action": "noop", "source": "auto",
+                   "hash": "0" * 16, "t": "soon"}], "t is a number"),
+    ("bad refusal", [{"n": 0, "refused": 3, "text": "up", "reason": "x"}], "refused, text"),
+]
+
+
+@pytest.mark.parametrize(("batch", "message"), [c[1:] for c in HOSTILE],
+                         ids=[c[0] for c in HOSTILE])
+def test_a_hostile_batch_is_refused_whole_and_nothing_is_stored(store, batch, message):
+    kept = attempt(store)
+    with pytest.raises(LogError, match=message):
+        kept.take(batch)
+    assert kept.next == 0
+    assert stored(store, Event, kept.recorder.episode_id) == []
