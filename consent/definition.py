@@ -38,7 +38,7 @@ _CODE = re.compile(r"^[A-Za-z0-9_-]{4,32}$")
 ENDINGS = {"complete": "completed", "declined": "no_consent", "screened-out": "screened_out",
            "failed-quiz": "failed_quiz", "timed-out": "timed_out", "full": "study_full",
            "paused": "study_closed", "closed": "study_closed", "wrong-device": "wrong_device",
-           "failed-attention": "failed_attention"}
+           "failed-attention": "failed_attention", "slow-connection": "slow_connection"}
 """Participant status (or a study's status, for a turned-away arrival) -> the name of its
 ending in the study file's ``codes:``."""
 
@@ -141,6 +141,12 @@ class StudyDefinition:
     ``continue`` (they play on, excluded, to the completion code) or ``end`` (the visit
     ends there with its own ending, ``failed_attention`` in ``codes``); either way the
     payment is ``on_exclusion``'s."""
+    max_round_trip_ms: float | None = None
+    """The slowest connection the study accepts: a participant whose round trip to the
+    server stays above this many milliseconds (the median of the last ten clock pings,
+    judged once a round of pings is complete) is told so and leaves with the
+    ``slow_connection`` ending, asked to return the submission (Interactive Gym's
+    per-scene ping limit); None: any connection."""
     codes: dict[str, str] = field(default_factory=dict)
     """Ending (:data:`ENDINGS`) -> the Prolific code for it, where the study file sets
     one; an ending without one gets ``completion_code`` (completed) or
@@ -223,6 +229,7 @@ def parse_definition(data: Any, known_problems: set[str] | None = None) -> Study
         "codes": _codes(data.get("codes")),
         "on_exclusion": _one_of(data, "on_exclusion", ON_EXCLUSION),
         "attention_failure": _one_of(data, "attention_failure", ATTENTION_FAILURE),
+        "max_round_trip_ms": _optional(_positive_number, data, "max_round_trip_ms"),
     }
     return _checked(StudyDefinition(**values))
 

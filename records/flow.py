@@ -20,6 +20,8 @@ from typing import Any
 DROPS = (
     ("consented", "declined", "declined consent"),
     ("on a suitable device", "wrong-device", "ended on a device the study cannot be played on"),
+    ("on a fast enough connection", "slow-connection",
+     "ended because the connection's round trip stayed above the study's limit"),
     ("passed screening", "screened-out", "failed the colour-vision screening"),
     ("given problems", "full", "the study was full"),
     ("passed the quiz", "failed-quiz", "failed the comprehension quiz"),

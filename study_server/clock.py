@@ -10,9 +10,13 @@ sample becomes the offset for the inputs that follow.
 from __future__ import annotations
 
 import math
+import statistics
+from collections import deque
 
 PING_ROUNDS = 5
 """Pings per round; the one with the shortest round trip sets the offset."""
+RECENT = 10
+"""Round trips :meth:`ClockOffset.typical_rtt` looks at."""
 
 
 class ClockOffset:
@@ -40,6 +44,8 @@ class ClockOffset:
         self.offset = 0.0
         self.rtt = math.inf
         self.samples = 0
+        self.recent: deque[float] = deque(maxlen=RECENT)
+        """The last round trips, in seconds (:meth:`typical_rtt`)."""
         self.started: float | None = None
         """Server time the current round began (None before the first)."""
         self._round: tuple[int, float, float] = (0, math.inf, 0.0)
@@ -62,12 +68,22 @@ class ClockOffset:
         """Take one ping/pong sample into account."""
         rtt = received - sent
         self.samples += 1
+        if rtt >= 0:
+            self.recent.append(rtt)
         taken, best, offset = self._round
         if 0 <= rtt < best:
             best, offset = rtt, client_time - (sent + received) / 2
         self._round = (taken + 1, best, offset)
         if best < self.rtt or (self.round_complete and best < math.inf):
             self.rtt, self.offset = best, offset
+
+    def typical_rtt(self) -> float | None:
+        """The median of the last :data:`RECENT` round trips, once a round of pings is
+        complete (a connection is judged on several samples, never one slow ping), in
+        seconds; None before."""
+        if self.samples < self.per_round or not self.recent:
+            return None
+        return statistics.median(self.recent)
 
     def to_server(self, client_time: float | None) -> float | None:
         """A client timestamp on the server's clock (unchanged before any sample)."""

@@ -40,7 +40,7 @@ from tasks import registry
 SAVE_WAIT = 10.0
 """Seconds a page waits for the store's queued rows before it answers 503 (kept)."""
 ENDED = ("complete", "declined", "screened-out", "failed-quiz", "timed-out", "full",
-         "wrong-device", "failed-attention")
+         "wrong-device", "failed-attention", "slow-connection")
 
 
 class StudyNotOpen(LookupError):
@@ -76,6 +76,7 @@ class Flow:
     def __init__(self, app: Flask) -> None:
         self.app = app
         self.palettes: dict[str, list[str]] = {}
+        self.round_trips: dict[str, float | None] = {}
 
     @property
     def store(self) -> Any:
@@ -152,9 +153,17 @@ class Flow:
             self._after(db, participant, page, outcome.status)
         return None
 
+    def round_trip_limit(self, study_id: str) -> float | None:
+        """The study's ``max_round_trip_ms`` (None: any connection), read once per
+        process (a study file's limits do not change while it runs)."""
+        if study_id not in self.round_trips:
+            with self.store.session() as db:
+                self.round_trips[study_id] = assignment.load_study(db, study_id)[1].max_round_trip_ms
+        return self.round_trips[study_id]
+
     def leave(self, study_id: str, participant_id: int, status: str) -> None:
-        """End an active participant's visit with ``status`` at their request (a device
-        the study cannot be played on)."""
+        """End an active participant's visit with ``status``: at their request (a device
+        the study cannot be played on), or the server's (a connection too slow)."""
         with self.store.session() as db:
             participant, _ = self._load(db, study_id, participant_id)
             if participant.status == "active":

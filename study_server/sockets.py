@@ -14,6 +14,8 @@ this protocol:
   estimate is ``CLOCK_RESYNC`` seconds old (app config, default 30), so that a long
   session follows a drifting clock (``study_server/clock.py``).
 * server -> ``refused {reason}``: a message that was not acted on.
+* server -> ``visit-ended {url}``: the participant's visit ended (a connection slower
+  than the study's ``max_round_trip_ms``); the page opens ``url``, its ending.
 
 What a connection may send, and how much, is judged before any of this runs
 (``study_server/door.py``). A session is joined only by its participant's connection
@@ -273,6 +275,23 @@ def on_input(message: Any = None) -> dict[str, Any]:
     return {"ok": status == "queued", "status": status}
 
 
+def _judge_connection(session: GameSession) -> None:
+    """End the visit of a study participant whose round trip stays above the study's
+    ``max_round_trip_ms`` (``ClockOffset.typical_rtt``): the flow records the
+    ``slow-connection`` ending, and the page is sent to it (``visit-ended``)."""
+    typical = session.clock.typical_rtt()
+    if typical is None or session.study_id is None or session.participant_id is None:
+        return
+    flow = current_app.extensions["gridstudy.flow"]
+    limit = off_loop(flow.round_trip_limit, session.study_id)
+    if limit is None or typical * 1000 <= limit:
+        return
+    log.info("%s: round trip %.0f ms over the study's %.0f ms; the visit ends",
+             label(session.token), typical * 1000, limit)
+    off_loop(flow.leave, session.study_id, session.participant_id, "slow-connection")
+    emit("visit-ended", {"url": f"/study/{session.study_id}/flow"})
+
+
 def _owned_session(token: Any) -> GameSession | None:
     session = _scheduler().get(token)
     if session is None or session.sid != request.sid:
@@ -294,6 +313,7 @@ def on_pong(message: Any = None) -> None:
     sessions = _scheduler().sessions_of(request.sid)
     for session in sessions:
         session.clock.add(sent, client_time, received)
+        _judge_connection(session)
     if any(not s.clock.round_complete for s in sessions):
         emit("ping", {"sent": time.time()})
 

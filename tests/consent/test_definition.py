@@ -32,6 +32,8 @@ def test_defaults_and_round_trip():
         ({"exclusion": {"min_input_actions": -1}}, "exclusion.min_input_actions: expected an integer >= 0, got -1"),
         ({"exclusion": {"max_idle": 3}}, "exclusion.max_idle: unknown rule"),
         ({"time_limit_minutes": 0}, "time_limit_minutes: expected a positive number, got 0"),
+        ({"max_round_trip_ms": "fast"}, "max_round_trip_ms: expected a positive number, got 'fast'"),
+        ({"max_round_trip_ms": -5}, "max_round_trip_ms: expected a positive number, got -5"),
         ({"attention_checks": "yes"}, "attention_checks: expected true or false, got 'yes'"),
         ({"colour": "red"}, "unknown field 'colour'"),
         ({"stages": "consent"}, "stages: expected a list of stage names, got str 'consent'"),

@@ -20,7 +20,8 @@ CODES = {"completed": "END-DONE", "no_consent": "END-NOCONSENT", "screened_out":
 def open_study(make_live_server, **overrides):
     register_walker_problems(PROBLEMS)
     live = make_live_server()
-    definition = make_definition(problems=["test/p0", "test/p1"], codes=CODES, **overrides)
+    codes = {**CODES, **overrides.pop("codes", {})}
+    definition = make_definition(problems=["test/p0", "test/p1"], codes=codes, **overrides)
     with live.store.session() as db:
         db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
     return live

@@ -48,3 +48,16 @@ def test_a_round_is_due_when_the_last_began_an_interval_ago(started, now, due):
     if started is not None:
         clock.start_round(at=started)
     assert clock.due(now, every=30.0) is due
+
+
+def test_a_connection_is_judged_on_the_median_of_its_last_round_trips_after_a_round():
+    clock = ClockOffset(per_round=5)
+    clock.start_round(at=0.0)
+    for index, rtt in enumerate((0.9, 0.05, 0.05, 0.05)):  # one slow ping among fast ones
+        clock.add(index, 0.0, index + rtt)
+        assert clock.typical_rtt() is None  # not before a whole round
+    clock.add(4.0, 0.0, 4.05)
+    assert clock.typical_rtt() == pytest.approx(0.05)
+    for index in range(10):  # the connection slows down for good
+        clock.add(10.0 + index, 0.0, 10.4 + index)
+    assert clock.typical_rtt() == pytest.approx(0.4)

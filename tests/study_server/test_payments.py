@@ -240,6 +240,7 @@ def test_a_participant_excluded_by_hand_follows_on_exclusion(tmp_path, on_exclus
     ("declined", "declined consent"), ("screened-out", "failed the colour-vision screening"),
     ("wrong-device", "ended on a device the study cannot be played on"),
     ("timed-out", "ran out of the study's time limit"),
+    ("slow-connection", "ended because the connection's round trip stayed above the study's limit"),
     ("failed-quiz", "failed the comprehension quiz"), ("full", "the study was full")])
 def test_who_did_not_complete_is_asked_to_return_with_the_reason(status, why):
     from study_server.payments import decide

@@ -99,6 +99,7 @@
     var socket = this.socket = io({ transports: ["websocket", "polling"] });
     socket.on("connect", function () { socket.emit("join", { token: self.token }); });
     socket.on("ping", function (m) { socket.emit("pong", { sent: m.sent, client_time: now() }); });
+    socket.on("visit-ended", function (m) { window.location.assign(m.url); });  // its ending page
     socket.on("state", function (state) { self.update(state); });
     socket.on("refused", function (m) {
       if (/another connection/.test(m.reason || "")) { self.offerTakeover(); return; }
