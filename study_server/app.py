@@ -20,6 +20,8 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 ``SOCKETIO_CLIENT_JS``  the npm ``socket.io.min.js`` served at ``/vendor/socket.io.min.js``
 ``PYODIDE_DIR``       the npm package ``pyodide``, served under ``/vendor/pyodide/`` for
                       browser play (study_server/engine.py)
+``DEADLINE_SWEEP``    seconds between two checks of the visits' time limits (5): how late
+                      a visit may end after its limit (study_server/deadlines.py)
 ``FLUSH_INTERVAL``    seconds the event writer batches before writing (0.25): what a
                       ``kill -9`` can lose
 ``SESSION_COOKIE_SECURE``  true behind HTTPS (cookies are always HttpOnly and SameSite=Lax)
@@ -66,6 +68,7 @@ DEFAULTS: dict[str, Any] = {
     "SOCKETIO_CLIENT_JS": str(ROOT / "node_modules/socket.io-client/dist/socket.io.min.js"),
     "PYODIDE_DIR": str(ROOT / "node_modules/pyodide"),
     "FLUSH_INTERVAL": 0.25,
+    "DEADLINE_SWEEP": 5.0,
     "SOCKET_RATE": 60.0,
     "SOCKET_BURST": 120,
     "SESSION_COOKIE_HTTPONLY": True,
@@ -90,6 +93,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
                                     "secret_key", lambda: secrets.token_hex(32)))
     init_realtime(app)
     register_blueprints(app)
+    from study_server.deadlines import Deadlines
+    app.extensions["gridstudy.deadlines"] = Deadlines(app, socketio)
     if app.config["BEHIND_PROXY"]:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1)
     app.after_request(routing_headers)
@@ -192,6 +197,7 @@ def shutdown(app: Flask) -> None:
 
     scheduler, store = app.extensions["gridstudy.realtime"], app.extensions["gridstudy.store"]
     scheduler.stop()
+    app.extensions["gridstudy.deadlines"].running = False
     for session in list(scheduler.sessions.values()):
         session.engine.drain(STOPPED_BEFORE_TICK)
     cluster = app.extensions["gridstudy.cluster"]

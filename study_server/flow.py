@@ -11,6 +11,7 @@ game session of their current problem.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -60,6 +61,19 @@ class Page:
     stage: Stage | None = None
     state: FlowState | None = None
     context: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def deadline(self) -> float:
+        """Unix seconds when the visit's time limit passes (every page counts down to it;
+        the server ends the visit then, whatever the page: ``Flow.end_overdue``)."""
+        started = assignment._aware(self.participant.created_at)
+        return started.timestamp() + self.definition.time_limit_seconds
+
+    @property
+    def seconds_left(self) -> int:
+        """Whole seconds until :attr:`deadline` (what the page counts down from: the
+        participant's clock may be set wrong)."""
+        return max(0, int(self.deadline - time.time()))
 
 
 def init_app(app: Flask) -> None:
@@ -152,6 +166,31 @@ class Flow:
                 participant.consent_version = outcome.record["version"]
             self._after(db, participant, page, outcome.status)
         return None
+
+    def end_overdue(self) -> int:
+        """End every active visit whose time limit has passed (``timed-out``: its code,
+        its slots freed), whether or not the participant is still here; how many."""
+        ended = 0
+        with self.store.session() as db:
+            active = db.exec(select(Participant).where(Participant.status == "active")).all()
+            definitions: dict[str, StudyDefinition] = {}
+            for participant in active:
+                study_id = participant.study_id
+                if study_id not in definitions:
+                    definitions[study_id] = assignment.load_study(db, study_id)[1]
+                if self._over_time(participant, definitions[study_id]):
+                    self._end(db, participant, "timed-out")
+                    ended += 1
+        return ended
+
+    def ended_of(self, participant_ids: list[int]) -> dict[int, str]:
+        """Which of these participants' visits are over: id -> their study."""
+        if not participant_ids:
+            return {}
+        with self.store.session() as db:
+            rows = db.exec(select(Participant.id, Participant.study_id).where(
+                Participant.id.in_(participant_ids), Participant.status != "active")).all()
+        return dict(rows)
 
     def round_trip_limit(self, study_id: str) -> float | None:
         """The study's ``max_round_trip_ms`` (None: any connection), read once per

@@ -43,7 +43,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from records.offload import off_loop
 from records.writer import unavailable
-from study_server import auth, cluster
+from study_server import auth, cluster, deadlines
 from study_server.app import STORAGE_ERRORS
 from study_server.scheduler import Scheduler
 from study_server.session import GameSession, label
@@ -289,7 +289,7 @@ def _judge_connection(session: GameSession) -> None:
     log.info("%s: round trip %.0f ms over the study's %.0f ms; the visit ends",
              label(session.token), typical * 1000, limit)
     off_loop(flow.leave, session.study_id, session.participant_id, "slow-connection")
-    emit("visit-ended", {"url": f"/study/{session.study_id}/flow"})
+    deadlines.close(current_app, current_app.extensions["socketio"], session, session.study_id)
 
 
 def _owned_session(token: Any) -> GameSession | None:

@@ -17,9 +17,11 @@ CODES = {"completed": "END-DONE", "no_consent": "END-NOCONSENT", "screened_out":
          "failed_attention": "END-ATTN"}
 
 
-def open_study(make_live_server, **overrides):
+def open_study(make_live_server, config=None, **overrides):
+    """The real server (``config`` on top of the tests' defaults) holding the pilot study
+    (``overrides`` change its definition, ``codes`` adds to :data:`CODES`)."""
     register_walker_problems(PROBLEMS)
-    live = make_live_server()
+    live = make_live_server(config)
     codes = {**CODES, **overrides.pop("codes", {})}
     definition = make_definition(problems=["test/p0", "test/p1"], codes=codes, **overrides)
     with live.store.session() as db:
