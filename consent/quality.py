@@ -97,8 +97,11 @@ def summarise(signals: Iterable[Any]) -> dict[str, Any]:
 
     * ``hidden_seconds``, ``hidden_count``: time and times the tab was hidden (not
       counting the page being left: a form sent, a link followed);
-    * ``focus_losses``, ``unfocused_seconds``: times and time the window lost focus;
-    * ``idle_periods``, ``idle_seconds``: idle periods of :data:`IDLE_AFTER` s or more;
+    * ``focus_losses``, ``unfocused_seconds``: times and time the window lost focus (a
+      loss never regained counts until the last signal);
+    * ``idle_periods``, ``idle_seconds``: idle periods of :data:`IDLE_AFTER` s or more,
+      whole (a period never ended, the page left while idle, counts what its ``idle``
+      signal said);
     * ``mashing``: bursts of :data:`MASHING_KEYS` or more keys in a second;
     * ``devices``: the user agents seen; ``small_window``: a page was shown in a window
       too small to play (:func:`too_small`).
@@ -106,20 +109,29 @@ def summarise(signals: Iterable[Any]) -> dict[str, Any]:
     flags: dict[str, Any] = {"hidden_seconds": 0.0, "hidden_count": 0, "focus_losses": 0,
                              "unfocused_seconds": 0.0, "idle_periods": 0, "idle_seconds": 0.0,
                              "mashing": 0, "devices": [], "small_window": False}
+    idle_counted = 0.0  # of the idle period still open: what its idle signal said
+    blurred_at = None  # when the window lost focus, while it has not come back
+    last_seen = None  # the participant's clock at the latest signal
     for signal in signals:
         kind, seconds, value = signal.kind, signal.seconds or 0.0, signal.value or {}
+        last_seen = getattr(signal, "client_time", None) or last_seen
         if kind == "hidden":
             flags["hidden_count"] += not value.get("leaving")
         elif kind == "shown":
             flags["hidden_seconds"] += seconds
         elif kind == "blur":
             flags["focus_losses"] += 1
+            blurred_at = getattr(signal, "client_time", None)
         elif kind == "focus":
             flags["unfocused_seconds"] += seconds
-        elif kind == "idle":
+            blurred_at = None
+        elif kind == "idle":  # idle this long already; the period may never be closed
             flags["idle_periods"] += 1
-        elif kind == "active":
             flags["idle_seconds"] += seconds
+            idle_counted = seconds
+        elif kind == "active":  # the whole period: what its idle signal counted, and more
+            flags["idle_seconds"] += max(0.0, seconds - idle_counted)
+            idle_counted = 0.0
         elif kind == "mashing":
             flags["mashing"] += 1
         elif kind == "device":
@@ -127,6 +139,8 @@ def summarise(signals: Iterable[Any]) -> dict[str, Any]:
             if agent and agent not in flags["devices"]:
                 flags["devices"].append(agent)
             flags["small_window"] |= too_small(value.get("window"), value.get("touch"))
+    if blurred_at is not None and last_seen is not None:  # never came back: until the last signal
+        flags["unfocused_seconds"] += max(0.0, last_seen - blurred_at)
     for name in ("hidden_seconds", "unfocused_seconds", "idle_seconds"):
         flags[name] = round(flags[name], 1)
     return flags

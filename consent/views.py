@@ -13,6 +13,7 @@ The views are thin: the flow's state lives behind ``app.extensions["gridstudy.fl
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Any
 from urllib.parse import urlencode
 
@@ -29,15 +30,25 @@ from flask import (
 )
 
 from consent import quality
+from tasks import registry
 from tasks.worldtest import challenge
+from tasks.worldtest.episode import env_hint
 
 bp = Blueprint("consent", __name__, url_prefix="/study", template_folder="templates")
 
 
 @bp.context_processor
 def challenge_texts() -> dict[str, Any]:
-    """Templates read a challenge's title and participant texts from the registry."""
-    return {"challenge": challenge.get, "quality": quality}
+    """Templates read a challenge's title and participant texts from the registry, and
+    what the keys and clicks do in an environment."""
+    return {"challenge": challenge.get, "quality": quality, "controls": controls_of}
+
+
+@cache
+def controls_of(env_id: str) -> str:
+    """What the keys and clicks do in this environment, in plain words (read from its
+    program's handlers; ``tasks.worldtest.episode.env_hint``), made once per process."""
+    return env_hint(registry.make(env_id))
 
 
 PROLIFIC_COMPLETE = "https://app.prolific.com/submissions/complete"

@@ -102,6 +102,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     for error in STORAGE_ERRORS:
         app.register_error_handler(error, storage_unavailable)
     app.add_url_rule("/vendor/socket.io.min.js", "socketio_client", socketio_client)
+    app.add_url_rule("/favicon.ico", "favicon", favicon)
     return app
 
 
@@ -264,6 +265,12 @@ def routing_headers(response: Any) -> Any:
                             httponly=True, samesite="Lax",
                             secure=bool(current_app.config["SESSION_COOKIE_SECURE"]))
     return response
+
+
+def favicon():
+    """The icon, for a browser that asks for it by its old name (pages link it)."""
+    return send_file(Path(current_app.static_folder) / "gridstudy/favicon.svg",
+                     mimetype="image/svg+xml", max_age=86400)
 
 
 def socketio_client():

@@ -211,8 +211,13 @@ def episode(episode_id: int) -> str:
                "phase_change": bool(e.next_phase and e.next_phase != e.phase),
                "error": e.error, "raw_reply": (e.raw_reply or "")[:4000] or None,
                "frame": frames.get(e.frame_hash)} for e in events]
+    live = row.status in assignment.HOLDING
+    # the row's phase is written when the attempt ends; while it is played, the last event
+    # says where it is
+    applied = [e for e in events if e.applied and e.next_phase]
+    phase = applied[-1].next_phase if live and applied else row.phase
     return render_template("dashboard/episode.html", episode=row, events=events, replay=replay,
-                           live=row.status in assignment.HOLDING)
+                           live=live, phase=phase)
 
 
 @bp.post("/export")

@@ -88,7 +88,7 @@ def play(problem_id: str) -> str:
     record = request.args.get("record") == "1"
     session = open_session(problem, record=record)
     return render_template("play.html", problem=problem, token=session.token, record=record,
-                           title=get(problem.challenge).title)
+                           title=get(problem.challenge).title.capitalize())
 
 
 @bp.post("/<path:problem_id>/session")

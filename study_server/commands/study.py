@@ -93,8 +93,11 @@ def study() -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--db", "db", default=None, help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
 @click.option("--replace", is_flag=True, help="Update a study that already exists.")
-@click.option("--base-url", default="http://127.0.0.1:5000", show_default=True, help="Where the server will run.")
-def create(file: str, db: str | None, replace: bool, base_url: str) -> None:
+@click.option("--base-url", default=None,
+              help="The address participants will reach the server at (https://...), to "
+                   "print the Prolific link now; without it, `gridstudy serve` prints the "
+                   "link with its own address when it starts.")
+def create(file: str, db: str | None, replace: bool, base_url: str | None) -> None:
     """Validate a study definition FILE (YAML) and store it."""
     import os
 
@@ -106,7 +109,11 @@ def create(file: str, db: str | None, replace: bool, base_url: str) -> None:
     click.echo(f"study {definition.id!r} stored: {len(definition.problems)} problems, "
                f"{definition.attempts_per_problem} included attempts each, "
                f"{definition.problems_per_participant} per participant")
-    click.echo(f"Prolific link: {study_link(base_url, definition.id)}")
+    if base_url:
+        click.echo(f"Prolific link: {study_link(base_url, definition.id)}")
+    else:
+        click.echo("Prolific link: printed by `gridstudy serve` when it starts, with the "
+                   "address it serves at (or run this again with --base-url https://...)")
 
 
 @click.group()

@@ -18,7 +18,7 @@ from tasks.autumn import compat
 from tasks.autumn.calls import STEP_BUDGET
 from tasks.autumn.errors import AutumnRuntimeError, AutumnSyntaxError
 from tasks.autumn.reader import read
-from tasks.autumn.runtime import Runtime, Snapshot
+from tasks.autumn.runtime import Runtime, Snapshot, handled_events
 from tasks.autumn.stdlib import builtins
 from tasks.autumn.values import (
     CALLABLES,
@@ -57,7 +57,10 @@ class AutumnEnv:
         self.name = name
         budget = STEP_BUDGET if step_budget is None else check_budget(step_budget)
         try:
-            self._rt = Runtime(read(source, name), source, name, builtins(), budget)
+            program = read(source, name)
+            self._rt = Runtime(program, source, name, builtins(), budget)
+            self.reacts_to = handled_events(program)
+            """The actions the program's handlers react to (what a participant is told)."""
             self._rt.reset(0)
         except RecursionError:
             raise AutumnSyntaxError("the program is nested too deeply", name=name) from None

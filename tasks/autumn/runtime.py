@@ -375,6 +375,37 @@ def _flatten_cells(cells, cls: ObjectClass) -> list:
                              f"got {show(cells)}")
 
 
+EVENT_VERBS = {"left": "left", "right": "right", "up": "up", "down": "down", "clicked": "click"}
+"""The events a handler can wait for, and the action each stands for."""
+
+
+def handled_events(program: Node) -> frozenset[str]:
+    """The actions the program's handlers react to (``left`` ... ``click``): the events
+    named in their conditions, also through the global definitions a condition uses
+    (``(= pressed (| left right))`` then ``(on pressed ...)``). What a participant is
+    told the keys and clicks do comes from here."""
+    definitions = {node.value[1].value: node.value[2] for node in program.value
+                   if _is_form(node, "=") and len(node.value) == 3 and node.value[1].kind == SYM}
+    found: set[str] = set()
+    seen: set[str] = set()
+
+    def walk(node: Node) -> None:
+        if node.kind == LIST:
+            for child in node.value:
+                walk(child)
+        elif node.kind == SYM:
+            if node.value in EVENT_VERBS:
+                found.add(EVENT_VERBS[node.value])
+            elif node.value in definitions and node.value not in seen:
+                seen.add(node.value)
+                walk(definitions[node.value])
+
+    for node in program.value:
+        if _is_form(node, "on") and len(node.value) >= 2:
+            walk(node.value[1])
+    return frozenset(found)
+
+
 def _is_form(node: Node, word: str) -> bool:
     return node.kind == LIST and bool(node.value) and node.value[0].is_sym(word)
 

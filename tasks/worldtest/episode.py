@@ -46,6 +46,38 @@ class Step:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+MOVES = ("up", "down", "left", "right")
+
+
+def controls_hint(verbs: set[str] | frozenset[str]) -> str:
+    """The words for keys and clicks that do something (``verbs``); empty for none. Only
+    the arrows that do something are named when not all four do.
+
+    >>> controls_hint({"up", "down", "left", "right", "click", "noop"})
+    'Arrow keys move; click a cell to act on it.'
+    >>> controls_hint({"up", "click"}), controls_hint({"left", "right"}), controls_hint({"click"})
+    ('The up arrow key acts; click a cell to act on it.', 'The left and right arrow keys act.', 'Click a cell to act on it.')
+    """
+    arrows = [verb for verb in MOVES if verb in verbs]
+    if len(arrows) == len(MOVES):
+        keys = "Arrow keys move"
+    elif arrows:
+        named = arrows[0] if len(arrows) == 1 else f"{', '.join(arrows[:-1])} and {arrows[-1]}"
+        keys = f"The {named} arrow key{'s' if len(arrows) > 1 else ''} act{'' if len(arrows) > 1 else 's'}"
+    else:
+        return "Click a cell to act on it." if "click" in verbs else ""
+    return f"{keys}; click a cell to act on it." if "click" in verbs else f"{keys}."
+
+
+def env_hint(env: GridEnv, allowed: Iterable[str] | None = None) -> str:
+    """:func:`controls_hint` for ``env``: of the ``allowed`` verbs (default: all its
+    actions), those it reacts to (an Autumn program's handlers, ``reacts_to``; all of
+    them for an environment that does not say)."""
+    reacts = getattr(env, "reacts_to", None)
+    allowed = env.available_actions() if allowed is None else allowed
+    return controls_hint({verb for verb in allowed if reacts is None or verb in reacts})
+
+
 class Episode:
     """One attempt at one problem."""
 
@@ -189,8 +221,15 @@ class Episode:
             "score": self.score if self.done else None,
             "test": self.test.view(self.phase) if self.phase != INTERACTION else None,
             "guide": self.guide(),
+            "hint": self.hint(allowed),
             **self.controls(allowed),
         }
+
+    def hint(self, allowed: tuple[str, ...]) -> str:
+        """What the keys and clicks do now, in plain words: the moves and clicks the phase
+        allows and the environment reacts to (an Autumn program's handlers,
+        ``reacts_to``; every allowed one for an environment that does not say)."""
+        return env_hint(self.env, allowed)
 
     def guide(self) -> str:
         """What a participant is told to do now (the challenge's guide for this phase)."""

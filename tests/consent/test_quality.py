@@ -50,6 +50,20 @@ def test_flags_add_up_what_the_signals_say():
     assert quality.summarise([])["hidden_seconds"] == 0.0
 
 
+def test_periods_never_closed_still_count():
+    """Idle when the page was left, and a window that never got focus back: the idle
+    periods count what their idle signals said, the focus loss until the last signal."""
+    def signal(kind, seconds=None, client_time=None):
+        return SimpleNamespace(kind=kind, seconds=seconds, value={}, client_time=client_time)
+
+    flags = quality.summarise([
+        signal("idle", 30.7, 100.0), signal("idle", 30.1, 200.0), signal("active", 45.1, 215.0),
+        signal("blur", None, 300.0), signal("idle", 30.0, 340.0), signal("device", None, 352.5),
+    ])
+    assert flags["idle_periods"] == 3 and flags["idle_seconds"] == 105.8
+    assert flags["focus_losses"] == 1 and flags["unfocused_seconds"] == 52.5
+
+
 def test_quality_rules_are_off_unless_the_study_file_sets_them():
     flags = {"hidden_seconds": 90.0, "focus_losses": 4, "mashing": 2}
     assert exclusion.quality_reason(ExclusionRules(), flags) is None

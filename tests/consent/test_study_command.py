@@ -22,14 +22,26 @@ def write_study(tmp_path, **overrides):
 def test_study_create_stores_the_definition_and_prints_the_link(tmp_path):
     register_walker_problems(["test/p0", "test/p1", "test/p2", "test/tutorial"])
     db = tmp_path / "s.db"
-    result = CliRunner().invoke(main, ["study", "create", str(write_study(tmp_path)), "--db", str(db)])
+    result = CliRunner().invoke(main, ["study", "create", str(write_study(tmp_path)), "--db", str(db),
+                                       "--base-url", "https://lab.example.org"])
     assert result.exit_code == 0, result.output
     assert "study 'pilot' stored: 3 problems, 5 included attempts each, 2 per participant" in result.output
-    assert "/study/pilot?PROLIFIC_PID={{%PROLIFIC_PID%}}" in result.output
+    assert "https://lab.example.org/study/pilot?PROLIFIC_PID={{%PROLIFIC_PID%}}" in result.output
     with Store(str(db)) as store, Session(store.engine) as session:
         assert session.get(Study, "pilot").definition["completion_code"] == "DONE1234"
     again = CliRunner().invoke(main, ["study", "create", str(write_study(tmp_path)), "--db", str(db)])
     assert again.exit_code == 1 and "exists already; pass --replace" in again.output
+
+
+def test_without_the_servers_address_the_link_is_not_guessed(tmp_path):
+    """A guessed port (the default 5000) sent participants nowhere when the server ran
+    elsewhere: without --base-url, the command says where the link will be printed."""
+    register_walker_problems(["test/p0", "test/p1", "test/p2", "test/tutorial"])
+    result = CliRunner().invoke(main, ["study", "create", str(write_study(tmp_path)),
+                                       "--db", str(tmp_path / "s.db")])
+    assert result.exit_code == 0, result.output
+    assert "127.0.0.1:5000" not in result.output
+    assert "printed by `gridstudy serve` when it starts" in result.output
 
 
 def test_study_create_reports_the_bad_field(tmp_path):

@@ -9,7 +9,12 @@ from the database and compared with what the page showed.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from tasks import registry
+from tests.e2e.test_endings import answer, consent, open_study
 from tests.e2e.test_play import GAME, act, button, click_cell, open_problem, tick_of
+from tests.e2e.test_study_flow import play_game
 
 STORED = "[data-gs=stored]"
 
@@ -112,3 +117,47 @@ def test_an_option_is_the_pages_until_submit_and_submit_without_one_says_what_to
     assert info["test_chosen"] == 3
     inputs = [e.action for e in live_server.events(episode_id) if e.source == "input"]
     assert inputs == ["go-to-test", "submit_option_3"]
+
+
+def test_after_a_reload_in_the_picker_the_frame_shown_is_the_one_stored(
+        make_live_server, page, test_problems):
+    """A participant reloads the page in the change-detection picker (their practice
+    game): the page lost the frames it kept, so it asks the server for the frame the
+    slider settles on (``choose_frame_N``); what is stored is still what the label says."""
+    registry.add_problem(replace(test_problems["cd"], id="test/cd-task"), replace=True)
+    live = open_study(make_live_server, problems=["test/p0", "test/cd-task"],
+                      tutorials={"planning": "test/p1", "cd": "test/rt-walker-cd"})
+    consent(page, live, "p-reload")
+    answer(page, live, "p-reload", "Continue")
+    page.get_by_role("button", name="Start the practice").click()
+    while True:  # the planning practice first, then the change-detection one
+        page.wait_for_selector(f"{GAME}[data-phase=interaction]")
+        if page.evaluate(f"document.querySelector('{GAME}').gridstudy.state.challenge") == "cd":
+            break
+        play_game(page)
+        page.get_by_role("button", name="Continue").click()
+    button(page, "Go to test")
+    for key in ("ArrowRight", "ArrowRight"):
+        act(page, lambda key=key: page.keyboard.press(key))
+    act(page, lambda: None, ticks=8)
+    button(page, "Found the change")
+    page.wait_for_selector(f"{GAME}[data-phase=select]")
+    page.reload()
+    page.wait_for_selector(f"{GAME}[data-phase=select]")
+    slider = page.locator("input[data-gs=cd-slider]")
+    slider.focus()
+    page.keyboard.press("Home")
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    assert label(page) == 3
+    # the page asked for frame 3 once the slider stopped; the server shows it
+    page.wait_for_function(f"document.querySelector('{GAME}').gridstudy.state.test.chosen === 3")
+    shown = grid_pixels(page)
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowLeft")  # back to frame 3: drawn from what the page now keeps
+    assert label(page) == 3 and grid_pixels(page) == shown
+    page.get_by_role("button", name="Submit", exact=True).click()
+    page.wait_for_selector(f"{GAME}[data-phase=done]")
+    assert page.locator(STORED).text_content() == "Your answer, as saved: frame 3."
+    episode_id = int(page.get_attribute("body", "data-episode"))
+    assert stored_info(live, episode_id)["test_chosen"] == 3

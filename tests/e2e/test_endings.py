@@ -23,7 +23,8 @@ def open_study(make_live_server, config=None, **overrides):
     register_walker_problems(PROBLEMS)
     live = make_live_server(config)
     codes = {**CODES, **overrides.pop("codes", {})}
-    definition = make_definition(problems=["test/p0", "test/p1"], codes=codes, **overrides)
+    problems = overrides.pop("problems", ["test/p0", "test/p1"])
+    definition = make_definition(problems=problems, codes=codes, **overrides)
     with live.store.session() as db:
         db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
     return live

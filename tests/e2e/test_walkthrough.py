@@ -13,6 +13,7 @@ from consent.definition import load_definition
 from records.models import Participant, Study
 from tasks import registry
 from tasks.worldtest.challenge import EXPLORE_FREELY, get
+from tasks.worldtest.episode import env_hint
 from tests.e2e.screenshots import shoot
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo-study.yaml"
@@ -33,7 +34,10 @@ def play_and_give_up(page, folder, name=None):
     """Explore a little, go to the test (checking what each phase says), give up."""
     page.wait_for_selector(f"{GAME}[data-phase=interaction]")
     assert page.inner_text("[data-gs=guide]") == EXPLORE_FREELY
-    assert page.inner_text("[data-gs=message]") == "Arrow keys move; click a cell to act on it."
+    problem = registry.get_problem(
+        page.evaluate(f"document.querySelector('{GAME}').gridstudy.state.problem_id"))
+    # the controls this world's program reacts to, nothing more
+    assert page.inner_text("[data-gs=message]") == env_hint(registry.make(problem.env_id))
     page.locator("[data-gs=grid]").focus()
     page.keyboard.press("ArrowRight")
     if name:

@@ -172,3 +172,23 @@ def test_the_study_page_draws_its_fill_and_its_participant_flow(app):
     assert steps["passed screening"][-2:] == ["3", "(-2)"]
     assert steps["finished"][-2:] == ["2", "(-1)"]  # the player, still taking part
     assert steps["included"][-1] == "1"
+
+
+def test_the_episode_page_says_the_phase_an_attempt_being_played_is_in(app):
+    store = app.extensions["gridstudy.store"]
+    with store.session() as db:
+        participant = Participant(study_id="pilot", external_id="pid-live", data={"records": []})
+        db.add(participant)
+        db.flush()
+        participant_id = participant.id
+    from study_server import assignment, cluster
+
+    first, _ = assignment.assign(store.engine, "pilot", participant_id)
+    session = app.extensions["gridstudy.realtime"].get(cluster.live_token(app, first))
+    session.enqueue_action("go-to-test")
+    session.tick()
+    store.flush()
+    client = app.test_client()
+    log_in(client)
+    page = client.get(f"/dashboard/episode/{first}").text
+    assert "still being played" in page and "; phase test;" in page

@@ -74,7 +74,7 @@
     return frame;
   }
 
-  var PHASES = {interaction: "exploring", test: "test", select: "choosing the frame", done: "finished"};
+  var PHASES = {interaction: "exploring", test: "the test", select: "choosing the frame", done: "finished"};
 
   function Game(root, options) {
     this.root = root;
@@ -168,14 +168,11 @@
     this.sayTimer = setTimeout(function () { self.say(self.hint()); }, 2000);
   };
 
-  /* What keys and clicks do now, from the verbs the phase allows. */
+  /* What keys and clicks do now: the server's words (the verbs the phase allows that
+   * this environment reacts to; Episode.hint). */
   Game.prototype.hint = function () {
     if (!this.state || this.state.phase === "done") { return ""; }
-    var moves = ["up", "down", "left", "right"].some(this.allows, this), click = this.allows("click");
-    if (moves && click) { return "Arrow keys move; click a cell to act on it."; }
-    if (moves) { return "Arrow keys move."; }
-    if (click) { return "Click a cell to act on it."; }
-    return "";
+    return this.state.hint || "";
   };
 
   Game.prototype.bindControls = function () {
@@ -292,6 +289,7 @@
     this.root.dataset.tick = state.tick;
     this.el.phase.textContent = PHASES[state.phase] || state.phase;
     if (first) {
+      this.el.grid.setAttribute("aria-label", ("The grid. " + (state.hint || "")).trim());
       this.showPhase(state);
       this.el.guide.textContent = state.guide || "";
     }
@@ -358,12 +356,17 @@
   };
 
   /* Cell size: the largest that fits the window beside the controls. */
-  Game.prototype.cellSize = function (size, panels, reserve) {
+  /* Pixels per cell: the grid (and the goal beside it, `panels`) fills the width, and
+   * its height leaves room, within the window, for what is above it on the page and
+   * for the `below` pixels of controls under it (every button a participant needs is
+   * on screen without scrolling, at 1280x720 too). */
+  Game.prototype.cellSize = function (size, panels, below) {
     var style = window.getComputedStyle(this.root);
     var inner = (this.root.clientWidth || window.innerWidth)
       - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
     var width = Math.max(200, (inner - (panels - 1) * 40) / panels);  // 40: the gap, and some
-    var height = Math.max(160, window.innerHeight - reserve);
+    var top = this.el.grid.getBoundingClientRect().top + window.scrollY;
+    var height = Math.max(160, window.innerHeight - top - below);
     return Math.max(4, Math.floor(Math.min(width / size[0], height / size[1])));
   };
 
@@ -371,11 +374,22 @@
     var state = this.state;
     var planning = state.test && state.test.kind === "planning" && state.phase === "test";
     var mfp = state.test && state.test.kind === "mfp";
-    var guide = state.guide ? 80 : 0;  // the guide's lines above the grid
-    this.cell = this.cellSize(state.size, planning ? 2 : 1, (mfp ? 440 : 300) + guide);  // room for controls
+    var cd = state.test && state.test.kind === "cd";  // room for the picker from the start:
+    // the picture keeps its size from the test to the choice of the frame
+    var below = (mfp ? 300 : cd ? 240 : 110) + (document.querySelector("[data-continue]") ? 50 : 0);
+    if (!(cd && state.phase === "select" && this.cell)) {  // the picker keeps the test's size
+      this.cell = this.cellSize(state.size, planning ? 2 : 1, below);
+    }
     var picked = state.phase === "select" && this.cdFrames[this.pick];
-    drawFrame(this.el.grid, picked || state.frame, this.cell);
-    if (planning && !this.goalDrawn) { this.drawGoal(state); }
+    for (var fit = 0; fit < 3; fit++) {  // the guess may leave too little room: shrink to fit
+      drawFrame(this.el.grid, picked || state.frame, this.cell);
+      if (planning && !this.goalDrawn) { this.drawGoal(state); }
+      var last = document.querySelector("[data-continue]") || this.root;  // the lowest control
+      var over = last.getBoundingClientRect().bottom + window.scrollY + 8 - window.innerHeight;
+      if (over <= 0 || this.cell <= 4) { break; }
+      this.cell = Math.max(4, this.cell - Math.ceil(over / state.size[1]));
+      this.goalDrawn = false;
+    }
   };
 
   /* The planning goal on a static grid: target cells in their goal colours, the rest of
