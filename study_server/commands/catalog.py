@@ -187,13 +187,24 @@ def _gym_id_or_why(problem_id: str) -> str:
 @click.option("--samples", default=None, type=int, help="Seeds sampled for stochastic checks.")
 @click.option("--strict", is_flag=True,
               help="Fail on unverified problems too (a search found no plan or witness).")
-def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bool) -> None:
+@click.option("--seeds", default=50, show_default=True, type=click.IntRange(min=0),
+              help="Runs of each planning problem's solvability check: a player wanders "
+                   "into the test under a seed, then a search must still reach the goal "
+                   "(0: skip it).")
+@click.option("--search-states", default=1500, show_default=True, type=click.IntRange(min=1),
+              help="States the solvability search expands per run before it tries once "
+                   "more with four times as many (a larger program may need more).")
+def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bool,
+                   seeds: int, search_states: int) -> None:
     """Check that problems are valid, and say why not when one is not; for a program,
-    the heaviest step the check saw (evaluations against its step budget).
+    the heaviest step the check saw (evaluations against its step budget); for a
+    planning problem, in how many runs its goal stayed reachable (below all of them it is
+    invalid: a participant can reach a state the goal cannot be reached from).
 
     Exits with 1 when a problem is invalid (or, with --strict, unverified: valid as far
     as could be checked, but the bounded search found no plan or witness to prove it)."""
     from tasks.worldtest.check import Metered, check_problem, heaviest_step
+    from tasks.worldtest.planning import solvability
 
     ids = list(problem_ids) or [s.id for s in registry.list_problems()]
     _known(ids, {s.id for s in registry.list_problems()}, "problem",
@@ -211,8 +222,15 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bo
                 results.append((problem_id, "invalid", [f"{type(error).__name__}: {error}"],
                                 metered.cost))
                 continue
-            results.append((problem_id, report.status, report.reasons,
-                            heaviest_step(problem, metered)))
+            status, reasons = report.status, list(report.reasons)
+            if seeds and problem.challenge == "planning" and status == "valid":
+                found = solvability(problem, seeds, max_states=search_states)
+                reasons.append(found.words())
+                if found.fraction < 1:
+                    status = "invalid"
+                    reasons.append("a participant can reach a state the goal cannot be "
+                                   "reached from: fix the program or the goal")
+            results.append((problem_id, status, reasons, heaviest_step(problem, metered)))
     counts = dict.fromkeys(CHECK_LABELS, 0)
     for problem_id, status, reasons, cost in results:
         click.echo(f"{CHECK_LABELS[status]:<10} {problem_id}")

@@ -14,7 +14,9 @@ no plan, ``search_states`` (its budget).
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -44,7 +46,14 @@ from tasks.worldtest.derive import (
     windows,
 )
 from tasks.worldtest.problem import Problem
-from tasks.worldtest.search import Clicks, shortest_plan
+from tasks.worldtest.search import (
+    Clicks,
+    focus_clicks,
+    goal_distance,
+    guided_plan,
+    random_action,
+    shortest_plan,
+)
 
 GOAL_SHAPES = tuple((w, h) for w in (1, 2, 3, 4) for h in (1, 2, 3, 4))
 
@@ -213,6 +222,78 @@ def _check_planning(problem, env, samples, rng_seed, make_env) -> list[str]:
                 f"{declared} the answer file declares: the answer file is wrong or our "
                 "interpreter diverges from the one that recorded it"]
     return []
+
+
+SOLVABLE_SEEDS = 50
+"""Seeds :func:`solvability` tries by default (``gridstudy problems check --seeds``)."""
+FOCUS = 64
+"""Clicks the solvability search tries from a state (the goal cells still wrong first):
+puzzles such as a board of lamps need clicks far from the cells they change."""
+WANDER = 20
+"""At most this many random actions a player takes into the test before the search
+asks whether the goal can still be reached from there."""
+
+
+@dataclass
+class Solvability:
+    """How often a planning problem's goal stays reachable: ``solved`` of ``tried`` runs,
+    and the runs where no plan was found (seed, the random actions taken first)."""
+
+    solved: int
+    tried: int
+    stuck: list[tuple[int, list[str]]]
+
+    @property
+    def fraction(self) -> float:
+        return self.solved / self.tried if self.tried else 1.0
+
+    def words(self) -> str:
+        text = f"goal reachable in {self.solved} of {self.tried} runs ({100 * self.fraction:.0f} %)"
+        if self.stuck:
+            seed, prefix = self.stuck[0]
+            text += (f"; e.g. seed {seed} after {len(prefix)} random action(s)"
+                     f"{': ' + ', '.join(prefix[-4:]) if prefix else ''}")
+        return text
+
+
+def solvability(problem: Problem, seeds: int = SOLVABLE_SEEDS,
+                make_env: EnvFactory = registry.make, *, max_states: int = 1500,
+                max_seconds: float = 4.0, on_run: Any = None) -> Solvability:
+    """Whether ``problem``'s goal stays reachable whatever the program's randomness and
+    whatever a player did first: for ``seeds`` seeds (the problem's own first), a player
+    takes up to :data:`WANDER` random actions into the test, then a guided search
+    (:func:`tasks.worldtest.search.guided_plan`) looks for a plan from there, and a
+    search four times as long where the first found none. One run
+    with no plan found is a state a participant can reach and never solve from (or a
+    goal the bounded search missed: the run is named, to replay). ``on_run`` is called
+    after each run (a progress bar)."""
+    params = problem.params
+    cells = [tuple(c) for c in params["goal_cells"]]
+    colours = list(params["goal_colours"])
+    distance = goal_distance(cells, colours)
+    factory = partial(make_env, problem.env_id)
+    stuck: list[tuple[int, list[str]]] = []
+    for index, seed in enumerate([problem.seed, *sample_seeds(seeds - 1, 0, problem.seed)]):
+        rng = random.Random(f"{problem.id}/{index}")
+        env = factory()
+        observation, prefix = env.reset(seed), []
+        verbs = list(env_verbs(env))
+        for _ in range(rng.randint(0, WANDER)):
+            action = str(random_action(env, observation.frame, verbs, rng))
+            observation = env.step(action)
+            prefix.append(action)
+        for scale in (1, 4):  # a quick search, then a longer one before calling it stuck
+            result = guided_plan(factory, seed, distance, focus_clicks(env, cells, colours,
+                                                                       limit=FOCUS),
+                                 max_states=max_states * scale, max_seconds=max_seconds * scale,
+                                 prefix=prefix)
+            if result.found:
+                break
+        if not result.found:
+            stuck.append((seed, prefix))
+        if on_run is not None:
+            on_run()
+    return Solvability(seeds - len(stuck), seeds, stuck)
 
 
 def _unverified_planning(params) -> str:

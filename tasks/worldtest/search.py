@@ -187,11 +187,20 @@ def _breadth_first(env, seed, goal_test, actions, key, dedupe, snapshots, max_de
     return SearchResult(None, len(seen), True, dedupe)
 
 
-def _return_to(env: GridEnv, seed: int, node: _Node, snapshots: bool) -> None:
+def _return_to(env: GridEnv, seed: int, node: _Node, snapshots: bool,
+               prefix: Sequence[str] = ()) -> None:
     if snapshots:
         env.restore(node.snapshot)
     else:
-        rollout(env, seed, node.path())
+        rollout(env, seed, [*prefix, *node.path()])
+
+
+def _start(env: GridEnv, seed: int, prefix: Sequence[str]) -> Observation:
+    """The observation after ``reset(seed)`` and ``prefix``."""
+    observation = env.reset(seed)
+    for action in prefix:
+        observation = env.step(action)
+    return observation
 
 
 def _state_key(env: GridEnv) -> tuple[Callable[[Observation], str], str]:
@@ -254,6 +263,7 @@ def guided_plan(
     weight: float = 1.0,
     settle: int = 40,
     clock: Callable[[], float] = time.monotonic,
+    prefix: Sequence[str] = (),
 ) -> SearchResult:
     """Best-first (weighted A*) search from ``reset(seed)`` for a plan reaching ``distance`` 0.
 
@@ -266,10 +276,12 @@ def guided_plan(
     States are told apart as :func:`shortest_plan` does; the search stops after
     expanding ``max_states`` states or after ``max_seconds``, and plans are cut at
     ``max_depth`` steps. The plan found is valid (it was executed) but need not be shortest, and
-    ``exhausted`` proves nothing, since only some clicks were tried.
+    ``exhausted`` proves nothing, since only some clicks were tried. With ``prefix``, the
+    search starts where those actions lead from ``reset(seed)`` (a player part-way into
+    the test), and the plan continues from there.
     """
     env = _make(env_id_or_factory)
-    start = env.reset(seed)
+    start = _start(env, seed, prefix)
     key, dedupe = _state_key(env)
     if distance(start) == 0:
         return SearchResult([], 1, True, dedupe)
@@ -284,7 +296,7 @@ def guided_plan(
         _f, _n, node, frame, moves = heapq.heappop(frontier)
         expanded += 1
         for actions, observation in _successors(env, seed, node, frame, clicks, settle,
-                                                snapshots, distance):
+                                                snapshots, distance, prefix):
             state = key(observation)
             if state in seen:
                 continue
@@ -301,13 +313,13 @@ def guided_plan(
 
 
 def _successors(env, seed, node, frame, clicks, settle, snapshots,
-                distance) -> Iterator[tuple[list[str], Observation]]:
+                distance, prefix=()) -> Iterator[tuple[list[str], Observation]]:
     """Each move from ``node``'s state (its actions and last observation), the
     environment left in the state it leads to until the next one is asked for;
     equivalent clicks left out, waiting last."""
     clicked = set()
     for action in default_actions(env, frame, sorted(clicks(frame), key=lambda c: (c[1], c[0]))):
-        _return_to(env, seed, node, snapshots)
+        _return_to(env, seed, node, snapshots, prefix)
         if not is_available(action, env):
             continue
         observation = env.step(action)
@@ -318,7 +330,7 @@ def _successors(env, seed, node, frame, clicks, settle, snapshots,
             clicked.add(shown)
         yield [str(action)], observation
     if "noop" in env.available_actions():
-        _return_to(env, seed, node, snapshots)
+        _return_to(env, seed, node, snapshots, prefix)
         yield _wait(env, frame, settle, distance)
 
 
@@ -367,7 +379,7 @@ def probe_rollouts(
     while steps < max_states:
         observation, actions = env.reset(seed), []
         while len(actions) < length and steps < max_states:
-            action = _random_action(env, observation.frame, verbs, rng)
+            action = random_action(env, observation.frame, verbs, rng)
             observation = env.step(action)
             actions.append(str(action))
             steps += 1
@@ -376,7 +388,8 @@ def probe_rollouts(
                 break
 
 
-def _random_action(env: GridEnv, frame: Frame, verbs: list[str], rng: random.Random) -> Action:
+def random_action(env: GridEnv, frame: Frame, verbs: list[str], rng: random.Random) -> Action:
+    """One of ``verbs`` at random; a click lands on an object three times in four."""
     verb = rng.choice(verbs)
     if verb != "click":
         return Action(verb)

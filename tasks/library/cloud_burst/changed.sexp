@@ -35,5 +35,7 @@
 
   (on (clicked earth) (= earth (removeObj earth (--> e (clicked e)))))
 
+  (on (clicked grass) (= grass (removeObj grass (--> g (clicked g)))))
+
   (on (clicked clouds) (= drops (addObj drops (map rainFrom (filter (--> c (clicked c)) clouds)))))
 )

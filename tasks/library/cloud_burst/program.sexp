@@ -1,6 +1,6 @@
 ; cloud_burst: two clouds drift at random along the sky; now and then a cloud lets a
 ; raindrop fall; a drop that reaches the brown earth turns that patch into grass.
-; Clicking a cloud makes it rain at once below it; clicking the earth digs it away.
+; Clicking a cloud makes it rain at once below it; clicking the earth, or grass, digs it away.
 (program
   (= GRID_SIZE 12)
   (= FRAME_RATE 5)
@@ -36,6 +36,8 @@
   (on (== (uniformChoice (list 0 0 0 1)) 1) (= drops (addObj drops (map rainFrom clouds))))
 
   (on (clicked earth) (= earth (removeObj earth (--> e (clicked e)))))
+
+  (on (clicked grass) (= grass (removeObj grass (--> g (clicked g)))))
 
   (on (clicked clouds) (= drops (addObj drops (map rainFrom (filter (--> c (clicked c)) clouds)))))
 )

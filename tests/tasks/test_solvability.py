@@ -1,0 +1,79 @@
+"""Every planning problem served can be solved (``tasks.worldtest.planning.solvability``
+and ``gridstudy problems check --seeds``): a world where rain can harden a goal cell
+for good is found out, with the share of runs that stay solvable and the run to replay;
+the same world where a click softens the cell again is not; and the library's own
+problems, cloud burst among them, stay solvable."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from study_server.commands.catalog import problems
+from tasks import registry
+from tasks.core import Action
+from tasks.worldtest.planning import solvability
+from tasks.worldtest.problem import Problem
+from tests.envs import Rain
+
+GOAL = {"goal_cells": [[2, 4], [3, 4]], "goal_colours": ["blue", "blue"], "horizon": 500,
+        "plan": ["click 2 4", "click 3 4"]}
+
+
+class HardeningRain(Rain):
+    """Rain whose drop, landing on a bottom cell not painted blue, hardens it red for
+    good: a click does nothing there (``softens``: a click paints it blue again)."""
+
+    def __init__(self, softens: bool = False) -> None:
+        super().__init__()
+        self.softens = softens
+
+    def step(self, action: Action | str) -> object:
+        hard = [cell for cell, colour in self.painted.items() if colour == "red"]
+        falling = self.drop  # where the drop was before this step
+        super().step(action)
+        if not self.softens:  # a click painted nothing there
+            self.painted.update(dict.fromkeys(hard, "red"))
+        bottom = self.size[1] - 1
+        ground = (falling[0], bottom)
+        if falling[1] == bottom and self.painted.get(ground) != "blue":  # it landed
+            self.painted[ground] = "red"
+        return self._observe()
+
+
+@pytest.fixture
+def worlds(scratch_ids):
+    made = {}
+    for name, softens in (("hardens", False), ("softens", True)):
+        env_id = scratch_ids(name)
+        registry.register_env(env_id, HardeningRain, softens=softens)
+        problem = Problem(env_id, env_id, "planning", 3, params=dict(GOAL))
+        registry.add_problem(problem, replace=True)
+        made[name] = problem
+    return made
+
+
+def test_a_goal_that_can_be_lost_for_good_is_found_and_one_that_cannot_is_not(worlds):
+    lost = solvability(worlds["hardens"], seeds=12, max_states=40)
+    assert 0 < lost.solved < lost.tried == 12 and lost.stuck
+    seed, prefix = lost.stuck[0]
+    assert f"goal reachable in {lost.solved} of 12 runs" in lost.words()
+    assert f"seed {seed} after {len(prefix)} random action(s)" in lost.words()
+    kept = solvability(worlds["softens"], seeds=12, max_states=40)
+    assert (kept.solved, kept.stuck) == (12, [])
+
+
+def test_problems_check_calls_a_problem_that_can_be_lost_invalid(worlds):
+    result = CliRunner().invoke(problems, ["check", worlds["hardens"].id, worlds["softens"].id,
+                                           "--seeds", "12", "--search-states", "40"])
+    assert result.exit_code == 1
+    report = result.output.split(worlds["softens"].id)
+    assert "INVALID" in report[0] and "a participant can reach a state the goal cannot" in report[0]
+    assert "goal reachable in 12 of 12 runs (100 %)" in report[1]
+
+
+@pytest.mark.parametrize("problem_id", ["cloud_burst/planning", "lamp_grid/planning",
+                                        "crate_push/planning", "key_and_door/planning"])
+def test_the_demo_studys_planning_problems_stay_solvable(problem_id):
+    found = solvability(registry.get_problem(problem_id), seeds=8)
+    assert found.stuck == [], found.words()
