@@ -139,7 +139,7 @@ def test_garbage_collection_during_a_step_does_not_count() -> None:
             collections += 1
         return collections
 
-    assert run_limited(0.05, "collecting", collect_for, 0.3) >= 2
+    assert run_limited(0.05, "collecting", collect_for, 0.3) >= 1  # not stopped
     del garbage
     with pytest.raises(StepTimeLimitExceeded):  # computing, not collecting, still counts
         run_limited(0.05, "computing", _compute, 0.3)
