@@ -198,8 +198,9 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bo
                    seeds: int, search_states: int) -> None:
     """Check that problems are valid, and say why not when one is not; for a program,
     the heaviest step the check saw (evaluations against its step budget); for a
-    planning problem, in how many runs its goal stayed reachable (below all of them it is
-    invalid: a participant can reach a state the goal cannot be reached from).
+    planning problem, in how many runs a search still reached its goal after a player
+    wandered into the test (below all of them it is unverified: a participant may reach a
+    state the goal cannot be reached from, and the run is named to replay).
 
     Exits with 1 when a problem is invalid (or, with --strict, unverified: valid as far
     as could be checked, but the bounded search found no plan or witness to prove it)."""
@@ -226,10 +227,11 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bo
             if seeds and problem.challenge == "planning" and status == "valid":
                 found = solvability(problem, seeds, max_states=search_states)
                 reasons.append(found.words())
-                if found.fraction < 1:
-                    status = "invalid"
-                    reasons.append("a participant can reach a state the goal cannot be "
-                                   "reached from: fix the program or the goal")
+                if found.fraction < 1:  # a bounded search proves no dead end: it names one
+                    status = "unverified"
+                    reasons.append("a participant may reach a state the goal cannot be "
+                                   "reached from (or the search was too short): replay the "
+                                   "run named, then fix the program or the goal")
             results.append((problem_id, status, reasons, heaviest_step(problem, metered)))
     counts = dict.fromkeys(CHECK_LABELS, 0)
     for problem_id, status, reasons, cost in results:
