@@ -209,7 +209,7 @@ class Quiz(Stage):
             return Outcome(FAILED_QUIZ, self.record(passed=False, tries=tries, wrong=wrong))
         texts = {q.id: q.text for q in questions}
         return Outcome(RETRY, error="Not right yet: " + "; ".join(
-            f"“{texts[w]}”" for w in wrong) + ". The instructions below explain it; "
+            f"“{texts[w]}”" for w in wrong) + ". The instructions on this page explain it; "
             "please read them again and answer once more.")
 
     def simulate(self, state: FlowState, behaviour: str = "pass") -> dict[str, str]:
