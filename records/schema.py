@@ -343,7 +343,9 @@ AUDIT = Table("audit", "What a researcher changed by hand on the dashboard, and 
     Field("admin", TEXT, "The researcher's login name.", required=True),
     Field("action", TEXT, "end-session, exclude-attempt, include-attempt, exclude-participant, "
                           "include-participant, pause-study, close-study, open-study, "
-                          "set-wanted.", required=True),
+                          "set-wanted; prolific-publish, prolific-approve, prolific-reject, "
+                          "prolific-return, prolific-bonus-setup, prolific-bonus-pay, "
+                          "prolific-hooks (also from the command line).", required=True),
     Field("target", TEXT, "What was changed (episode 12, participant 3, study pilot).",
           required=True),
     Field("reason", TEXT, "The reason the researcher gave.", required=True),
@@ -406,8 +408,64 @@ LOGIN_FAILURE = Table("loginfailure", "A failed dashboard login, kept for a day 
     Field("at", FLOAT, "Unix seconds of the attempt.", required=True, index=True),
 ))
 
+PROLIFIC_STUDY = Table("prolificstudy", "A study's counterpart on Prolific "
+                                       "(study_server/prolific.py).", (
+    Field("study_id", TEXT, "Study slug.", key=True),
+    Field("prolific_id", TEXT, "Prolific's id of the study (its STUDY_ID).", required=True),
+    Field("status", TEXT, "Prolific's status of the study when last seen (UNPUBLISHED, "
+                          "ACTIVE, ...).", required=True),
+    Field("created_at", TIME, "When gridstudy created it on Prolific.", default=NOW),
+    Field("published_at", TIME, "When gridstudy published it; empty for a draft."),
+    Field("synced_at", TIME, "When its submissions were last listed."),
+))
+
+PROLIFIC_SUBMISSION = Table("prolificsubmission", "One Prolific submission of a study: a "
+                                                  "place a participant took on Prolific.", (
+    Field("id", TEXT, "Prolific's submission id (the SESSION_ID in the study link).", key=True),
+    Field("study_id", TEXT, "Study slug.", required=True, index=True),
+    Field("prolific_pid", TEXT, "The participant's PROLIFIC_PID.", required=True, private=True),
+    Field("participant_id", INT, "Our participant (participants.jsonl id); empty for one "
+                                 "who never reached the study.", index=True),
+    Field("status", TEXT, "Prolific's status (ACTIVE, AWAITING REVIEW, APPROVED, RETURNED, "
+                          "REJECTED, TIMED-OUT, ...).", required=True),
+    Field("seen_at", TIME, "When the status was last learnt (a sync or a hook).", default=NOW),
+    Field("action", TEXT, "What gridstudy asked Prolific to do with it: approved, rejected, "
+                          "return-requested; approving, rejecting, requesting-return while the "
+                          "request is under way."),
+    Field("action_at", FLOAT, "Unix seconds when that action was taken or began."),
+))
+
+PROLIFIC_BONUS = Table("prolificbonus", "A participant's bonus for a study, entered once "
+                                        "and then set up and paid in one batch.", (
+    Field("id", TEXT, "study_id/PROLIFIC_PID: one bonus per participant and study.", key=True),
+    Field("study_id", TEXT, "Study slug.", required=True, index=True),
+    Field("prolific_pid", TEXT, "The participant's PROLIFIC_PID.", required=True, private=True),
+    Field("amount", FLOAT, "The bonus, in the study's currency.", required=True),
+    Field("batch", INT, "The batch paying it (prolificbatch.id); empty until one takes it.",
+          index=True),
+    Field("created_at", TIME, "When the bonus was decided.", default=NOW),
+))
+
+PROLIFIC_BATCH = Table("prolificbatch", "One bulk bonus payment on Prolific. Paying is not "
+                                        "idempotent there, so the pay call is made only "
+                                        "from state set-up, which it leaves first.", (
+    _id("Batch id."),
+    Field("study_id", TEXT, "Study slug.", required=True, index=True),
+    Field("state", TEXT, "new, set-up (Prolific's batch exists, unpaid), paying (the pay call "
+                         "was sent; its answer is awaited or was lost), paid.", required=True),
+    Field("prolific_id", TEXT, "Prolific's bulk bonus payment id."),
+    Field("total", FLOAT, "Participants' bonuses in all, in the study's currency."),
+    Field("owner", TEXT, "The run that holds the batch while it works on it."),
+    Field("claimed_at", FLOAT, "Unix seconds when that run took it."),
+    Field("actor", TEXT, "Who ran the review."),
+    Field("created_at", TIME, "When the batch was made.", default=NOW),
+    Field("paid_at", TIME, "When Prolific accepted the pay call."),
+    Field("error", TEXT, "What went wrong last, in Prolific's words."),
+))
+
 TABLES = (STUDY, PARTICIPANT, AGENT_RUN, EPISODE, EVENT, FRAME, RAW_INPUT, ADMIN, API_TOKEN,
-          SETTING, AUDIT, SIGNAL, WORKER, LIVE_SESSION, LOGIN_FAILURE)
+          SETTING, AUDIT, SIGNAL, WORKER, LIVE_SESSION, LOGIN_FAILURE, PROLIFIC_STUDY,
+          PROLIFIC_SUBMISSION, PROLIFIC_BONUS, PROLIFIC_BATCH)
 
 
 # -- the episode as a reader sees it --------------------------------------------------------

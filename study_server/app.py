@@ -108,10 +108,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
 def register_blueprints(app: Flask) -> None:
     """Every HTTP area of the server, one line each: add yours here."""
-    from study_server import agent_api, dashboard, engine, flow, play
+    from study_server import agent_api, dashboard, engine, flow, play, prolific
 
     app.register_blueprint(play.bp)
     app.register_blueprint(engine.bp)
+    app.register_blueprint(prolific.bp)
     flow.init_app(app)
     dashboard.init_app(app)
     agent_api.init_app(app)

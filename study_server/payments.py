@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -143,7 +144,12 @@ def decisions_csv(rows: list[PaymentRow]) -> str:
 def bonuses_csv(rows: list[PaymentRow]) -> str:
     """Prolific's bulk-bonus format: ``PROLIFIC_PID,amount`` per approved participant
     with a bonus, no header."""
-    return "".join(f"{row.prolific_pid},{row.bonus:.2f}\n" for row in rows if row.bonus > 0)
+    return bonus_lines((row.prolific_pid, row.bonus) for row in rows if row.bonus > 0)
+
+
+def bonus_lines(bonuses: Iterable[tuple[str, float]]) -> str:
+    """``PROLIFIC_PID,amount`` lines, as Prolific's bulk bonus takes them."""
+    return "".join(f"{pid},{amount:.2f}\n" for pid, amount in bonuses)
 
 
 def approve_list(rows: list[PaymentRow]) -> str:

@@ -32,11 +32,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from records.remote import Backoff, retry_after_seconds
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -114,22 +115,6 @@ class Completion:
     finish_reason: str | None = None
 
 
-@dataclass
-class Backoff:
-    """Exponential backoff: ``base * 2**attempt`` capped at ``cap``, minus up to
-    ``jitter`` of it at random; never less than a server's ``Retry-After``."""
-
-    base: float = 1.0
-    cap: float = 60.0
-    jitter: float = 0.5
-    retries: int = 5
-
-    def delay(self, attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
-        wait = min(self.cap, self.base * 2 ** attempt)
-        wait *= 1.0 - self.jitter * rng.random()
-        return max(wait, retry_after or 0.0)
-
-
 class Limiter:
     """What every request to one endpoint shares: at most ``per_minute`` requests a
     minute (None: no limit), and a hold after a 429 that delays all of them.
@@ -171,25 +156,6 @@ def limiter_for(base_url: str, per_minute: float | None = None) -> Limiter:
         if found is None or (per_minute and not found.interval):
             found = _LIMITERS[base_url.rstrip("/")] = Limiter(per_minute)
         return found
-
-
-def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """A ``Retry-After`` header (seconds, or an HTTP date) in seconds from now.
-
-    >>> retry_after_seconds("2"), retry_after_seconds(None), retry_after_seconds("soon")
-    (2.0, None, None)
-    """
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        moment = parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, moment - (time.time() if now is None else now))
 
 
 PARAMETERS = ("temperature", "max_tokens", "max_completion_tokens", "top_p", "seed",
