@@ -35,7 +35,8 @@ from consent import quality
 from consent.definition import from_stored
 from records import schema
 from records.models import Audit, EpisodeRow, Event, Frame, Participant, Signal, Study
-from study_server import assignment, auth, logins, monitor, study_figures, tokens
+from study_server import assignment, auth, logins, monitor, prolific, study_figures, tokens
+from study_server.commands.study import PROLIFIC_QUERY
 from study_server.payments import approve_list, bonuses_csv, decisions_csv, payment_rows
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
@@ -134,6 +135,10 @@ def study_summary(db: Session, study: Study) -> dict[str, Any]:
         EpisodeRow.problem_id.in_(problems))).all()  # practice rounds are not listed
     _, payments = payment_rows(db, study.id)
     return {
+        "prolific": db.get(prolific.ProlificStudy, study.id),
+        "prolific_statuses": prolific.statuses(db, study.id),
+        "prolific_batches": db.exec(select(prolific.ProlificBatch).where(
+            prolific.ProlificBatch.study_id == study.id).order_by(prolific.ProlificBatch.id)).all(),
         "study": study, "definition": definition, "participants": participants, "excluded": excluded,
         "fill": [(p, done.get(p, 0), fill[p], definition.attempts_per_problem) for p in problems],
         "payments": payments, "bonus_total": sum(row.bonus for row in payments),
@@ -351,3 +356,46 @@ def manage_study(study_id: str) -> Any:
                   {"attempts_per_problem": int(wanted)})
             study.definition = {**study.definition, "attempts_per_problem": int(wanted)}
     return redirect(url_for("dashboard.index"))
+
+
+# -- Prolific: the same actions as `gridstudy prolific`, with the server's token ------------
+
+PROLIFIC_ACTIONS = ("publish", "sync", "dry-run", "review")
+
+
+@bp.post('/study/<study_id>/prolific/<any("publish", "sync", "dry-run", "review"):action>')
+@auth.login_required
+def prolific_action(study_id: str, action: str) -> Any:
+    """Publish the study on Prolific, sync its submissions, or review them (dry, or for
+    real: approvals, rejections, returns and the bonuses, paid once), with the API token
+    in the server's ``PROLIFIC_API_TOKEN``. The page shows what was done, line by line."""
+    lines: list[str] = []
+    try:
+        with prolific.Api() as api:
+            if action == "publish":
+                link = url_for("consent.enter", study_id=study_id, _external=True) + "?" + PROLIFIC_QUERY
+                done = prolific.publish(
+                    _store(), api, study_id, link, places=_whole("places"),
+                    reward_cents=_whole("reward_cents"), minutes=_whole("minutes"),
+                    draft=bool(request.form.get("draft")), actor=g.admin)
+                lines.append(f"{'already published' if done.already else 'on Prolific'} as "
+                             f"{done.prolific_id} ({done.status})")
+            elif action == "sync":
+                synced = prolific.sync(_store(), api, study_id)
+                lines.append(f"{synced.submissions} submissions on Prolific")
+                lines += [f"on Prolific, never reached the study: {x}" for x in synced.only_on_prolific]
+                lines += [f"reached the study, no submission on Prolific: {x}" for x in synced.only_here]
+            else:
+                lines += prolific.review(_store(), api, study_id, actor=g.admin,
+                                         dry_run=action == "dry-run").lines
+    except (prolific.ProlificError, LookupError, ValueError) as error:
+        lines.append(f"error: {error}")
+    return render_template("dashboard/prolific.html", study_id=study_id, action=action,
+                           lines=lines or ["nothing to do"])
+
+
+def _whole(name: str) -> int:
+    value = request.form.get(name, "")
+    if not value.isdigit():
+        abort(400, f"{name} must be a whole number")
+    return int(value)

@@ -405,3 +405,39 @@ def test_hooks_subscribe_and_only_signed_recent_hooks_change_a_status(tmp_path, 
                          "http://study.example.org/prolific/hook", ok=False).count("https://") == 1
     finally:
         live.stop()
+
+
+# -- the dashboard --------------------------------------------------------------------------
+
+
+def test_the_dashboard_publishes_reviews_and_shows_each_participants_prolific_status(app, db, standin):
+    from study_server import auth
+    from tests.study_server.test_dashboard import csrf, log_in
+
+    auth.create_admin(app.extensions["gridstudy.store"].engine, "researcher", "correct horse")
+    researcher = app.test_client()
+    assert log_in(researcher).status_code == 302
+
+    def press(action, **form):
+        response = researcher.post(f"/dashboard/study/pilot/prolific/{action}", data={
+            **form, "csrf_token": csrf(researcher, "/dashboard/")})
+        assert response.status_code == 200, response.text
+        return response.text
+
+    assert "Publish on Prolific" in researcher.get("/dashboard/").text
+    shown = press("publish", places="3", reward_cents="450", minutes="20")
+    [study] = standin.studies.values()
+    assert f"on Prolific as {study['id']} (ACTIVE)" in shown
+    assert study["external_study_url"].startswith("http://localhost/study/pilot?PROLIFIC_PID={{%PROLIFIC_PID%}}")
+    submission, code = visit(app, standin, "PID-DONE", complete)
+    standin.submit(submission, code)
+    assert f"would approve {submission}" in press("dry-run") and not standin.approved
+    shown = press("review")
+    assert f"approved {submission}" in shown and "paid bonus batch 1" in shown
+    page = researcher.get("/dashboard/").text
+    assert '<td data-prolific-status>APPROVED</td>' in page and "Bonus batch 1: paid, 0.25 in all" in page
+    with app.extensions["gridstudy.store"].session() as session:
+        admins = {a.admin for a in session.exec(select(Audit).where(Audit.action.startswith("prolific-")))}
+    assert admins == {"researcher"}
+    standin.fail("GET", "/api/v1/submissions/", 401)
+    assert "error: Prolific refused the API token (HTTP 401)" in press("sync")
