@@ -451,6 +451,12 @@ def review(store: Any, api: Api | None, study_id: str, *, actor: str, dry_run: b
     for row, sub in plan.returns:
         _one(store, api, study_id, row, sub, actor, done, "return")
     _bonuses(store, api, study_id, actor, done)
+    for batch in batches(store, study_id):
+        if batch.state == "paid" and batch.id not in done.paid_batches:
+            done.say(f"bonus batch {batch.id}: paid earlier ({batch.paid_at:%Y-%m-%d %H:%M} UTC), "
+                     f"{batch.total:.2f} in all, Prolific {batch.prolific_id}")
+    if not done.lines:
+        done.say("nothing to do: every decision is carried out")
     return done
 
 
@@ -814,9 +820,13 @@ def take_hook(db: Session, payload: Any) -> str:
 
 
 def statuses(db: Session, study_id: str) -> dict[int, str]:
-    """Our participant -> their submission's status on Prolific, for the dashboard."""
-    return {s.participant_id: s.status for s in db.exec(select(ProlificSubmission).where(
-        ProlificSubmission.study_id == study_id, ProlificSubmission.participant_id.is_not(None))).all()}
+    """Our participant -> their submission's status on Prolific and what review asked of
+    it, for the dashboard."""
+    return {s.participant_id: s.status + (f" ({s.action.replace('-', ' ')})" if s.action and
+                                          s.action not in ("approved", "rejected") else "")
+            for s in db.exec(select(ProlificSubmission).where(
+                ProlificSubmission.study_id == study_id,
+                ProlificSubmission.participant_id.is_not(None))).all()}
 
 
 # -- the endpoint Prolific's hooks reach -----------------------------------------------------

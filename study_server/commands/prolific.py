@@ -77,6 +77,9 @@ def publish(study: str, url: str, base_url: str, places: int, reward_cents: int,
     from study_server.prolific import publish as run
 
     link = study_link(base_url.rstrip("/"), study)
+    if not base_url.startswith("https://"):
+        click.echo(f"note: {base_url} is not https://: Prolific's participants need an address "
+                   "they can reach, over https", err=True)
     with _connected(url) as (store, api):
         done = run(store, api, study, link, places=places, reward_cents=reward_cents,
                    minutes=minutes, draft=draft, actor=command_line_actor())
@@ -127,7 +130,7 @@ def review(study: str, url: str, dry_run: bool, wait: float, unpaid: int | None)
     """Carry out the payment decisions: approve in bulk by submission id, reject with
     the reason and category, ask for returns, and set up and pay the bonuses exactly
     once (a rerun reports what was already paid)."""
-    from study_server.prolific import batches, command_line_actor, mark_unpaid
+    from study_server.prolific import command_line_actor, mark_unpaid
     from study_server.prolific import review as run
 
     actor = command_line_actor()
@@ -135,16 +138,11 @@ def review(study: str, url: str, dry_run: bool, wait: float, unpaid: int | None)
         if unpaid is not None:
             mark_unpaid(store, study, unpaid, actor)
         done = run(store, api, study, actor=actor, dry_run=dry_run, wait=wait)
-        paid = [b for b in batches(store, study) if b.state == "paid"]
     for line in done.lines:
         click.echo(line)
     if not dry_run:
         click.echo(f"{study}: approved {len(done.approved)}, rejected {len(done.rejected)}, "
                    f"asked to return {len(done.returns)}, waiting {len(done.waiting)}")
-    for batch in paid:
-        now = " (now)" if batch.id in done.paid_batches else ""
-        click.echo(f"bonus batch {batch.id}: paid{now}, {batch.total:.2f} in all, "
-                   f"Prolific {batch.prolific_id}, {batch.paid_at:%Y-%m-%d %H:%M} UTC")
     if done.unknown_batches:
         raise click.ClickException(f"{len(done.unknown_batches)} bonus batch(es) need a look on "
                                    "Prolific (see above)")

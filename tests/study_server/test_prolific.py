@@ -183,12 +183,14 @@ def test_review_carries_out_the_decisions_and_pays_bonuses_exactly_once(app, db,
     [setup] = standin.called("POST", "/api/v1/submissions/bonus-payments/")
     assert setup["body"] == {"study_id": prolific_id(app), "csv_bonuses": "PID-DONE,0.25\n"}
     assert len(standin.payments) == 1
-    assert "approved 2, rejected 0, asked to return 1" in output and "paid (now), 0.25" in output
+    assert "approved 2, rejected 0, asked to return 1" in output
+    assert "paid bonus batch 1 (Prolific" in output and "0.25 in all" in output
     rerun = gridstudy("review", "--study", "pilot", "--db", str(db))
     assert len(standin.payments) == 1 and len(standin.called("POST", "/api/v1/submissions/bonus-payments/")) == 1
     assert len(standin.called("POST", "/api/v1/submissions/bulk-approve/")) == 1
     assert len(standin.returns[people["PID-NO"]]) == 1
-    assert "approved 0, rejected 0, asked to return 0" in rerun and "bonus batch 1: paid, 0.25" in rerun
+    assert "approved 0, rejected 0, asked to return 0" in rerun
+    assert "bonus batch 1: paid earlier (" in rerun and "0.25 in all" in rerun
     with app.extensions["gridstudy.store"].session() as session:
         audit = session.exec(select(Audit).where(Audit.action.startswith("prolific-"))).all()
     kinds = [a.action for a in audit]
@@ -436,6 +438,7 @@ def test_the_dashboard_publishes_reviews_and_shows_each_participants_prolific_st
     assert f"approved {submission}" in shown and "paid bonus batch 1" in shown
     page = researcher.get("/dashboard/").text
     assert '<td data-prolific-status>APPROVED</td>' in page and "Bonus batch 1: paid, 0.25 in all" in page
+    assert "bonus batch 1: paid earlier" in press("review")
     with app.extensions["gridstudy.store"].session() as session:
         admins = {a.admin for a in session.exec(select(Audit).where(Audit.action.startswith("prolific-")))}
     assert admins == {"researcher"}
