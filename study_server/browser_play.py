@@ -21,6 +21,8 @@ the server expects next.
 from __future__ import annotations
 
 import re
+import secrets
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -61,22 +63,33 @@ class BrowserAttempt:
         self.next = next_entry
         self.difference: dict[str, Any] | None = None
         self.ended = False
+        self.actions: list[str] = []
+        """The actions applied so far, in order: what a page that left rebuilds from."""
+        self.lock = threading.Lock()
 
     @property
     def verified(self) -> bool:
         return self.difference is None
 
     def take(self, batch: Any) -> Taken:
-        """Check the whole batch, then store and verify its new entries in order."""
-        entries = self._checked(batch)
-        for entry in entries:
-            if entry["n"] < self.next:
-                continue
-            if self.ended:
-                raise LogError("the attempt is over; nothing after its end is taken")
-            self._take(entry)
-            self.next += 1
-        return Taken(self.next, self.verified)
+        """Check the whole batch, then store and verify its new entries in order (one
+        batch at a time: a batch sent again while the first is replayed waits)."""
+        with self.lock:
+            entries = self._checked(batch)
+            for entry in entries:
+                if entry["n"] < self.next:
+                    continue
+                if self.ended:
+                    raise LogError("the attempt is over; nothing after its end is taken")
+                self._take(entry)
+                self.next += 1
+            return Taken(self.next, self.verified)
+
+    def record(self) -> dict[str, Any]:
+        """What a page rebuilds the attempt from: the actions applied, and the number of
+        the next entry the server expects (``tasks.worldtest.verify.LocalPlay``)."""
+        with self.lock:
+            return {"actions": list(self.actions), "next": self.next}
 
     def _checked(self, batch: Any) -> list[dict[str, Any]]:
         if not isinstance(batch, list) or len(batch) > MAX_BATCH:
@@ -117,6 +130,7 @@ class BrowserAttempt:
         except Exception as error:  # an environment's runtime error, as the tick engine
             self._failed(entry, action, source, error, client_time)
             return
+        self.actions.append(action)
         self.recorder.applied(step, source=source, client_time=client_time)
         shown = frame_hash(step.observation.frame)
         if "error" in entry or entry["hash"] != shown or entry["tick"] != step.index:
@@ -173,3 +187,36 @@ def _check_entry(entry: dict[str, Any]) -> None:
         parse_action(entry["action"])
     except ValueError as error:
         raise LogError(f"entry {number}: {error}") from None
+
+
+@dataclass
+class BrowserSession:
+    """An attempt a page plays in its browser, as the server holds it: who may send its
+    log (the connection bound to it), and the attempt that takes it."""
+
+    attempt: BrowserAttempt
+    problem_id: str
+    frame_rate: int
+    study_id: str | None = None
+    participant_id: int | None = None
+    owner: str | None = None
+    token: str = ""
+    sid: str | None = None
+
+    def __post_init__(self) -> None:
+        self.token = self.token or secrets.token_urlsafe(16)
+
+    @property
+    def episode_id(self) -> int | None:
+        return self.attempt.recorder.episode_id
+
+
+def open_browser_session(store: Any, problem: Any, *, study_id: str | None = None,
+                         participant_id: int | None = None, owner: str | None = None) -> BrowserSession:
+    """A recorded attempt of ``problem`` to be played in a browser (its episode row made
+    now, marked ``play: browser``)."""
+    episode = Episode(problem)
+    recorder = EpisodeRecorder(store, problem, study_id=study_id, participant_id=participant_id,
+                               wait_for_end=False)
+    return BrowserSession(BrowserAttempt(episode, recorder), problem.id, episode.frame_rate,
+                          study_id, participant_id, owner)

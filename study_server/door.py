@@ -12,7 +12,8 @@ spawning) and lets through only
 
 * packets of the kinds this protocol uses (connect, disconnect, event, ack: never binary),
 * events of the default namespace whose name the connection may send now: ``join`` and
-  ``pong`` until it has joined a game, then ``input`` too (the dashboard's ``/monitor``
+  ``pong`` until it has joined a game (``join-browser`` for one played in the browser),
+  then ``input`` (or ``log``, a browser's play log) too (the dashboard's ``/monitor``
   namespace takes no event at all),
 * within the connection's budget: a token bucket of ``rate`` events a second with bursts
   of ``burst`` (a few times what the fastest player sends: a held key repeats about 30
@@ -55,8 +56,8 @@ LOG_EVERY = 60.0
 MAX_MESSAGE = 64 * 1024
 """Bytes of the largest message Engine.IO accepts (``max_http_buffer_size``)."""
 
-BEFORE_JOIN = frozenset({"join", "pong"})
-AFTER_JOIN = frozenset({"join", "pong", "input"})
+BEFORE_JOIN = frozenset({"join", "join-browser", "pong"})
+AFTER_JOIN = BEFORE_JOIN | {"input", "log"}
 EVENT = re.compile(r'2(\d*)\["([A-Za-z_-]{1,16})"')
 """A Socket.IO event of the default namespace: packet type 2, an optional ack id, then
 the event's name as the first element of its array."""

@@ -52,6 +52,7 @@ def engine_digest() -> str:
 # -- serving it ---------------------------------------------------------------------------
 
 bp = Blueprint("engine", __name__)
+bp.add_app_template_global(engine_digest)
 
 PYODIDE_FILES = frozenset({
     "pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",

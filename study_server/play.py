@@ -24,6 +24,7 @@ from flask import (
 )
 
 from study_server import auth, cluster
+from study_server.browser_play import BrowserSession, open_browser_session
 from study_server.session import GameSession, limits
 from tasks import registry
 from tasks.worldtest.challenge import challenges, get
@@ -83,12 +84,31 @@ def index() -> str:
 
 @bp.get("/<path:problem_id>")
 def play(problem_id: str) -> str:
-    """The browser client on a fresh session of ``problem_id``."""
+    """The browser client on a fresh session of ``problem_id``; with ``?play=browser``
+    the page ticks the engine itself (an attempt the server records and checks)."""
     problem = _problem_or_404(problem_id)
+    title = get(problem.challenge).title.capitalize()
+    if request.args.get("play") == "browser":
+        played = open_browser(problem)
+        return render_template("play.html", problem=problem, token=played.token, record=True,
+                               title=title, play="browser", problem_id=problem.id)
     record = request.args.get("record") == "1"
     session = open_session(problem, record=record)
     return render_template("play.html", problem=problem, token=session.token, record=record,
-                           title=get(problem.challenge).title.capitalize())
+                           title=title)
+
+
+def open_browser(problem: Problem, *, study_id: str | None = None,
+                 participant_id: int | None = None) -> BrowserSession:
+    """A new attempt of ``problem`` for the page to play in the browser, recorded and
+    checked by the server (``study_server/browser_play.py``)."""
+    owner = None
+    if participant_id is None:
+        owner = auth.current_admin(current_app.extensions["gridstudy.store"].engine)
+    played = open_browser_session(current_app.extensions["gridstudy.store"], problem,
+                                  study_id=study_id, participant_id=participant_id, owner=owner)
+    current_app.extensions.setdefault("gridstudy.browser", {})[played.token] = played
+    return played
 
 
 @bp.post("/<path:problem_id>/session")

@@ -45,6 +45,7 @@ from records.offload import off_loop
 from records.writer import unavailable
 from study_server import auth, cluster, deadlines
 from study_server.app import STORAGE_ERRORS
+from study_server.browser_play import LogError
 from study_server.scheduler import Scheduler
 from study_server.session import GameSession, label
 from tasks.worldtest.tick import Tick
@@ -325,6 +326,48 @@ def on_disconnect(reason: Any = None) -> None:
     for session in scheduler.sessions_of(request.sid):
         scheduler.pause(session.token)
         session.sid, session.idle_since = None, time.time()
+    for played in _browsers().values():
+        if played.sid == request.sid:
+            played.sid = None
+
+
+def _browsers() -> dict[str, Any]:
+    return current_app.extensions.setdefault("gridstudy.browser", {})
+
+
+def on_join_browser(message: Any = None) -> dict[str, Any]:
+    """Client sends ``join-browser {token}`` (``takeover: true`` to move it here) for an
+    attempt its page plays in the browser (``study_server/browser_play.py``). Binds this
+    connection to it and answers what the page rebuilds the attempt from (``record``:
+    the actions the server holds and the number of the next log entry it expects)."""
+    token = message.get("token") if isinstance(message, dict) else None
+    session = _browsers().get(token) if isinstance(token, str) else None
+    if session is None or not _may_play(session.study_id, session.participant_id, session.owner):
+        return _refuse(UNKNOWN_SESSION)
+    if session.sid not in (None, request.sid):
+        if message.get("takeover") is not True:
+            return _refuse("join: this session is open in another connection")
+        emit("taken-over", {"token": session.token}, to=session.sid)
+    session.sid = request.sid
+    current_app.extensions["gridstudy.door"].joined(request.sid)
+    return {"ok": True, "problem_id": session.problem_id, "frame_rate": session.frame_rate,
+            "record": session.attempt.record(), "verified": session.attempt.verified}
+
+
+def on_log(message: Any = None) -> dict[str, Any]:
+    """Client sends ``log {token, batch}``: its play log's entries from the first the
+    server has not acknowledged. They are replayed on the server's own engine, off the
+    event loop, stored and checked; the answer's ``next`` says what is stored."""
+    if not isinstance(message, dict) or not isinstance(message.get("batch"), list):
+        return _refuse("log: expected {token, batch}")
+    session = _browsers().get(message.get("token")) if isinstance(message.get("token"), str) else None
+    if session is None or session.sid != request.sid:
+        return _refuse("log: not your session")
+    try:
+        taken = off_loop(session.attempt.take, message["batch"])
+    except LogError as error:
+        return _refuse(f"log: {error}")
+    return {"ok": True, "next": taken.next, "verified": taken.verified}
 
 
 def on_unknown(event: str, *args: Any) -> None:
@@ -335,7 +378,9 @@ def on_unknown(event: str, *args: Any) -> None:
 
 HANDLERS = {
     "join": on_join,
+    "join-browser": on_join_browser,
     "input": on_input,
+    "log": on_log,
     "pong": on_pong,
     "disconnect": on_disconnect,
     "*": on_unknown,

@@ -61,13 +61,22 @@ class PlayLog:
     the entries not yet taken (the next batch to send); ``entries`` keeps them all
     (a reload sends none twice: the server skips what it has)."""
 
-    def __init__(self) -> None:
+    def __init__(self, first: int = 0) -> None:
+        self.first = first
+        """The number of the first entry (a page that rebuilt its attempt from the server's
+        record numbers on from what the server holds)."""
         self.entries: list[dict[str, Any]] = []
         self.sent = 0
         self.ended: dict[str, Any] | None = None
 
     def _add(self, **entry: Any) -> None:
-        self.entries.append({"n": len(self.entries), **entry})
+        self.entries.append({"n": self.first + len(self.entries), **entry})
+
+    def since(self, number: int, most: int) -> list[dict[str, Any]]:
+        """At most ``most`` entries from number ``number`` on (what the server has not
+        acknowledged yet)."""
+        start = max(0, number - self.first)
+        return self.entries[start:start + most]
 
     def take(self) -> list[dict[str, Any]]:
         batch, self.sent = self.entries[self.sent:], len(self.entries)
@@ -113,3 +122,46 @@ def replay_jobs(jobs: str) -> str:
                     "mean_step_us": round(sum(took for _, took in run) / steps * 1e6, 1)
                     if steps else None})
     return json.dumps(out)
+
+
+class LocalPlay:
+    """An attempt ticked in the participant's browser: the problem's episode under a
+    :class:`~tasks.worldtest.tick.TickEngine` reporting to a :class:`PlayLog`, the same
+    tick rule as the server's (an input is applied at the next tick, an automatic
+    ``noop`` otherwise). The page calls it through Pyodide with text in and JSON out.
+
+    ``record`` (JSON: the actions the server already holds, in order, and ``next``, the
+    number of its next entry) rebuilds an attempt the page left (a reload): its actions
+    are applied again, and the log numbers on from ``next``."""
+
+    def __init__(self, problem_id: str, record: str = "", clock: Any = time.time) -> None:
+        from tasks.worldtest.tick import TickEngine
+
+        held = json.loads(record) if record else {"actions": [], "next": 0}
+        self.episode = Episode(registry.get_problem(problem_id))
+        for action in held["actions"]:
+            self.episode.apply(action)
+        self.log = PlayLog(first=held["next"])
+        self.engine = TickEngine(self.episode, self.log, clock=clock)
+
+    def admit(self, text: str, client_time: float) -> str:
+        """Queue an input for the next tick: ``queued`` or why it was refused."""
+        return self.engine.admit(text, client_time)
+
+    def tick(self) -> str:
+        """One tick, then the view to draw (JSON), with ``tick``: the step's index."""
+        done = self.engine.tick()
+        view = self.engine.view()
+        view["tick"] = done.step.index if done.step is not None else None
+        return json.dumps(view)
+
+    def view(self) -> str:
+        return json.dumps(self.engine.view())
+
+    def since(self, number: int, most: int) -> str:
+        """The log's entries from ``number`` on, at most ``most`` (JSON)."""
+        return json.dumps(self.log.since(number, most))
+
+    def logged(self) -> int:
+        """The number the next entry will have."""
+        return self.log.first + len(self.log.entries)

@@ -8,10 +8,13 @@ export async function startEngine(loadPyodide, archive, options = {}) {
   const pyodide = await loadPyodide(options);
   pyodide.unpackArchive(new Uint8Array(archive), "zip", { extractDir: "/engine" });
   pyodide.runPython("import sys\nif '/engine' not in sys.path: sys.path.insert(0, '/engine')");
-  const replayJobs = pyodide.pyimport("tasks.worldtest.verify").replay_jobs;
+  const verify = pyodide.pyimport("tasks.worldtest.verify");
   return {
     pyodide,
     // Each job ({problem, actions}) replayed here: its frame hashes and step time.
-    replay: (jobs) => JSON.parse(replayJobs(JSON.stringify(jobs))),
+    replay: (jobs) => JSON.parse(verify.replay_jobs(JSON.stringify(jobs))),
+    // An attempt ticked here (tasks.worldtest.verify.LocalPlay): `record` is what the
+    // server holds of it ({actions, next}), to rebuild a page that was left.
+    play: (problemId, record) => verify.LocalPlay(problemId, JSON.stringify(record)),
   };
 }

@@ -90,7 +90,7 @@
     this.cdFrames = {};  // change detection: the test frames this page has shown, by index
     this.goalDrawn = false;
     this.held = {};
-    this.connect();
+    if (root.dataset.play === "browser") { this.connectBrowser(); } else { this.connect(); }
     this.bindControls();
   }
 
@@ -121,6 +121,139 @@
     });
   };
 
+  /* Browser play (study_server/browser_play.py): the page ticks the engine itself, at
+     the problem's frame rate, and sends its play log to the server in batches; the
+     server replays it on its own engine and keeps the record. */
+  var LOG_EVERY = 1000, LOG_BATCH = 256, ENGINE_WAIT = 30000;
+  var enginePromise = null;
+
+  function loadEngine(root, progress) {
+    if (!enginePromise) {
+      var base = root.dataset.pyodide;
+      enginePromise = import(base + "pyodide.mjs").then(function (pyodide) {
+        progress(0.3);
+        return import(root.dataset.engineModule).then(function (module) {
+          return fetch(root.dataset.engine).then(function (r) {
+            if (!r.ok) { throw new Error("the engine archive: HTTP " + r.status); }
+            return r.arrayBuffer();
+          }).then(function (archive) {
+            progress(0.6);
+            return module.startEngine(pyodide.loadPyodide, archive, { indexURL: base });
+          });
+        });
+      });
+    }
+    return enginePromise;
+  }
+
+  Game.prototype.connectBrowser = function () {
+    var self = this;
+    this.acked = 0;
+    this.say("Loading the game...");
+    var bar = this.el.loading;
+    if (bar) { bar.hidden = false; bar.value = 0.1; }
+    var engine = loadEngine(this.root, function (share) { if (bar) { bar.value = share; } });
+    var timer = new Promise(function (_, fail) {
+      setTimeout(function () { fail(new Error("the game took too long to load")); }, ENGINE_WAIT);
+    });
+    var socket = this.socket = io({ transports: ["websocket", "polling"] });
+    var joined = new Promise(function (resolve) { self.onJoined = resolve; });
+    this.rejoin = function (takeover) {
+      socket.emit("join-browser", { token: self.token, takeover: takeover }, function (answer) {
+        if (!answer || !answer.ok) { return; }  // "refused" says why
+        self.acked = answer.record.next;
+        self.lost = false;
+        self.onJoined(answer);
+        self.flush();
+      });
+    };
+    socket.on("connect", function () { self.rejoin(false); });
+    socket.on("ping", function (m) { socket.emit("pong", { sent: m.sent, client_time: now() }); });
+    socket.on("visit-ended", function (m) { window.location.assign(m.url); });
+    socket.on("refused", function (m) {
+      if (/another connection/.test(m.reason || "")) { self.offerTakeover(); return; }
+      self.refused(m.reason || "");
+    });
+    socket.on("taken-over", function () {
+      self.elsewhere = true;
+      self.stopTicking();
+      self.say("This game now continues in another tab or window. You can close this one.");
+      self.root.dataset.takenOver = "1";
+    });
+    socket.on("disconnect", function () { self.lost = true; });
+    Promise.all([Promise.race([engine, timer]), joined]).then(function (ready) {
+      if (bar) { bar.value = 1; bar.hidden = true; }
+      self.local = ready[0].play(self.root.dataset.problem, ready[1].record);
+      self.root.dataset.engine = "ready";
+      self.update(self.view(self.local.view()));
+      self.startTicking(1000 / ready[1].frame_rate);
+    }).catch(function (error) {
+      self.root.dataset.engine = "failed";
+      self.say("The game could not start in this browser; loading it from the server...");
+      var url = new URL(window.location.href);
+      url.searchParams.set("play", "server");
+      url.searchParams.set("engine_error", String(error && error.message || error).slice(0, 200));
+      window.location.replace(url.toString());
+    });
+  };
+
+  Game.prototype.view = function (text) {
+    var state = JSON.parse(text);
+    state.token = this.token;
+    return state;
+  };
+
+  /* Tick at the frame rate, each tick at its own time (a late tick does not push the
+     next ones later), drawing the new frame at once. */
+  Game.prototype.startTicking = function (period) {
+    var self = this, next = performance.now() + period;
+    var step = function () {
+      if (self.ticking === null) { return; }
+      var state = self.view(self.local.tick());
+      self.update(state);
+      if (state.phase === "done" || state.stopped) { self.stopTicking(); self.flush(); return; }
+      next += period;
+      var now = performance.now();
+      if (next < now) { next = now; }
+      self.ticking = setTimeout(step, next - now);
+    };
+    this.ticking = setTimeout(step, period);
+    this.logging = setInterval(function () { self.flush(); }, LOG_EVERY);
+  };
+
+  Game.prototype.stopTicking = function () {
+    if (this.ticking) { clearTimeout(this.ticking); }
+    this.ticking = null;
+  };
+
+  /* Send the log's entries the server has not acknowledged (one batch in flight). */
+  Game.prototype.flush = function () {
+    var self = this;
+    if (!this.local || this.sending || !this.socket.connected) { return; }
+    var batch = JSON.parse(this.local.since(this.acked, LOG_BATCH));
+    if (!batch.length) { this.logged(); return; }
+    this.sending = true;
+    this.socket.emit("log", { token: this.token, batch: batch }, function (answer) {
+      self.sending = false;
+      if (answer && answer.ok) {
+        self.acked = answer.next;
+        self.root.dataset.verified = answer.verified ? "true" : "false";
+      }
+      if (self.acked < self.local.logged()) { self.flush(); } else { self.logged(); }
+    });
+  };
+
+  /* Everything played is stored: a finished game may be left now. */
+  Game.prototype.logged = function () {
+    this.root.dataset.stored = String(this.acked);
+    if (this.pendingFinish && this.acked >= this.local.logged()) {
+      var state = this.pendingFinish;
+      this.pendingFinish = null;
+      clearInterval(this.logging);
+      this.announce(state);
+    }
+  };
+
   /* The game is open in another tab: offer to continue it here instead. */
   Game.prototype.offerTakeover = function () {
     var self = this;
@@ -131,7 +264,9 @@
     button.dataset.gsTakeover = "1";
     button.textContent = "Continue here";
     button.addEventListener("click", function () {
-      self.socket.emit("join", { token: self.token, takeover: true });
+      if (self.rejoin) { self.rejoin(true); } else {
+        self.socket.emit("join", { token: self.token, takeover: true });
+      }
       button.remove();
       self.takeoverButton = null;
       self.say(self.hint());
@@ -142,6 +277,11 @@
   /* Send one action text, stamped with this client's clock. */
   Game.prototype.send = function (action) {
     if (!this.state || this.state.phase === "done" || this.elsewhere || this.stopped) { return; }
+    if (this.local) {  // browser play: applied at the next local tick
+      var status = this.local.admit(action, now());
+      if (status !== "queued") { this.refused(status); }
+      return;
+    }
     this.socket.emit("input", { token: this.token, action: action, client_time: now() });
   };
 
@@ -500,6 +640,16 @@
     this.el.ending.textContent = ENDINGS[ending] || "Finished.";
     this.el.score.textContent = state.score;
     this.el.stored.textContent = stored(state.test);
+    if (this.local && this.acked < this.local.logged()) {  // not all stored yet
+      this.say("Finished. Saving...");
+      this.pendingFinish = state;
+      this.flush();
+      return;
+    }
+    this.announce(state);
+  };
+
+  Game.prototype.announce = function (state) {
     this.say("Finished.");
     if (this.options.onDone) { this.options.onDone(state); }
     this.root.dispatchEvent(new CustomEvent("gridstudy:done", { detail: state, bubbles: true }));
