@@ -55,6 +55,8 @@ ON_EXCLUSION = ("approve_without_bonus", "reject")
 """The study file's ``on_exclusion`` choices, the default first."""
 ATTENTION_FAILURE = ("continue", "end")
 """The study file's ``attention_failure`` choices, the default first."""
+PLAY = ("server", "browser")
+"""The study file's ``play`` choices, the default first."""
 
 
 class DefinitionError(ValueError):
@@ -84,6 +86,10 @@ class ExclusionRules:
     max_hidden_seconds: float | None = None
     max_focus_losses: int | None = None
     max_mashing: int | None = None
+    exclude_unverified: bool = True
+    """An attempt played in the browser whose frames the server's replay did not
+    reproduce (``info.verified`` false) is excluded; the study file may say ``false`` to
+    keep such attempts (they stay flagged)."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,12 @@ class StudyDefinition:
     ``continue`` (they play on, excluded, to the completion code) or ``end`` (the visit
     ends there with its own ending, ``failed_attention`` in ``codes``); either way the
     payment is ``on_exclusion``'s."""
+    play: str = "server"
+    """Where the games tick: ``server`` (the server ticks them and streams each frame) or
+    ``browser`` (the participant's page ticks the same engine under Pyodide and sends its
+    play log; the server replays it, keeps the record and checks every frame:
+    ``study_server/browser_play.py``). A browser that cannot load the engine plays that
+    game from the server, and the attempt's ``info.fallback`` says why."""
     max_round_trip_ms: float | None = None
     """The slowest connection the study accepts: a participant whose round trip to the
     server stays above this many milliseconds (the median of the last ten clock pings,
@@ -230,6 +242,7 @@ def parse_definition(data: Any, known_problems: set[str] | None = None) -> Study
         "on_exclusion": _one_of(data, "on_exclusion", ON_EXCLUSION),
         "attention_failure": _one_of(data, "attention_failure", ATTENTION_FAILURE),
         "max_round_trip_ms": _optional(_positive_number, data, "max_round_trip_ms"),
+        "play": _one_of(data, "play", PLAY),
     }
     return _checked(StudyDefinition(**values))
 
@@ -423,6 +436,7 @@ def _exclusion(value: Any) -> ExclusionRules:
             max_hidden_seconds=_optional(_positive_number, value, "max_hidden_seconds"),
             max_focus_losses=_optional(_non_negative_int, value, "max_focus_losses"),
             max_mashing=_optional(_non_negative_int, value, "max_mashing"),
+            exclude_unverified=_bool(value, "exclude_unverified", True),
         )
     except DefinitionError as error:
         raise DefinitionError(f"exclusion.{error}") from None

@@ -63,3 +63,14 @@ def quality_reason(rules: ExclusionRules, flags: dict) -> str | None:
         return (f"{mashing} burst{'s' if mashing != 1 else ''} of key-mashing "
                 f"(at most {rules.max_mashing} allowed)")
     return None
+
+
+def unverified_reason(rules: ExclusionRules, info: dict) -> str | None:
+    """Why an attempt played in the browser is excluded: its frames differ from the
+    server's replay of its inputs (``study_server.browser_play``), unless the study file
+    keeps such attempts."""
+    if not rules.exclude_unverified or info.get("verified") is not False:
+        return None
+    first = info.get("first_difference") or {}
+    return (f"unverified: the browser's play differs from the server's replay at tick "
+            f"{first.get('tick')} ({first.get('why', 'the frame differs')})")

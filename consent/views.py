@@ -126,6 +126,9 @@ def stage(study_id: str) -> Any:
         error = _flow().submit(study_id, participant_id, request.form.to_dict())
         if error is None:
             return redirect(url_for("consent.stage", study_id=study_id))
+    elif request.args.get("play") == "server":  # the browser could not run the engine
+        _flow().fall_back(study_id, participant_id, request.args.get("engine_error", "")[:200])
+        return redirect(url_for("consent.stage", study_id=study_id))
     page = _flow().page(study_id, participant_id)
     if page.stage is None:
         return _end(page)

@@ -220,3 +220,57 @@ def open_browser_session(store: Any, problem: Any, *, study_id: str | None = Non
                                wait_for_end=False)
     return BrowserSession(BrowserAttempt(episode, recorder), problem.id, episode.frame_rate,
                           study_id, participant_id, owner)
+
+
+def sessions(app: Any) -> dict[str, BrowserSession]:
+    return app.extensions.setdefault("gridstudy.browser", {})
+
+
+def keep(app: Any, played: BrowserSession) -> BrowserSession:
+    """Hold ``played`` in this process: its page joins it by token."""
+    sessions(app)[played.token] = played
+    return played
+
+
+def browser_token(app: Any, episode_id: int) -> str:
+    """The token of the browser attempt of episode ``episode_id``: the one held here, or
+    one rebuilt from its stored record (a first visit, a restart): the stored events
+    replayed on the server's episode, the log numbered on from what is stored."""
+    for played in list(sessions(app).values()):
+        if played.episode_id == episode_id:
+            return played.token
+    from sqlmodel import func, select
+
+    from records.models import EpisodeRow, Event, RawInput
+    from records.rebuild import rebuild, replays
+    from tasks import registry
+
+    store = app.extensions["gridstudy.store"]
+    store.wait(10.0)
+    with store.session() as db:
+        row = db.get(EpisodeRow, episode_id)
+        events = list(db.exec(select(Event).where(Event.episode_id == episode_id)
+                              .order_by(Event.seq)).all())
+        refused = db.exec(select(func.count()).select_from(RawInput)
+                          .where(RawInput.episode_id == episode_id)).one()
+    problem = registry.get_problem(row.problem_id)
+    rebuilt = rebuild(problem, events)
+    recorder = EpisodeRecorder(store, problem, episode_id=episode_id, next_seq=rebuilt.next_seq,
+                               study_id=row.study_id, participant_id=row.participant_id,
+                               wait_for_end=False)
+    attempt = BrowserAttempt(rebuilt.episode, recorder, next_entry=len(events) + refused)
+    attempt.actions = [e.action for e in events if replays(e)]
+    if not (row.info or {}).get("play"):
+        from records.recorder import merge_info
+
+        merge_info(store, episode_id, {"play": BROWSER})
+    return keep(app, BrowserSession(attempt, problem.id, rebuilt.episode.frame_rate,
+                                    row.study_id, row.participant_id)).token
+
+
+def drop(app: Any, participant_id: int) -> list[int]:
+    """Stop taking the logs of the participant's browser attempts (their games go on
+    from the server): the episodes they were."""
+    held = sessions(app)
+    gone = [token for token, played in held.items() if played.participant_id == participant_id]
+    return [held.pop(token).episode_id for token in gone]

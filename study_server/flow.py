@@ -35,10 +35,14 @@ from consent.stages import (
     build_steps,
 )
 from records.models import EpisodeRow, Event, Participant, Signal, utcnow
-from study_server import assignment, cluster
+from records.recorder import merge_info
+from study_server import assignment, browser_play, cluster
 from tasks import registry
 
 SAVE_WAIT = 10.0
+FELL_BACK = "play_fallback"
+"""``participant.data``'s record of a browser that could not run the engine: its games
+are played from the server from then on."""
 """Seconds a page waits for the store's queued rows before it answers 503 (kept)."""
 ENDED = ("complete", "declined", "screened-out", "failed-quiz", "timed-out", "full",
          "wrong-device", "failed-attention", "slow-connection")
@@ -304,9 +308,10 @@ class Flow:
         flags = quality.summarise(self._signals(db, episode_id=row.id))
         row.info = {**(row.info or {}), "quality": flags}
         rules = page.definition.exclusion
-        reason = exclusion.episode_reason(rules, inputs, events[0].server_time,
-                                          events[-1].server_time,
-                                          solved=(row.score or 0.0) >= 1.0) \
+        reason = exclusion.unverified_reason(rules, row.info) \
+            or exclusion.episode_reason(rules, inputs, events[0].server_time,
+                                        events[-1].server_time,
+                                        solved=(row.score or 0.0) >= 1.0) \
             or exclusion.quality_reason(rules, flags)
         if reason:
             row.included, row.exclusion_reason = False, reason
@@ -348,8 +353,27 @@ class Flow:
                 row.status, row.started_at = assignment.ACTIVE, utcnow()
             problem = registry.get_problem(row.problem_id)
             done, episode_id = row.status in assignment.OVER, row.id
-        token = None if done else cluster.live_token(self.app, episode_id)
-        return {"token": token, "episode_done": done, "problem": problem, "episode_id": episode_id}
+        context = {"episode_done": done, "problem": problem, "episode_id": episode_id,
+                   "problem_id": problem.id, "play": "server"}
+        if done:
+            return {**context, "token": None}
+        if page.definition.play == "browser" and not page.participant.data.get(FELL_BACK):
+            return {**context, "play": "browser",
+                    "token": browser_play.browser_token(self.app, episode_id)}
+        return {**context, "token": cluster.live_token(self.app, episode_id)}
+
+    def fall_back(self, study_id: str, participant_id: int, error: str) -> None:
+        """The participant's browser could not run the engine: their games are played
+        from the server from now on (the attempt under way goes on from what its log
+        stored), and the data says why."""
+        with self.store.session() as db:
+            participant, _ = self._load(db, study_id, participant_id)
+            if participant.data.get(FELL_BACK):
+                return
+            participant.data = {**participant.data, FELL_BACK: {"error": error[:200],
+                                                                "at": utcnow().isoformat()}}
+        for episode_id in browser_play.drop(self.app, participant_id):
+            merge_info(self.store, episode_id, {"play": "server", "fallback": error[:200]})
 
     def _tutorial_row(self, db: Session, page: Page) -> EpisodeRow:
         challenge = page.state.argument

@@ -24,7 +24,7 @@ from flask import (
 )
 
 from study_server import auth, cluster
-from study_server.browser_play import BrowserSession, open_browser_session
+from study_server.browser_play import BrowserSession, keep, open_browser_session
 from study_server.session import GameSession, limits
 from tasks import registry
 from tasks.worldtest.challenge import challenges, get
@@ -105,10 +105,9 @@ def open_browser(problem: Problem, *, study_id: str | None = None,
     owner = None
     if participant_id is None:
         owner = auth.current_admin(current_app.extensions["gridstudy.store"].engine)
-    played = open_browser_session(current_app.extensions["gridstudy.store"], problem,
-                                  study_id=study_id, participant_id=participant_id, owner=owner)
-    current_app.extensions.setdefault("gridstudy.browser", {})[played.token] = played
-    return played
+    return keep(current_app, open_browser_session(
+        current_app.extensions["gridstudy.store"], problem, study_id=study_id,
+        participant_id=participant_id, owner=owner))
 
 
 @bp.post("/<path:problem_id>/session")

@@ -43,7 +43,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from records.offload import off_loop
 from records.writer import unavailable
-from study_server import auth, cluster, deadlines
+from study_server import auth, browser_play, cluster, deadlines
 from study_server.app import STORAGE_ERRORS
 from study_server.browser_play import LogError
 from study_server.scheduler import Scheduler
@@ -332,7 +332,7 @@ def on_disconnect(reason: Any = None) -> None:
 
 
 def _browsers() -> dict[str, Any]:
-    return current_app.extensions.setdefault("gridstudy.browser", {})
+    return browser_play.sessions(current_app)
 
 
 def on_join_browser(message: Any = None) -> dict[str, Any]:

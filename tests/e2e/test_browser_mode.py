@@ -26,9 +26,15 @@ def open_game(page, live_server):
 
 
 def attempt(live_server):
+    """The attempt played on the page (the one game under way: a study reserves more)."""
+    from study_server.browser_play import sessions
+
     live_server.store.flush(timeout=10)
+    held = [played.episode_id for played in sessions(live_server.app).values()]
     with live_server.store.session() as db:
-        return db.exec(select(EpisodeRow)).one()
+        rows = db.exec(select(EpisodeRow)).all()
+        [row] = [r for r in rows if r.id in held or not held and (r.info or {}).get("play")]
+        return row
 
 
 def test_a_problem_played_in_the_browser_is_the_servers_record_frame_for_frame(live_server, page):
@@ -52,3 +58,112 @@ def test_a_problem_played_in_the_browser_is_the_servers_record_frame_for_frame(l
     assert any(e.source == "auto" for e in events)  # the automatic no-ops, as the server's
     replayed = frame_hashes(registry.get_problem(PROBLEM), [e.action for e in events])
     assert [e.frame_hash for e in events] == replayed[1:]
+
+
+# -- in a study: reload, a tampered log, a browser that cannot run the engine ---------------
+
+
+def browser_study(make_live_server, **changes):
+    from dataclasses import replace
+
+    from consent.definition import load_definition
+    from records.models import Study
+    from tests.e2e.test_walkthrough import DEMO
+
+    definition = replace(load_definition(DEMO, {p.id for p in registry.list_problems()}),
+                         play="browser", **changes)
+    live = make_live_server()
+    with live.store.session() as db:
+        db.add(Study(id="demo", title=definition.title, definition=definition.to_dict()))
+    return live
+
+
+def to_practice(page, live):
+    from tests.e2e.test_walkthrough import simulate
+
+    page.goto(f"{live.url}/study/demo?PROLIFIC_PID=browser-1&STUDY_ID=s&SESSION_ID=x")
+    page.get_by_role("button", name="I agree to take part").click()
+    simulate(page, live, "Continue")
+    page.get_by_role("button", name="Start the practice").click()
+
+
+def participant(live):
+    from records.models import Participant
+
+    with live.store.session() as db:
+        return db.exec(select(Participant)).one()
+
+
+def stored_frames(live):
+    row = attempt(live)
+    return row, [e.frame_hash for e in live.events(row.id)]
+
+
+def test_a_reload_mid_game_resumes_on_the_stored_frame(make_live_server, page):
+    live = browser_study(make_live_server)
+    page.route("https://app.prolific.com/**", lambda route: route.fulfill(body="Prolific"))
+    to_practice(page, live)
+    page.wait_for_selector(f"{GAME}[data-engine=ready]", timeout=60000)
+    page.locator("[data-gs=grid]").focus()
+    for key in ("ArrowRight", "ArrowDown", "ArrowRight", "ArrowUp"):
+        page.keyboard.press(key)
+        page.wait_for_timeout(250)
+    page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.stored) > 4")
+    token = page.get_attribute(GAME, "data-token")
+    page.reload()
+    page.wait_for_selector(f"{GAME}[data-engine=ready]", timeout=60000)
+    assert page.get_attribute(GAME, "data-token") == token  # the same attempt
+    _, before = stored_frames(live)
+    rebuilt = page.evaluate(f"document.querySelector('{GAME}').gridstudy.local.logged()")
+    assert rebuilt >= len(before)  # numbering goes on from what the server holds
+    page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.stored) > {rebuilt + 3}")
+    row, frames = stored_frames(live)
+    assert row.info.get("play") == "browser"
+    events = live.events(row.id)
+    replayed = frame_hashes(registry.get_problem(row.problem_id), [e.action for e in events])
+    assert frames == replayed[1:]  # one attempt across the reload, the server's frames
+    assert [e.seq for e in events] == list(range(len(events)))
+
+
+def test_a_tampered_log_marks_the_attempt_unverified_and_excludes_it(make_live_server, page):
+    live = browser_study(make_live_server)
+    to_practice(page, live)
+    page.wait_for_selector(f"{GAME}[data-engine=ready]", timeout=60000)
+    page.evaluate(f"""() => {{
+      const game = document.querySelector('{GAME}').gridstudy, real = game.local;
+      game.local = {{  // a page that lies about the frame it showed at its third entry
+        tick: () => real.tick(), view: () => real.view(), logged: () => real.logged(),
+        admit: (a, t) => real.admit(a, t),
+        since: (n, most) => JSON.stringify(JSON.parse(real.since(n, most)).map(
+          e => e.n === 2 && e.hash ? {{...e, hash: "0123456789abcdef"}} : e)),
+      }};
+    }}""")
+    page.wait_for_function(f"document.querySelector('{GAME}').dataset.verified === 'false'")
+    row = attempt(live)
+    from study_server.browser_play import sessions
+
+    [played] = sessions(live.app).values()
+    assert played.attempt.difference["tick"] == 2 and played.attempt.difference["n"] == 2
+    from consent.definition import ExclusionRules
+    from consent.exclusion import unverified_reason
+
+    info = {**(row.info or {}), **played.attempt.outcome()}
+    assert unverified_reason(ExclusionRules(), info).startswith("unverified: the browser's play "
+                                                                "differs from the server's replay at tick 2")
+    assert unverified_reason(ExclusionRules(exclude_unverified=False), info) is None
+
+
+def test_a_browser_that_cannot_run_the_engine_plays_from_the_server_and_it_is_recorded(
+        make_live_server, page):
+    live = browser_study(make_live_server)
+    page.route("**/engine/*.zip", lambda route: route.abort())
+    to_practice(page, live)
+    page.wait_for_selector(f"{GAME}[data-phase=interaction]", timeout=60000)
+    assert page.get_attribute(GAME, "data-play") is None  # the server's game now
+    fallback = participant(live).data["play_fallback"]
+    assert "Failed to fetch" in fallback["error"] or "fetch" in fallback["error"].lower()
+    page.locator("[data-gs=grid]").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.tick) > 3")
+    row = attempt(live)
+    assert row.info["play"] == "server" and row.info["fallback"] == fallback["error"]
