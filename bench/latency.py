@@ -1,7 +1,7 @@
 """Remote participants, measured: from a keypress to the frame that shows it, through a
 network with a given round trip.
 
-    python -m bench.latency [--rtt 0,100,200,300] [--seconds 20]
+    python -m bench.latency [--rtt 0,100,200,300] [--seconds 20] [--mode server|browser|both]
 
 A participant is rarely next to the server. This starts the real server (one process, a
 temporary SQLite file, the load benchmark's 16x16 walker at 8 FPS), puts a TCP proxy in
@@ -133,11 +133,24 @@ def delayed(target_port: int, rtt_ms: float) -> Iterator[DelayProxy]:
         proxy.close()
 
 
-def play(page: Any, url: str, seconds: float, rng: random.Random) -> dict[str, Any]:
-    """Open the walker's game page at ``url`` and press arrows for ``seconds``; the
-    page's key and frame times."""
-    page.goto(f"{url}/play/{BENCH_PROBLEM}?record=1")
-    page.wait_for_selector("[data-tick]", timeout=30_000)
+MODES = ("server", "browser")
+BROWSER_PROBLEM = "key_and_door/planning"
+"""The library problem browser play is measured on (the walker is not in the engine
+archive): arrow keys move, at 6 FPS, the library's fastest."""
+LOGGED = "() => document.querySelector('.gs-game').gridstudy.local.logged()"
+STORED = "(n) => Number(document.querySelector('.gs-game').dataset.stored) >= n"
+
+
+def play(page: Any, url: str, seconds: float, rng: random.Random, problem: str = BENCH_PROBLEM,
+         mode: str = "server") -> dict[str, Any]:
+    """Open ``problem``'s game page at ``url`` (played by the server or, ``mode`` browser,
+    in the page) and press arrows for ``seconds``; the page's key and frame times."""
+    if mode == "browser":
+        page.goto(f"{url}/play/{problem}?play=browser")
+        page.wait_for_selector(".gs-game[data-engine=ready]", timeout=120_000)
+    else:
+        page.goto(f"{url}/play/{problem}?record=1")
+        page.wait_for_selector("[data-tick]", timeout=30_000)
     page.evaluate(WATCH)
     page.locator("canvas[data-gs=grid]").focus()
     end = time.monotonic() + seconds
@@ -145,6 +158,8 @@ def play(page: Any, url: str, seconds: float, rng: random.Random) -> dict[str, A
         page.keyboard.press(rng.choice(ARROWS))
         time.sleep(rng.uniform(0.4, 0.9))
     time.sleep(1.5)  # the last frames arrive
+    if mode == "browser":  # and the log is stored
+        page.wait_for_function(STORED, arg=page.evaluate(LOGGED), timeout=30_000)
     return page.evaluate("() => ({keys: window.__keys, shown: window.__shown})")
 
 
@@ -171,13 +186,17 @@ def applied_inputs(db: str) -> tuple[list[tuple[int, float, float]], float]:
 
 
 def figures(seen: dict[str, Any], inputs: list[tuple[int, float, float]],
-            period: float) -> dict[str, float]:
+            period: float, browser: bool = False) -> dict[str, float]:
     """Keypress-to-frame times (ms) and the share of late inputs, from the page's times
     and the record (the k-th key is the k-th applied input: keys are seconds apart)."""
     keys, shown = seen["keys"], {int(t): at for t, at in seen["shown"].items()}
     waits = [shown[tick + 1] - key for key, (tick, _, _) in zip(keys, inputs, strict=False)
              if tick + 1 in shown]
-    late = [at - pressed > period + 0.002 for _, at, pressed in inputs if pressed is not None]
+    if browser:  # ticked by the page: the first tick it showed after the key, its clock
+        late = [tick + 1 > min((t for t, at in shown.items() if at > key), default=tick + 1)
+                for key, (tick, _, _) in zip(keys, inputs, strict=False)]
+    else:  # ticked by the server: the tick's time against the key's, on the server's clock
+        late = [at - pressed > period + 0.002 for _, at, pressed in inputs if pressed is not None]
     return {"keys": len(keys), "applied": len(inputs), "p50": percentile(waits, 0.5),
             "p95": percentile(waits, 0.95), "late": 100 * sum(late) / max(1, len(late))}
 
@@ -187,8 +206,12 @@ def line(rtt: float, found: dict[str, float]) -> str:
             f"p95 {found['p95']:.0f} ms, late inputs {found['late']:.0f} %")
 
 
-def measure(rtts: list[float], seconds: float, seed: int = 1) -> list[dict[str, float]]:
-    """One server; for each round trip a fresh proxy, browser context and attempt."""
+def measure(rtts: list[float], seconds: float, seed: int = 1, modes: tuple[str, ...] = ("server",),
+            problem: str | None = None) -> list[dict[str, float]]:
+    """One server; for each round trip and mode a fresh proxy, browser context and
+    attempt (at ``problem``: the walker, or :data:`BROWSER_PROBLEM` when the browser
+    plays)."""
+    problem = problem or (BROWSER_PROBLEM if "browser" in modes else BENCH_PROBLEM)
     from playwright.sync_api import sync_playwright
 
     os.environ.setdefault("GRIDSTUDY_PREVIEW", "open")
@@ -202,12 +225,13 @@ def measure(rtts: list[float], seconds: float, seed: int = 1) -> list[dict[str, 
                 chromium = playwright.chromium.launch(executable_path=CHROMIUM,
                                                       args=["--no-sandbox"])
                 for rtt in rtts:
-                    with delayed(port, rtt) as proxy:
-                        context = chromium.new_context()
-                        seen = play(context.new_page(), proxy.url, seconds, rng)
-                        context.close()
-                    inputs, period = applied_inputs(server.db)
-                    found.append({"rtt": rtt, **figures(seen, inputs, period)})
+                    for mode in modes:
+                        with delayed(port, rtt) as proxy:
+                            context = chromium.new_context()
+                            seen = play(context.new_page(), proxy.url, seconds, rng, problem, mode)
+                            context.close()
+                        inputs, period = applied_inputs(server.db)
+                        found.append({"rtt": rtt, "mode": mode, **figures(seen, inputs, period, mode == "browser")})
                 chromium.close()
         finally:
             server.stop()
@@ -222,6 +246,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="round trips in milliseconds, comma-separated (0,100,200,300)")
     parser.add_argument("--seconds", type=float, default=20.0,
                         help="seconds of play per round trip (20)")
+    parser.add_argument("--mode", choices=(*MODES, "both"), default="server",
+                        help="where the game ticks: the server (the default), the page "
+                             "(browser play), or both, one after the other at each round trip")
+    parser.add_argument("--problem", default=None,
+                        help=f"the problem played (default: the 8 FPS walker; {BROWSER_PROBLEM}, "
+                             "at 6 FPS, when the browser plays)")
     args = parser.parse_args(argv)
     try:
         rtts = [float(value) for value in args.rtt.split(",")]
@@ -229,9 +259,10 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--rtt takes milliseconds separated by commas, got {args.rtt!r}")
     if any(rtt < 0 for rtt in rtts):
         parser.error("a round trip cannot be negative")
-    for found in measure(rtts, args.seconds):
-        print(line(found["rtt"], found), f"({found['keys']} keys, {found['applied']} applied)",
-              flush=True)
+    modes = MODES if args.mode == "both" else (args.mode,)
+    for found in measure(rtts, args.seconds, modes=modes, problem=args.problem):
+        print(f"{found['mode']:7}", line(found["rtt"], found),
+              f"({found['keys']} keys, {found['applied']} applied)", flush=True)
 
 
 if __name__ == "__main__":

@@ -149,11 +149,9 @@ class LocalPlay:
         return self.engine.admit(text, client_time)
 
     def tick(self) -> str:
-        """One tick, then the view to draw (JSON), with ``tick``: the step's index."""
-        done = self.engine.tick()
-        view = self.engine.view()
-        view["tick"] = done.step.index if done.step is not None else None
-        return json.dumps(view)
+        """One tick, then the view to draw (JSON), as the server would send it."""
+        self.engine.tick()
+        return json.dumps(self.engine.view())
 
     def view(self) -> str:
         return json.dumps(self.engine.view())

@@ -167,3 +167,24 @@ def test_a_browser_that_cannot_run_the_engine_plays_from_the_server_and_it_is_re
     page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.tick) > 3")
     row = attempt(live)
     assert row.info["play"] == "server" and row.info["fallback"] == fallback["error"]
+
+
+def test_at_a_300_ms_round_trip_a_key_shows_within_a_frame_period_plus_20_ms(live_server, browser):
+    """Through a network holding every packet 150 ms each way, the page still shows each
+    key's effect at its next local tick: p95 from keydown to the frame that applied it is
+    at most one frame period plus 20 ms (server play measured 475 ms here)."""
+    import random
+
+    from bench.latency import BROWSER_PROBLEM, applied_inputs, delayed, figures, play
+
+    port = int(live_server.url.rsplit(":", 1)[1])
+    with delayed(port, 300) as proxy:
+        context = browser.new_context()
+        seen = play(context.new_page(), proxy.url, 25, random.Random(3), BROWSER_PROBLEM, "browser")
+        context.close()
+    inputs, _ = applied_inputs(str(live_server.db_path))
+    found = figures(seen, inputs, 0.0, browser=True)
+    period = 1000 / registry.make(registry.get_problem(BROWSER_PROBLEM).env_id).frame_rate
+    assert found["applied"] == found["keys"] >= 25
+    assert found["late"] == 0
+    assert found["p95"] <= period + 20, found

@@ -237,6 +237,7 @@
       self.sending = false;
       if (answer && answer.ok) {
         self.acked = answer.next;
+        self.root.dataset.stored = String(answer.next);
         self.root.dataset.verified = answer.verified ? "true" : "false";
       }
       if (self.acked < self.local.logged()) { self.flush(); } else { self.logged(); }
