@@ -66,17 +66,25 @@ TARGET_P99 = 0.025
 # -- the server ---------------------------------------------------------------------------
 
 
-def serve(port: int, db: str, async_mode: str, **config: Any) -> None:
-    """The server process: register the bench problem, then ``gridstudy serve`` (with
-    ``config`` on top of the database and async mode)."""
-    from study_server.commands.serve import run
+def register_walker() -> None:
+    """The load test's 16x16 walker at 8 FPS (``BENCH_PROBLEM``), in this process."""
     from tasks import registry
     from tasks.worldtest.problem import Problem
 
+    if BENCH_PROBLEM in {spec.id for spec in registry.list_problems()}:
+        return
     registry.register_env("bench/walker16", "tests.envs:Walker", width=16, height=16)
     registry.add_problem(Problem(BENCH_PROBLEM, "bench/walker16", "planning", 0,
                                  params={"goal_cells": [[15, 15]], "goal_colours": ["red"],
                                          "horizon": 10**9}))
+
+
+def serve(port: int, db: str, async_mode: str, **config: Any) -> None:
+    """The server process: register the bench problem, then ``gridstudy serve`` (with
+    ``config`` on top of the database and async mode)."""
+    from study_server.commands.serve import run
+
+    register_walker()
     run({"DATABASE_URL": db, "ASYNC_MODE": async_mode, **config}, "127.0.0.1", port,
         announce=lambda app, url: None)
 
@@ -249,27 +257,110 @@ class Participant:
         await asyncio.sleep(max(0.0, self.leave_at - time.time()))
 
 
-async def _crowd(url: str, plan: list[tuple]) -> list[dict]:
+class BrowserParticipant(Participant):
+    """One simulated person whose page ticks the game itself (browser play): the same
+    engine (``tasks.worldtest.verify.LocalPlay``, here in CPython) at the frame rate,
+    keys admitted between ticks, and the play log sent once a second as ``log`` events
+    (each acknowledged before the next is sent, as ``game.js`` does)."""
+
+    async def run(self, http: Any) -> dict[str, Any]:
+        import websockets
+
+        from tasks.worldtest.verify import LocalPlay
+
+        await asyncio.sleep(max(0.0, self.join_at - time.time()))
+        opened = (await http.post(f"{self.url}/play/{self.problem}/session",
+                                  params={"play": "browser"}, headers={"Cookie": self.cookie})).json()
+        token, period = opened["token"], 1.0 / opened["frame_rate"]
+        address = self.url.replace("http", "ws", 1) + "/socket.io/?EIO=4&transport=websocket"
+        async with websockets.connect(address, additional_headers={"Cookie": self.cookie},
+                                      compression=None, max_size=None, open_timeout=30) as socket:
+            await socket.recv()
+            await socket.send("40")
+            while not (await socket.recv()).startswith("40"):
+                pass
+            self.acks: asyncio.Queue = asyncio.Queue()
+            await socket.send("420" + json.dumps(["join-browser", {"token": token}]))
+            reader = asyncio.create_task(self._read(socket))
+            record = await self.acks.get()
+            local = LocalPlay(self.problem, json.dumps(record["record"]))
+            joined = time.time()
+            ticks = asyncio.create_task(self._tick(local, period))
+            acked, number = record["record"]["next"], 1
+            last_key = self.leave_at - 0.5
+            while time.time() < self.leave_at:
+                await asyncio.sleep(min(self.rng.expovariate(1 / 0.35), 0.25))
+                if time.time() < last_key and self.rng.random() < 0.7:
+                    local.admit(self.rng.choice(KEYS), time.time())
+                    self.sent += 1
+                if time.time() - getattr(self, "flushed", 0.0) >= 1.0:
+                    acked, number = await self._flush(socket, token, local, acked, number)
+            ticks.cancel()
+            left = time.time()
+            while acked < local.logged():  # everything played is stored before leaving
+                acked, number = await self._flush(socket, token, local, acked, number)
+            reader.cancel()
+        return {"problem": self.problem, "episode_id": opened["episode_id"],
+                "frame_rate": opened["frame_rate"], "joined": joined, "left": left,
+                "sent": self.sent, "states": len(self.states), "verified": self.verified}
+
+    async def _tick(self, local: Any, period: float) -> None:
+        due = time.time()
+        while True:
+            due += period
+            await asyncio.sleep(max(0.0, due - time.time()))
+            local.tick()
+            self.states.append(time.time())
+
+    async def _flush(self, socket: Any, token: str, local: Any, acked: int,
+                     number: int) -> tuple[int, int]:
+        self.flushed = time.time()
+        batch = json.loads(local.since(acked, 256))
+        if not batch:
+            return acked, number
+        await socket.send(f"42{number}" + json.dumps(["log", {"token": token, "batch": batch}]))
+        answer = await self.acks.get()
+        self.verified = answer.get("verified", False)
+        return (answer["next"] if answer.get("ok") else acked), number + 1
+
+    async def _read(self, socket: Any) -> None:
+        async for message in socket:
+            if message.startswith("43"):  # an acknowledgement: 43<id>[answer]
+                self.acks.put_nowait(json.loads(message[message.index("["):])[0])
+            elif message == "2":
+                await socket.send("3")
+            elif message.startswith('42["ping"'):
+                sent = json.loads(message[2:])[1]["sent"]
+                await socket.send("42" + json.dumps(["pong", {"sent": sent,
+                                                              "client_time": time.time()}]))
+
+
+async def _crowd(url: str, plan: list[tuple], browser: bool = False) -> list[dict]:
     import httpx
 
     limits = httpx.Limits(max_connections=50)
+    kind = BrowserParticipant if browser else Participant
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
-        people = [Participant(url, *p) for p in plan]
+        people = [kind(url, *p) for p in plan]
         return list(await asyncio.gather(*(person.run(http) for person in people)))
 
 
 def crowd(args: tuple) -> tuple[list[dict], float]:
     """The generator process: every participant, and the CPU seconds it took."""
-    url, plan = args
-    results = asyncio.run(_crowd(url, plan))
+    url, plan, browser = args
+    if browser:  # the pages tick the walker themselves
+        register_walker()
+    results = asyncio.run(_crowd(url, plan, browser))
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return results, usage.ru_utime + usage.ru_stime
 
 
-def run_participants(url: str, plan: list[tuple], nice: int) -> tuple[list[dict], float]:
-    """``plan``: (problem, join at, leave at, seed) per participant."""
+def run_participants(url: str, plan: list[tuple], nice: int,
+                     browser: bool = False) -> tuple[list[dict], float]:
+    """``plan``: (problem, join at, leave at, seed) per participant; ``browser``: each
+    page ticks its game itself (browser play)."""
     with multiprocessing.get_context("spawn").Pool(1, os.nice, (nice,)) as pool:
-        return pool.apply(crowd, ((url, plan),))
+        return pool.apply(crowd, ((url, plan, browser),))
 
 
 # -- the figures --------------------------------------------------------------------------
@@ -318,7 +409,7 @@ def delivery(results: list[dict], rows: list, raw: int) -> dict[str, Any]:
     for episode_id, seq, _, _ in rows:
         by_episode.setdefault(episode_id, []).append(seq)
     expected = sum(math.floor((r["left"] - r["joined"]) * r["frame_rate"]) for r in results)
-    lateness = [row[2] for row in rows]
+    lateness = [row[2] for row in rows if row[2] is not None]  # none in browser play
     return {
         "sessions": len(results),
         "lateness_p50_ms": 1000 * percentile(lateness, 0.50),
@@ -358,12 +449,12 @@ def busy(processes: int, seconds: float) -> Iterator[None]:
 
 def measure(sessions: int, seconds: float, async_mode: str, problem: str | list[str],
             nice: int = 10, workers: int = 1, db: str | None = None,
-            busy_processes: int = 0) -> dict[str, Any]:
+            busy_processes: int = 0, browser: bool = False) -> dict[str, Any]:
     """One run: N participants joining over 1 s, playing ``seconds``, then the figures.
     Given a list of problems, participant i plays problem i modulo its length."""
     problems = [problem] if isinstance(problem, str) else problem
     with busy(busy_processes, seconds + 120):
-        return _measure(sessions, seconds, async_mode, problems, nice, workers, db)
+        return _measure(sessions, seconds, async_mode, problems, nice, workers, db, browser)
 
 
 def mix_problems() -> list[str]:
@@ -373,7 +464,7 @@ def mix_problems() -> list[str]:
 
 
 def _measure(sessions: int, seconds: float, async_mode: str, problems: list[str], nice: int,
-             workers: int, db: str | None) -> dict[str, Any]:
+             workers: int, db: str | None, browser: bool = False) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(db, async_mode, workers, Path(tmp))
@@ -384,7 +475,7 @@ def _measure(sessions: int, seconds: float, async_mode: str, problems: list[str]
             pids, helpers = server.worker_pids(), server.helper_pids()
             cpu0 = tree_cpu_seconds(pids), tree_cpu_seconds(helpers)
             wall0 = time.monotonic()
-            results, generator = run_participants(server.url, plan, nice)
+            results, generator = run_participants(server.url, plan, nice, browser)
             wall = time.monotonic() - wall0
             cpu = {"workers": tree_cpu_seconds(pids) - cpu0[0],
                    "helpers": tree_cpu_seconds(helpers) - cpu0[1], "generator": generator}
@@ -477,6 +568,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--search-resolution", type=int, default=10)
     parser.add_argument("--search-seconds", type=float, default=8.0)
     parser.add_argument("--search-limit", type=int, default=600)
+    parser.add_argument("--mode", choices=("server", "browser"), default="server",
+                        help="where the games tick: the server (the default), or each "
+                             "participant's page, the server only storing and replaying "
+                             "their play logs (browser play; lateness is then the page's, "
+                             "not measured here)")
     args = parser.parse_args(argv)
     modes = args.async_mode.split(",")
     for mode in modes:
@@ -488,7 +584,8 @@ def main(argv: list[str] | None = None) -> None:
           f"{args.workers} worker(s), generator at nice {args.client_nice}, "
           f"{args.busy} busy process(es) beside the server (load average: 1-minute, "
           "before->after each run)", flush=True)
-    options = {"workers": args.workers, "db": args.db, "busy_processes": args.busy}
+    options = {"workers": args.workers, "db": args.db, "busy_processes": args.busy,
+               "browser": args.mode == "browser"}
     mix = mix_problems() if args.mix else []
     if mix:
         print(f"the mix: {len(mix)} problems ({', '.join(sorted({challenge(p) for p in mix}))})",

@@ -49,6 +49,21 @@ def engine_digest() -> str:
     return hashlib.blake2b(engine_archive(), digest_size=8).hexdigest()
 
 
+def in_engine(problem_id: str) -> bool:
+    """Whether the archive can play ``problem_id``: its environment is the package's own
+    (a program under ``tasks/``, or Python code of ``tasks``), not one registered from
+    elsewhere (a researcher's library, a test, a benchmark). Such a problem is played by
+    the server even in a study that plays in the browser."""
+    from tasks import registry
+
+    spec = registry.env_spec(registry.get_problem(problem_id).env_id)
+    if spec.program:
+        return Path(spec.program).resolve().is_relative_to(PACKAGE.resolve())
+    entry = spec.entry_point
+    module = entry.partition(":")[0] if isinstance(entry, str) else getattr(entry, "__module__", "")
+    return module == "tasks" or module.startswith("tasks.")
+
+
 # -- serving it ---------------------------------------------------------------------------
 
 bp = Blueprint("engine", __name__)

@@ -36,7 +36,7 @@ from consent.stages import (
 )
 from records.models import EpisodeRow, Event, Participant, Signal, utcnow
 from records.recorder import merge_info
-from study_server import assignment, browser_play, cluster
+from study_server import assignment, browser_play, cluster, engine
 from tasks import registry
 
 SAVE_WAIT = 10.0
@@ -357,7 +357,8 @@ class Flow:
                    "problem_id": problem.id, "play": "server"}
         if done:
             return {**context, "token": None}
-        if page.definition.play == "browser" and not page.participant.data.get(FELL_BACK):
+        if page.definition.play == "browser" and not page.participant.data.get(FELL_BACK) \
+                and engine.in_engine(problem.id):
             return {**context, "play": "browser",
                     "token": browser_play.browser_token(self.app, episode_id)}
         return {**context, "token": cluster.live_token(self.app, episode_id)}

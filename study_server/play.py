@@ -112,8 +112,13 @@ def open_browser(problem: Problem, *, study_id: str | None = None,
 
 @bp.post("/<path:problem_id>/session")
 def new_session(problem_id: str) -> Any:
-    """A fresh session for a script: ``{token, problem_id, frame_rate, episode_id}``."""
+    """A fresh session for a script: ``{token, problem_id, frame_rate, episode_id}``;
+    with ``?play=browser`` one the script ticks itself and logs (recorded, checked)."""
     problem = _problem_or_404(problem_id)
+    if request.args.get("play") == "browser":
+        played = open_browser(problem)
+        return jsonify(token=played.token, problem_id=problem.id, frame_rate=played.frame_rate,
+                       episode_id=played.episode_id, play="browser")
     session = open_session(problem, record=request.args.get("record") == "1")
     return jsonify(token=session.token, problem_id=problem.id,
                    frame_rate=session.episode.frame_rate, episode_id=session.episode_id)

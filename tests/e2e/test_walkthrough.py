@@ -7,12 +7,14 @@ screenshot of each stage (the README's participant walkthrough is made from them
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from sqlmodel import select
 
 from consent.definition import load_definition
-from records.models import Participant, Study
+from records.models import EpisodeRow, Participant, Study
 from tasks import registry
 from tasks.worldtest.challenge import EXPLORE_FREELY, get
 from tasks.worldtest.episode import env_hint
@@ -67,8 +69,15 @@ def play_and_give_up(page, folder, name=None):
     page.locator("[data-continue]:enabled").click()
 
 
-def test_a_participant_walks_the_demo_study(make_live_server, page, tmp_path):
-    definition = load_definition(DEMO, {p.id for p in registry.list_problems()})
+@pytest.mark.parametrize("play", ["server", "browser"])
+def test_a_participant_walks_the_demo_study(make_live_server, page, tmp_path, play, monkeypatch):
+    """The same visit whether the server ticks the games or the participant's browser
+    does (``play: browser``: the engine loads during the consent, each game is the
+    server's record, checked)."""
+    definition = replace(load_definition(DEMO, {p.id for p in registry.list_problems()}),
+                         play=play)
+    if play == "browser":  # the README's screenshots are the server's
+        monkeypatch.delenv("GRIDSTUDY_SCREENSHOTS", raising=False)
     live = make_live_server()
     with live.store.session() as db:
         db.add(Study(id="demo", title=definition.title, definition=definition.to_dict()))
@@ -118,3 +127,10 @@ def test_a_participant_walks_the_demo_study(make_live_server, page, tmp_path):
     assert [r["stage"] for r in participant.data["records"]] == [
         "consent", "screening", "instructions", "tutorial", "quiz", "task", "attention",
         "task", "debrief"]
+    with live.store.session() as db:
+        played = [row.info for row in db.exec(select(EpisodeRow).where(
+            EpisodeRow.participant_id == participant.id, EpisodeRow.status != "assigned")).all()]
+    assert len(played) == 3 and all(info.get("play", "server") == play for info in played)
+    if play == "browser":
+        assert all(info["verified"] is True for info in played)
+        assert "play_fallback" not in participant.data

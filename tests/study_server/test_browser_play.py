@@ -164,3 +164,22 @@ def test_a_hostile_batch_is_refused_whole_and_nothing_is_stored(store, batch, me
         kept.take(batch)
     assert kept.next == 0
     assert stored(store, Event, kept.recorder.episode_id) == []
+
+
+def test_only_problems_of_the_package_play_in_the_browser(tmp_path):
+    """The engine archive holds the ``tasks`` package: a problem registered from
+    elsewhere (here the tests' walker) is played by the server, even in a study whose file
+    says ``play: browser``; the built-in library and the task-DAG maps play in the page."""
+    from study_server.app import shutdown
+    from study_server.engine import in_engine
+    from tests.consent.helpers import study_app
+    from tests.consent.test_flow import walk_to_first_task
+
+    assert in_engine("lamp_grid/planning") and in_engine("dagmap/high-n4")
+    app = study_app(tmp_path / "walker.db", play="browser")
+    try:
+        page = walk_to_first_task(app, app.test_client())
+        assert not in_engine(page.context["problem_id"])
+        assert page.context["play"] == "server" and page.context["token"]
+    finally:
+        shutdown(app)
