@@ -208,6 +208,8 @@ class Participant:
         self.cookie = f"gridstudy_route={secrets.token_urlsafe(9)}"
         self.states: list[float] = []
         self.sent = 0
+        self.acks: asyncio.Queue = asyncio.Queue()
+        """Answers to the events sent with an acknowledgement id, in order."""
 
     async def run(self, http: Any) -> dict[str, Any]:
         import websockets
@@ -239,6 +241,8 @@ class Participant:
         async for message in socket:
             if message.startswith('42["state"'):
                 self.states.append(time.time())
+            elif message.startswith("43"):  # an acknowledgement: 43<id>[answer]
+                self.acks.put_nowait(json.loads(message[message.index("["):])[0])
             elif message == "2":
                 await socket.send("3")
             elif message.startswith('42["ping"'):
@@ -279,7 +283,6 @@ class BrowserParticipant(Participant):
             await socket.send("40")
             while not (await socket.recv()).startswith("40"):
                 pass
-            self.acks: asyncio.Queue = asyncio.Queue()
             await socket.send("420" + json.dumps(["join-browser", {"token": token}]))
             reader = asyncio.create_task(self._read(socket))
             record = await self.acks.get()
@@ -322,17 +325,6 @@ class BrowserParticipant(Participant):
         answer = await self.acks.get()
         self.verified = answer.get("verified", False)
         return (answer["next"] if answer.get("ok") else acked), number + 1
-
-    async def _read(self, socket: Any) -> None:
-        async for message in socket:
-            if message.startswith("43"):  # an acknowledgement: 43<id>[answer]
-                self.acks.put_nowait(json.loads(message[message.index("["):])[0])
-            elif message == "2":
-                await socket.send("3")
-            elif message.startswith('42["ping"'):
-                sent = json.loads(message[2:])[1]["sent"]
-                await socket.send("42" + json.dumps(["pong", {"sent": sent,
-                                                              "client_time": time.time()}]))
 
 
 async def _crowd(url: str, plan: list[tuple], browser: bool = False) -> list[dict]:
