@@ -63,6 +63,7 @@ class BrowserAttempt:
         self.next = next_entry
         self.difference: dict[str, Any] | None = None
         self.ended = False
+        self.ended_at: float | None = None
         self.actions: list[str] = []
         """The actions applied so far, in order: what a page that left rebuilds from."""
         self.lock = threading.Lock()
@@ -154,7 +155,7 @@ class BrowserAttempt:
                                "browser_hash": entry.get("hash"), **more}
 
     def _end(self, status: str, info: dict[str, Any]) -> None:
-        self.ended = True
+        self.ended, self.ended_at = True, time.time()
         self.recorder.finished(self.episode, status=status, info={**info, **self.outcome()})
 
     def outcome(self) -> dict[str, Any]:
@@ -226,9 +227,20 @@ def sessions(app: Any) -> dict[str, BrowserSession]:
     return app.extensions.setdefault("gridstudy.browser", {})
 
 
+ENDED_KEPT = 60.0
+"""Seconds an ended attempt stays held (a page whose last acknowledgement was lost sends
+its last batch again), before the next new attempt forgets it."""
+
+
 def keep(app: Any, played: BrowserSession) -> BrowserSession:
-    """Hold ``played`` in this process: its page joins it by token."""
-    sessions(app)[played.token] = played
+    """Hold ``played`` in this process (its page joins it by token), forgetting the
+    attempts that ended over :data:`ENDED_KEPT` seconds ago: their record is stored."""
+    held = sessions(app)
+    now = time.time()
+    for token, old in list(held.items()):
+        if old.attempt.ended_at is not None and now - old.attempt.ended_at > ENDED_KEPT:
+            held.pop(token, None)
+    held[played.token] = played
     return played
 
 

@@ -183,3 +183,27 @@ def test_only_problems_of_the_package_play_in_the_browser(tmp_path):
         assert page.context["play"] == "server" and page.context["token"]
     finally:
         shutdown(app)
+
+
+def test_ended_browser_attempts_are_forgotten_and_previews_are_bounded(tmp_path):
+    """An ended attempt is held a minute (a lost last acknowledgement is answered), then
+    forgotten; previews played in the browser count against MAX_PREVIEWS like the
+    server's."""
+    import httpx
+
+    from study_server import browser_play
+    from tests.conftest import start_live_server
+
+    live = start_live_server(tmp_path / "held.db", {"MAX_PREVIEWS": 2})
+    try:
+        made = [httpx.post(f"{live.url}/play/lamp_grid/planning/session",
+                           params={"play": "browser"}).json() for _ in range(2)]
+        refused = httpx.post(f"{live.url}/play/lamp_grid/planning/session", params={"play": "browser"})
+        assert refused.status_code == 503 and "previews are open already" in refused.text
+        held = browser_play.sessions(live.app)
+        first = held[made[0]["token"]]
+        first.attempt.ended, first.attempt.ended_at = True, 0.0  # ended long ago
+        browser_play.keep(live.app, held.pop(made[1]["token"]))
+        assert set(held) == {made[1]["token"]}
+    finally:
+        live.stop()
