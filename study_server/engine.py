@@ -26,21 +26,44 @@ KINDS = (".py", ".sexp", ".json")
 _STAMP = (2020, 1, 1, 0, 0, 0)
 
 
+USER_LIBRARY = "userlib"
+"""Where the archive keeps the researcher's library (``$GRIDSTUDY_LIBRARY``): the page
+points ``GRIDSTUDY_LIBRARY`` there before the engine loads, so that their environments
+and problems play in the browser as they do on the server."""
+
+
 def engine_files() -> list[Path]:
     """The package's files the archive holds, sorted (no caches)."""
-    return sorted(path for path in PACKAGE.rglob("*")
+    return _files(PACKAGE)
+
+
+def user_files() -> list[Path]:
+    """The researcher's library's programs and problems (none without a library)."""
+    from tasks.library import library_root
+
+    root = library_root()
+    return _files(root) if root.is_dir() else []
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(path for path in root.rglob("*")
                   if path.is_file() and path.suffix in KINDS and "__pycache__" not in path.parts)
 
 
 @cache
 def engine_archive() -> bytes:
-    """The engine as a zip archive: ``tasks/...`` paths, unpacked beside ``sys.path``."""
+    """The engine as a zip archive: ``tasks/...`` paths, unpacked beside ``sys.path``, and
+    the researcher's library under ``userlib/``."""
+    from tasks.library import library_root
+
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in engine_files():
-            entry = zipfile.ZipInfo(f"tasks/{path.relative_to(PACKAGE).as_posix()}", _STAMP)
-            entry.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(entry, path.read_bytes())
+        for folder, root, files in (("tasks", PACKAGE, engine_files()),
+                                    (USER_LIBRARY, library_root(), user_files())):
+            for path in files:
+                entry = zipfile.ZipInfo(f"{folder}/{path.relative_to(root).as_posix()}", _STAMP)
+                entry.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(entry, path.read_bytes())
     return buffer.getvalue()
 
 
@@ -51,14 +74,17 @@ def engine_digest() -> str:
 
 def in_engine(problem_id: str) -> bool:
     """Whether the archive can play ``problem_id``: its environment is the package's own
-    (a program under ``tasks/``, or Python code of ``tasks``), not one registered from
-    elsewhere (a researcher's library, a test, a benchmark). Such a problem is played by
-    the server even in a study that plays in the browser."""
+    (a program under ``tasks/``, or Python code of ``tasks``) or a program of the
+    researcher's library, not one registered from elsewhere (a test, a benchmark). Such
+    a problem is played by the server even in a study that plays in the browser."""
     from tasks import registry
+    from tasks.library import library_root
 
     spec = registry.env_spec(registry.get_problem(problem_id).env_id)
     if spec.program:
-        return Path(spec.program).resolve().is_relative_to(PACKAGE.resolve())
+        program = Path(spec.program).resolve()
+        return program.is_relative_to(PACKAGE.resolve()) or \
+            program.is_relative_to(library_root().resolve())
     entry = spec.entry_point
     module = entry.partition(":")[0] if isinstance(entry, str) else getattr(entry, "__module__", "")
     return module == "tasks" or module.startswith("tasks.")

@@ -66,6 +66,19 @@ def test_an_environment_made_with_envs_new_goes_all_the_way_into_a_study(
     stored = run("study", "create", "study.yaml", "--db", "s.db")
     assert stored.returncode == 0 and "study 'pilot' stored: 3 problems" in stored.stdout, stored.stderr
 
+    # The browser engine carries the library too: the same frames in the page as here.
+    made = subprocess.run(
+        [str(Path(GRIDSTUDY).parent / "python"), "-c", BROWSER_JOBS, str(tmp_path)],
+        cwd=tmp_path, env={**_environ(), **env, "PYTHONPATH": str(Path(__file__).parents[2])},
+        capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr[-2000:]
+    expected = json.loads((tmp_path / "expected.json").read_text())
+    from tests.tasks.test_browser_engine import replay_in_node
+
+    answer = replay_in_node(tmp_path / "engine.zip", json.loads((tmp_path / "jobs.json").read_text()))
+    assert {r["problem"]: r["hashes"] for r in answer["results"]} == expected
+    assert sorted(expected) == sorted(problems)
+
     # Names nobody wrote are errors, with exit 1.
     for command, says in ((["problems", "derive", "glass_hose"],
                            "unknown environment 'glass_hose' (did you mean 'glass_house'?)"),
@@ -74,6 +87,26 @@ def test_an_environment_made_with_envs_new_goes_all_the_way_into_a_study(
         unknown = run(*command)
         assert unknown.returncode == 1 and says in unknown.stderr, unknown.stderr
     assert json.loads((folder / "problems" / "mfp.json").read_text())["env_id"] == "autumn/glass_house"
+
+
+BROWSER_JOBS = """
+import json, sys
+from pathlib import Path
+from bench.browser_engine import some_play
+from study_server.engine import engine_archive, in_engine
+from tasks import registry
+from tasks.worldtest.verify import frame_hashes
+out = Path(sys.argv[1])
+problems = [f"glass_house/{c}" for c in ("mfp", "planning", "cd")]
+assert all(in_engine(p) for p in problems)
+jobs = [{"problem": p, "actions": some_play(p)} for p in problems]
+(out / "engine.zip").write_bytes(engine_archive())
+(out / "jobs.json").write_text(json.dumps(jobs))
+(out / "expected.json").write_text(json.dumps(
+    {j["problem"]: frame_hashes(registry.get_problem(j["problem"]), j["actions"]) for j in jobs}))
+"""
+"""Run with the library's environment: the archive (with the library), random plays of
+its problems, and their frames on this machine."""
 
 
 def _environ() -> dict[str, str]:

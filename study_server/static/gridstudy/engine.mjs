@@ -7,7 +7,12 @@
 export async function startEngine(loadPyodide, archive, options = {}) {
   const pyodide = await loadPyodide(options);
   pyodide.unpackArchive(new Uint8Array(archive), "zip", { extractDir: "/engine" });
-  pyodide.runPython("import sys\nif '/engine' not in sys.path: sys.path.insert(0, '/engine')");
+  // the researcher's library, when the archive holds one, is the engine's library too
+  pyodide.runPython([
+    "import os, sys",
+    "if '/engine' not in sys.path: sys.path.insert(0, '/engine')",
+    "os.environ['GRIDSTUDY_LIBRARY'] = '/engine/userlib'",
+  ].join("\n"));
   const verify = pyodide.pyimport("tasks.worldtest.verify");
   return {
     pyodide,
