@@ -219,8 +219,10 @@ def open_browser_session(store: Any, problem: Any, *, study_id: str | None = Non
     episode = Episode(problem)
     recorder = EpisodeRecorder(store, problem, study_id=study_id, participant_id=participant_id,
                                wait_for_end=False)
-    return BrowserSession(BrowserAttempt(episode, recorder), problem.id, episode.frame_rate,
-                          study_id, participant_id, owner)
+    played = BrowserSession(BrowserAttempt(episode, recorder), problem.id, episode.frame_rate,
+                            study_id, participant_id, owner)
+    remember(store, played)
+    return played
 
 
 def sessions(app: Any) -> dict[str, BrowserSession]:
@@ -244,10 +246,16 @@ def keep(app: Any, played: BrowserSession) -> BrowserSession:
     return played
 
 
-def browser_token(app: Any, episode_id: int) -> str:
+TOKEN_KEY = "browser_token"
+"""``info`` key of a browser attempt: its token's digest, by which a page that kept
+playing while its server restarted (or while another worker took over) joins it again."""
+
+
+def browser_token(app: Any, episode_id: int, token: str | None = None) -> str:
     """The token of the browser attempt of episode ``episode_id``: the one held here, or
-    one rebuilt from its stored record (a first visit, a restart): the stored events
-    replayed on the server's episode, the log numbered on from what is stored."""
+    one rebuilt from its stored record (a first visit, a restart) under ``token`` (a new
+    one when None): the stored events replayed on the server's episode, the log numbered
+    on from what is stored."""
     for played in list(sessions(app).values()):
         if played.episode_id == episode_id:
             return played.token
@@ -272,12 +280,40 @@ def browser_token(app: Any, episode_id: int) -> str:
                                wait_for_end=False)
     attempt = BrowserAttempt(rebuilt.episode, recorder, next_entry=len(events) + refused)
     attempt.actions = [e.action for e in events if replays(e)]
-    if not (row.info or {}).get("play"):
-        from records.recorder import merge_info
+    played = BrowserSession(attempt, problem.id, rebuilt.episode.frame_rate, row.study_id,
+                            row.participant_id, token=token or "")
+    remember(store, played, row.info)
+    return keep(app, played).token
 
-        merge_info(store, episode_id, {"play": BROWSER})
-    return keep(app, BrowserSession(attempt, problem.id, rebuilt.episode.frame_rate,
-                                    row.study_id, row.participant_id)).token
+
+def remember(store: Any, played: BrowserSession, info: dict[str, Any] | None = None) -> None:
+    """Note in the attempt's row that it is played in the browser, under this token."""
+    from records.recorder import merge_info
+    from study_server.tokens import digest
+
+    mark = {"play": BROWSER, TOKEN_KEY: digest(played.token)}
+    if any((info or {}).get(key) != value for key, value in mark.items()):
+        merge_info(store, played.episode_id, mark)
+
+
+def find(app: Any, token: str) -> BrowserSession | None:
+    """The attempt played under ``token`` that this process does not hold (its server
+    restarted, or another worker held it), rebuilt here from the store; None when no
+    unfinished attempt has that token."""
+    from sqlmodel import select
+
+    from records.models import EpisodeRow
+    from study_server import assignment
+    from study_server.tokens import digest
+
+    store = app.extensions["gridstudy.store"]
+    with store.session() as db:
+        found = db.exec(select(EpisodeRow.id).where(
+            EpisodeRow.info[TOKEN_KEY].as_string() == digest(token),
+            EpisodeRow.status.in_(assignment.HOLDING))).first()
+    if found is None:
+        return None
+    return sessions(app).get(browser_token(app, found, token))
 
 
 def drop(app: Any, participant_id: int) -> list[int]:

@@ -342,6 +342,13 @@ def on_join_browser(message: Any = None) -> dict[str, Any]:
     the actions the server holds and the number of the next log entry it expects)."""
     token = message.get("token") if isinstance(message, dict) else None
     session = _browsers().get(token) if isinstance(token, str) else None
+    if session is None and isinstance(token, str) and TOKEN.fullmatch(token):
+        try:  # a page that played on while its server restarted
+            session = off_loop(browser_play.find, current_app._get_current_object(), token)
+        except STORAGE_ERRORS as error:
+            if isinstance(error, SQLAlchemyError) and not unavailable(error):
+                raise
+            return _refuse(JOIN_LATER)
     if session is None or not _may_play(session.study_id, session.participant_id, session.owner):
         return _refuse(UNKNOWN_SESSION)
     if session.sid not in (None, request.sid):

@@ -188,3 +188,76 @@ def test_at_a_300_ms_round_trip_a_key_shows_within_a_frame_period_plus_20_ms(liv
     assert found["applied"] == found["keys"] >= 25
     assert found["late"] == 0
     assert found["p95"] <= period + 20, found
+
+
+def test_a_page_plays_on_through_a_kill_9_and_the_restart_stores_everything_it_played(
+        tmp_path, browser):
+    """``kill -9`` of the server mid-game: the page keeps ticking and keeps its log; when
+    the server is back on the same address, the page joins the same attempt again (by its
+    token), sends what the new server has not stored, and the record holds every entry
+    the page played, the server's frames, without a hole."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import httpx
+
+    from tests.conftest import free_port
+
+    db, port = tmp_path / "kill.db", free_port()
+    command = [str(Path(sys.executable).parent / "gridstudy"), "serve", "--port", str(port),
+               "--db", str(db)]
+    environ = {**os.environ, "GRIDSTUDY_PREVIEW": "open"}
+
+    def serve():
+        process = subprocess.Popen(command, env=environ, stdout=subprocess.DEVNULL,
+                                   stderr=(tmp_path / "serve.log").open("a"))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/play/", timeout=2)
+                return process
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise AssertionError((tmp_path / "serve.log").read_text()[-2000:])
+
+    process = serve()
+    page = browser.new_page()
+    try:
+        page.goto(f"http://127.0.0.1:{port}/play/{PROBLEM}?play=browser")
+        page.wait_for_selector(f"{GAME}[data-engine=ready]", timeout=60000)
+        page.locator("[data-gs=grid]").focus()
+        for key in ("ArrowRight", "ArrowDown", "ArrowRight"):
+            page.keyboard.press(key)
+            page.wait_for_timeout(300)
+        page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.stored) > 3")
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        for key in ("ArrowLeft", "ArrowUp"):  # played while nobody stores it
+            page.keyboard.press(key)
+            page.wait_for_timeout(400)
+        process = serve()
+        page.wait_for_timeout(500)
+        played = page.evaluate(f"document.querySelector('{GAME}').gridstudy.local.logged()")
+        page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.stored) >= {played}",
+                               timeout=30000)
+        assert page.get_attribute(GAME, "data-verified") == "true"
+    finally:
+        page.close()
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+    from records.store import Store
+
+    with Store(str(db)) as store, store.session() as session:
+        [row] = session.exec(select(EpisodeRow)).all()
+        from records.models import Event
+
+        events = session.exec(select(Event).where(Event.episode_id == row.id)
+                              .order_by(Event.seq)).all()
+    assert len(events) >= played and [e.seq for e in events] == list(range(len(events)))
+    assert {"left", "up"} <= {e.action for e in events}  # the keys pressed while it was down
+    replayed = frame_hashes(registry.get_problem(PROBLEM), [e.action for e in events])
+    assert [e.frame_hash for e in events] == replayed[1:]

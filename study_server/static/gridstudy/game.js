@@ -172,6 +172,10 @@
     socket.on("visit-ended", function (m) { window.location.assign(m.url); });
     socket.on("refused", function (m) {
       if (/another connection/.test(m.reason || "")) { self.offerTakeover(); return; }
+      if (/^join: saving/.test(m.reason || "")) {  // the database is away: join again soon
+        setTimeout(function () { self.rejoin(false); }, 2000);
+        return;
+      }
       self.refused(m.reason || "");
     });
     socket.on("taken-over", function () {
