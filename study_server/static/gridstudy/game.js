@@ -124,7 +124,7 @@
   /* Browser play (study_server/browser_play.py): the page ticks the engine itself, at
      the problem's frame rate, and sends its play log to the server in batches; the
      server replays it on its own engine and keeps the record. */
-  var LOG_EVERY = 1000, LOG_BATCH = 256, ENGINE_WAIT = 30000;
+  var LOG_EVERY = 1000, LOG_BATCH = 256, LOG_WAIT = 5000, ENGINE_WAIT = 30000;
   var enginePromise = null;
 
   function loadEngine(root, progress) {
@@ -162,6 +162,7 @@
       socket.emit("join-browser", { token: self.token, takeover: takeover }, function (answer) {
         if (!answer || !answer.ok) { return; }  // "refused" says why
         self.acked = answer.record.next;
+        self.joinedHere = true;  // this connection may send the log now
         self.lost = false;
         self.onJoined(answer);
         self.flush();
@@ -184,7 +185,11 @@
       self.say("This game now continues in another tab or window. You can close this one.");
       self.root.dataset.takenOver = "1";
     });
-    socket.on("disconnect", function () { self.lost = true; });
+    socket.on("disconnect", function () {
+      self.lost = true;
+      self.joinedHere = false;  // a new connection joins first (the server's door wants it)
+      self.sending = false;  // an answer that will not come now
+    });
     Promise.all([Promise.race([engine, timer]), joined]).then(function (ready) {
       if (bar) { bar.value = 1; bar.hidden = true; }
       self.local = ready[0].play(self.root.dataset.problem, ready[1].record);
@@ -233,11 +238,13 @@
   /* Send the log's entries the server has not acknowledged (one batch in flight). */
   Game.prototype.flush = function () {
     var self = this;
-    if (!this.local || this.sending || !this.socket.connected) { return; }
+    if (!this.local || this.sending || !this.joinedHere || !this.socket.connected) { return; }
     var batch = JSON.parse(this.local.since(this.acked, LOG_BATCH));
     if (!batch.length) { this.logged(); return; }
-    this.sending = true;
+    var sent = this.sending = {};  // this batch; an answer lost on the way frees the next
+    setTimeout(function () { if (self.sending === sent) { self.sending = false; } }, LOG_WAIT);
     this.socket.emit("log", { token: this.token, batch: batch }, function (answer) {
+      if (self.sending !== sent) { return; }  // given up on, or the connection changed
       self.sending = false;
       if (answer && answer.ok) {
         self.acked = answer.next;
