@@ -19,7 +19,9 @@ that nginx spreads them over the workers as it spreads browsers.
 It prints, per run: tick lateness p50/p99 (from the stored events), frames delivered per
 frames expected, events persisted per ticks run, gaps in ``seq``, inputs accounted for,
 the CPU of the workers, of nginx/PostgreSQL/Redis and of the generator, and the workers'
-CPU-seconds per session-second (so 1 / that is the sessions one core carries). Several
+CPU-seconds per session-second (so 1 / that is the sessions one core carries) and what
+the server sent each participant a second (``wire``: the characters of its messages,
+Engine.IO framing included; they are ASCII, so bytes). Several
 async modes are measured in turn, run after run. Then, unless ``--no-search``, it adds
 participants in steps until p99 lateness passes 25 ms and bisects between the last count
 that kept it and the first that did not, down to ``--search-resolution`` sessions.
@@ -79,21 +81,26 @@ def register_walker() -> None:
                                          "horizon": 10**9}))
 
 
-def serve(port: int, db: str, async_mode: str, **config: Any) -> None:
+def serve(port: int, db: str, async_mode: str, profile: str | None = None,
+          **config: Any) -> None:
     """The server process: register the bench problem, then ``gridstudy serve`` (with
-    ``config`` on top of the database and async mode)."""
+    ``config`` on top of the database and async mode), sampled into ``profile`` if given
+    (:mod:`bench.profile`)."""
+    from bench.profile import sampling
     from study_server.commands.serve import run
 
     register_walker()
-    run({"DATABASE_URL": db, "ASYNC_MODE": async_mode, **config}, "127.0.0.1", port,
-        announce=lambda app, url: None)
+    with sampling(profile) if profile else contextlib.nullcontext():
+        run({"DATABASE_URL": db, "ASYNC_MODE": async_mode, **config}, "127.0.0.1", port,
+            announce=lambda app, url: None)
 
 
 class Server:
     """What runs for one measurement: one server process, or N workers behind nginx with
     Redis (and PostgreSQL unless a database was given); stopped by :meth:`stop`."""
 
-    def __init__(self, db: str | None, async_mode: str, workers: int, folder: Path) -> None:
+    def __init__(self, db: str | None, async_mode: str, workers: int, folder: Path,
+                 profile: str | None = None) -> None:
         from study_server import services
 
         self.services: list[Any] = []
@@ -120,7 +127,8 @@ class Server:
         else:
             port = services.free_port()
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "bench.load", "--serve", str(port), self.db, async_mode],
+                [sys.executable, "-m", "bench.load", "--serve", str(port), self.db, async_mode,
+                 *([profile] if profile else [])],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.url = f"http://127.0.0.1:{port}"
         wait_for(self.url)
@@ -207,6 +215,8 @@ class Participant:
         self.rng = random.Random(seed)
         self.cookie = f"gridstudy_route={secrets.token_urlsafe(9)}"
         self.states: list[float] = []
+        self.received = 0
+        """Characters of every message the server sent (Engine.IO's framing included)."""
         self.sent = 0
         self.acks: asyncio.Queue = asyncio.Queue()
         """Answers to the events sent with an acknowledgement id, in order."""
@@ -228,19 +238,25 @@ class Participant:
                 pass
             await socket.send("42" + json.dumps(["join", {"token": token}]))
             joined = time.time()
+            self.ready = asyncio.Event()
             reader = asyncio.create_task(self._read(socket))
+            # keys only once the game is shown, as a page sends them: an input sent before
+            # the join is handled is refused unread (the door), and never stored
+            await asyncio.wait_for(self.ready.wait(), 60)
             await self._press(socket, token)
             left = time.time()
             reader.cancel()
         return {"problem": self.problem, "episode_id": opened["episode_id"],
                 "frame_rate": opened["frame_rate"],
-                "joined": joined, "left": left, "sent": self.sent,
+                "joined": joined, "left": left, "sent": self.sent, "received": self.received,
                 "states": sum(1 for t in self.states if joined < t <= left)}
 
     async def _read(self, socket: Any) -> None:
         async for message in socket:
+            self.received += len(message)
             if message.startswith('42["state"'):
                 self.states.append(time.time())
+                self.ready.set()
             elif message.startswith("43"):  # an acknowledgement: 43<id>[answer]
                 self.acks.put_nowait(json.loads(message[message.index("["):])[0])
             elif message == "2":
@@ -390,6 +406,7 @@ def summarise(db: str, results: list[dict], cpu: dict[str, float], wall: float) 
         "helpers_cpu_percent_of_one_core": 100 * cpu["helpers"] / wall,
         "generator_cpu_percent_of_one_core": 100 * cpu["generator"] / wall,
         "server_cpu_per_session_second": cpu["workers"] / session_seconds,
+        "received_per_session_second": sum(r["received"] for r in results) / session_seconds,
         "by_challenge": by_challenge,
     }
 
@@ -441,12 +458,14 @@ def busy(processes: int, seconds: float) -> Iterator[None]:
 
 def measure(sessions: int, seconds: float, async_mode: str, problem: str | list[str],
             nice: int = 10, workers: int = 1, db: str | None = None,
-            busy_processes: int = 0, browser: bool = False) -> dict[str, Any]:
+            busy_processes: int = 0, browser: bool = False,
+            profile: str | None = None) -> dict[str, Any]:
     """One run: N participants joining over 1 s, playing ``seconds``, then the figures.
     Given a list of problems, participant i plays problem i modulo its length."""
     problems = [problem] if isinstance(problem, str) else problem
     with busy(busy_processes, seconds + 120):
-        return _measure(sessions, seconds, async_mode, problems, nice, workers, db, browser)
+        return _measure(sessions, seconds, async_mode, problems, nice, workers, db, browser,
+                        profile)
 
 
 def mix_problems() -> list[str]:
@@ -456,10 +475,11 @@ def mix_problems() -> list[str]:
 
 
 def _measure(sessions: int, seconds: float, async_mode: str, problems: list[str], nice: int,
-             workers: int, db: str | None, browser: bool = False) -> dict[str, Any]:
+             workers: int, db: str | None, browser: bool = False,
+             profile: str | None = None) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        server = Server(db, async_mode, workers, Path(tmp))
+        server = Server(db, async_mode, workers, Path(tmp), profile)
         try:
             start = time.time() + 3.0
             plan = [(problems[i % len(problems)], start + i / max(1, sessions),
@@ -503,6 +523,7 @@ def row(figures: dict[str, Any]) -> str:
             "nginx+db+queue {helpers_cpu_percent_of_one_core:3.0f} %, "
             "generator {generator_cpu_percent_of_one_core:3.0f} %  "
             "server {server_cpu_per_session_second:.4f} cpu-s per session-s  "
+            "wire {received_per_session_second:.0f} B/s per participant  "
             "load {load_average[0]:.1f}->{load_average[1]:.1f}").format(**figures)
 
 
@@ -531,7 +552,7 @@ def search(measure_count: Any, step: int, limit: int, resolution: int) -> int:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--serve"]:
-        serve(int(argv[1]), argv[2], argv[3])
+        serve(int(argv[1]), argv[2], argv[3], *argv[4:5])
         return
     if argv[:1] == ["--serve-worker"]:  # one of the workers, as `serve --worker` runs it
         port = int(argv[argv.index("--port") + 1])
@@ -555,6 +576,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="CPU-bound processes running beside the server (a shared machine)")
     parser.add_argument("--mix", action="store_true",
                         help="after each run, one as large spread over every registered problem")
+    parser.add_argument("--profile", metavar="FILE", help="sample the server of each walker "
+                        "run (one process) into FILE and FILE.txt (bench/profile.py)")
     parser.add_argument("--no-search", action="store_true")
     parser.add_argument("--search-step", type=int, default=50)
     parser.add_argument("--search-resolution", type=int, default=10)
@@ -572,6 +595,8 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"unknown async mode {mode!r}; expected one of {', '.join(ASYNC_MODES)}")
     if args.workers > 1 and modes != ["gevent"]:
         parser.error("several workers run gevent only (Flask-SocketIO's deployment)")
+    if args.workers > 1 and args.profile:
+        parser.error("--profile samples one server process: leave out --workers")
     print(f"{args.sessions} participants x {args.seconds:.0f} s on {args.problem}, "
           f"{args.workers} worker(s), generator at nice {args.client_nice}, "
           f"{args.busy} busy process(es) beside the server (load average: 1-minute, "
@@ -585,7 +610,7 @@ def main(argv: list[str] | None = None) -> None:
     for _ in range(args.repeat):
         for mode in modes:
             print(row(measure(args.sessions, args.seconds, mode, args.problem,
-                              args.client_nice, **options)), flush=True)
+                              args.client_nice, **options, profile=args.profile)), flush=True)
             if mix:
                 figures = measure(args.sessions, args.seconds, mode, mix, args.client_nice,
                                   **options)
