@@ -31,7 +31,7 @@ STAGES = (
                  "<frozen importlib._bootstrap>:")),
     ("step", ("worldtest/episode.py:apply",)),
     ("view", ("session.py:get_state", "tick.py:view")),
-    ("diff", ("study_server/wire.py:",)),
+    ("diff", ("worldtest/changes.py:",)),
     ("store", ("records/store.py:", "records/recorder.py:", "records/writer.py:",
                "records/rows.py:")),
     ("encode", ("socketio/packet.py:encode", "engineio/packet.py:encode",

@@ -1,8 +1,9 @@
 """Remote play: the pygame window as a participant's client of a running server.
 
 The server owns the episode and its clock (``study_server.sockets``): this side joins a
-session by its token (the join code) over Socket.IO, draws every ``state`` the server
-sends, answers ``ping`` with its clock (the server estimates the offset), and sends each
+session by its token (the join code) over Socket.IO, rebuilds the view from the states
+the server sends (the whole view on joining, then what changed: ``tasks.worldtest.changes``)
+and draws it, answers ``ping`` with its clock (the server estimates the offset), and sends each
 key or click as ``input``. :class:`RemoteLoop` stands where the local
 :class:`~game_client.loop.GameLoop` stands, so :class:`~game_client.play.PygameClient`
 draws and reads input the same way in both modes.
@@ -16,6 +17,8 @@ from typing import Any
 
 import socketio
 
+from tasks.worldtest.changes import ViewReplica
+
 REDRAW_FPS = 30
 
 
@@ -28,7 +31,7 @@ class RemoteSession:
 
     def __init__(self, url: str, token: str) -> None:
         self.url, self.token = url, token
-        self.state: dict[str, Any] | None = None
+        self.view = ViewReplica()
         self.refusals: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.sio = socketio.Client(reconnection=True)
@@ -37,9 +40,16 @@ class RemoteSession:
         self.sio.on("refused", self.refusals.append)
         self.sio.on("connect", self._rejoin)
 
-    def _on_state(self, state: dict[str, Any]) -> None:
+    @property
+    def state(self) -> dict[str, Any] | None:
+        """The whole view, rebuilt from the server's states (``tasks.worldtest.changes``)."""
+        return self.view.state
+
+    def _on_state(self, message: dict[str, Any]) -> None:
         with self.lock:
-            self.state = state
+            lost = self.view.receive(message)
+        if lost:  # a state went missing: the server sends the whole view on a join
+            self.sio.emit("join", {"token": self.token})
 
     def _on_ping(self, message: dict[str, Any]) -> None:
         self.sio.emit("pong", {"sent": message["sent"], "client_time": time.time()})

@@ -23,6 +23,7 @@ from records.rebuild import rebuild
 from records.recorder import EpisodeRecorder
 from study_server.clock import ClockOffset
 from tasks import registry
+from tasks.worldtest.changes import ViewStream
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.tick import QUEUE_SIZE, QUEUED, RATE_LIMIT, Tick, TickEngine
@@ -94,6 +95,8 @@ class GameSession:
         self.paused: str | None = None
         """Why the session stands still (the store is behind), in the participant's words;
         None while it plays."""
+        self.stream = ViewStream()
+        """The states sent to whoever watches: what changed, tick by tick."""
 
     @classmethod
     def create(
@@ -167,6 +170,16 @@ class GameSession:
     def abandon(self, reason: str = "the session was abandoned") -> None:
         """Nobody came back: queued inputs are dropped and the attempt ends abandoned."""
         self.engine.abandon(reason)
+
+    def state_message(self) -> dict[str, Any]:
+        """The next state for every connection watching: what changed since the last one
+        (``tasks.worldtest.changes``), or now and then the whole view."""
+        return self.stream.next(self.get_state())
+
+    def whole_state(self) -> dict[str, Any]:
+        """The whole view, numbered in the stream (a client joining or asking again): the
+        last one sent, unless the view changed since (then it is the next version)."""
+        return self.stream.whole(self.get_state())
 
     def get_state(self) -> dict[str, Any]:
         """Everything a client draws now (the episode's view, plus the session token and,

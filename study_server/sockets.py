@@ -6,8 +6,8 @@ this protocol:
 
 * client -> ``join {token}``: bind this connection to the session ``token`` (opened by
   an HTTP route) and start its clock; the reply is ``state`` and a first ``ping``.
-* server -> ``state {...}``: the session's view after every tick, to that session's
-  room only.
+* server -> ``state {...}``: the session's view, whole on joining, then after every tick
+  what changed (``tasks.worldtest.changes``), to that session's room only.
 * client -> ``input {token, action, client_time}``: one key, click or button.
 * server -> ``ping {sent}`` / client -> ``pong {sent, client_time}``: the clock-offset
   exchange, a round of a few pings after joining and again with the first input once the
@@ -111,7 +111,9 @@ def _one_message(name: str, handler: Callable) -> Callable:
 
 
 def make_deliver(socketio: SocketIO):
-    """The scheduler's ``deliver``: a session's new state to its room only.
+    """The scheduler's ``deliver``: a session's new state (what changed since the last,
+    :meth:`GameSession.state_message`) to its room only, encoded once for every
+    connection in it.
 
     Sending happens on a sender task fed by a queue, in tick order, so that the tick
     loop never waits on a participant's socket: in threading mode an emit blocks until
@@ -132,7 +134,7 @@ def make_deliver(socketio: SocketIO):
     socketio.start_background_task(send_forever)
 
     def deliver(session: GameSession, tick: Tick | None) -> None:
-        outbox.put((session.token, session.get_state()))
+        outbox.put((session.token, session.state_message()))
 
     return deliver
 
@@ -213,7 +215,7 @@ def on_join(message: Any = None) -> dict[str, Any]:
     join_room(session.token)
     current_app.extensions["gridstudy.door"].joined(request.sid)
     _scheduler().start(session.token)
-    state = session.get_state()
+    state = session.whole_state()
     emit("state", state)
     _start_ping_round(session)
     return {"ok": True, "state": state}

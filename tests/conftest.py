@@ -33,6 +33,7 @@ from records.models import EpisodeRow, Event, RawInput
 from study_server.commands.serve import NoDelayRequestHandler
 from study_server.services import free_port
 from tasks import registry
+from tasks.worldtest.changes import ViewReplica
 from tasks.worldtest.problem import Problem
 from tests.envs import register_test_envs
 
@@ -191,11 +192,22 @@ class Player:
     def __init__(self, url: str, token: str, clock_skew: float = 0.0, cookie: str = "") -> None:
         self.url, self.token, self.clock_skew, self.cookie = url, token, clock_skew, cookie
         self.states: list[dict[str, Any]] = []
+        """The whole view after each state message (``tasks.worldtest.changes``)."""
+        self.messages: list[dict[str, Any]] = []
+        """The state messages as they came."""
+        self.view = ViewReplica()
         self.refusals: list[dict[str, Any]] = []
         self.sio = socketio.Client(reconnection=False)
-        self.sio.on("state", self.states.append)
+        self.sio.on("state", self._state)
         self.sio.on("refused", self.refusals.append)
         self.sio.on("ping", self._pong)
+
+    def _state(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        if self.view.receive(message):
+            self.sio.emit("join", {"token": self.token})
+        elif self.view.state is not None:
+            self.states.append(self.view.state)
 
     def now(self) -> float:
         """This client's clock (the server's, shifted by ``clock_skew``)."""

@@ -21,6 +21,7 @@ import httpx
 import socketio
 
 from consent.screening import make_items, study_palette
+from tasks.worldtest.changes import ViewReplica
 
 KEYS = ("up", "down", "left", "right")
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -109,11 +110,13 @@ class Player:
     states: list[tuple[float, dict]] = field(default_factory=list)
     refusals: list[dict] = field(default_factory=list)
     ledger: list[Ack] = field(default_factory=list)
+    view: ViewReplica = field(default_factory=ViewReplica)
+    """The whole view, rebuilt from the state messages (``states`` holds each)."""
 
     def __post_init__(self) -> None:
         self.client = socketio.Client(reconnection=True, reconnection_delay=0.2,
                                       reconnection_delay_max=1)
-        self.client.on("state", lambda state: self.states.append((time.time(), state)))
+        self.client.on("state", self._state)
         self.client.on("refused", self.refusals.append)
         self.client.on("connect", lambda: self.client.emit("join", {"token": self.token}))
         self.client.on("ping", lambda m: self.client.emit(
@@ -121,6 +124,12 @@ class Player:
         self.client.connect(self.url, transports=["websocket"],
                             headers={"Cookie": self.cookie} if self.cookie else {},
                             wait_timeout=30)
+
+    def _state(self, message: dict) -> None:
+        if self.view.receive(message):  # a state went missing: join again for the whole
+            self.client.emit("join", {"token": self.token})
+        elif self.view.state is not None:
+            self.states.append((time.time(), self.view.state))
 
     def press(self, action: str) -> None:
         """Send one input (if connected) and note the server's answer when it comes."""

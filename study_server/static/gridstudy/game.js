@@ -1,9 +1,10 @@
 /* The gridstudy browser client: draws the server's state, sends keys, clicks and buttons.
  *
  * The server owns the game (tasks/worldtest/tick.py behind study_server/session.py); this
- * file only draws each `state` it is sent and turns what the person does into action
- * texts (`up`, `click 3 4`, `choose_option_2` ...), each stamped with the client's clock.
- * Protocol: docs/protocols.md.
+ * file only rebuilds the view from each `state` it is sent (the whole view on joining,
+ * then what changed: tasks/worldtest/changes.py), draws it, and turns what the person
+ * does into action texts (`up`, `click 3 4`, `choose_option_2` ...), each stamped with
+ * the client's clock. Protocol: docs/protocols.md.
  *
  * A test phase is drawn by the widget its `test.kind` names (mfp options, planning goal,
  * cd frame selection); any challenge's own verbs come as `state.buttons` ([verb, label])
@@ -74,6 +75,33 @@
     return frame;
   }
 
+  function isObject(value) {
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+  }
+
+  /* The state after a change (tasks/worldtest/changes.py, `patched`): `cells` repaint
+   * cells of the frame, an object merges into the object it changes, anything else
+   * replaces. `state` is left as it was (the cd picker keeps the frames it showed). */
+  function patched(state, patch) {
+    var result = Object.assign({}, state);
+    Object.keys(patch).forEach(function (key) {
+      var value = patch[key];
+      if (key === "cells") {
+        var frame = result.frame = result.frame.slice(), copied = {};
+        value.forEach(function (cell) {
+          var x = cell[0], y = cell[1];
+          if (!copied[y]) { frame[y] = frame[y].slice(); copied[y] = true; }
+          frame[y][x] = cell[2];
+        });
+      } else if (isObject(value) && isObject(result[key])) {
+        result[key] = patched(result[key], value);
+      } else {
+        result[key] = value;
+      }
+    });
+    return result;
+  }
+
   var PHASES = {interaction: "exploring", test: "the test", select: "choosing the frame", done: "finished"};
 
   function Game(root, options) {
@@ -100,7 +128,7 @@
     socket.on("connect", function () { socket.emit("join", { token: self.token }); });
     socket.on("ping", function (m) { socket.emit("pong", { sent: m.sent, client_time: now() }); });
     socket.on("visit-ended", function (m) { window.location.assign(m.url); });  // its ending page
-    socket.on("state", function (state) { self.update(state); });
+    socket.on("state", function (message) { self.receive(message); });
     socket.on("refused", function (m) {
       if (/another connection/.test(m.reason || "")) { self.offerTakeover(); return; }
       if (/^join: saving/.test(m.reason || "")) {  // the database is away: join again soon
@@ -430,6 +458,24 @@
         && now() - this.mfpInflight.at < 1) { return; }
     this.mfpInflight = { position: test.position, at: now() };
     this.send(test.position < this.mfpTarget ? "step" : "rewind");
+  };
+
+  /* One `state` message: the whole view, or what changed since the version this page
+   * holds. A change older than that is ignored (the whole view sent on joining overtook
+   * it); one that does not follow it means a state was lost: join again, once, and the
+   * server sends the whole view. */
+  Game.prototype.receive = function (message) {
+    if (!("since" in message)) { this.outOfStep = false; this.update(message); return; }
+    if (this.outOfStep) { return; }
+    var held = this.state && this.state.version;
+    if (this.state && message.since === held) {
+      var change = Object.assign({}, message);
+      delete change.since;
+      this.update(patched(this.state, change));
+    } else if (!(this.state && message.version <= held)) {
+      this.outOfStep = true;
+      this.socket.emit("join", { token: this.token });
+    }
   };
 
   Game.prototype.update = function (state) {
