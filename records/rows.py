@@ -14,6 +14,7 @@ wrong type: text for an integer, a nested object for text, a non-finite number) 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -32,22 +33,41 @@ SQLite stores the same, so that both databases hold the same record)."""
 def check(table: schema.Table, record: dict[str, Any], extra: Iterable[str] = ()) -> None:
     """Raise ``ValueError`` naming the fields of ``record`` that ``table`` does not know,
     the required ones it leaves empty, or the first value its field cannot store. A NUL
-    character in a text value is replaced, in ``record``, by :data:`NUL_STAND_IN`."""
-    known = set(table.names) | set(extra)
-    unknown = record.keys() - known
-    if unknown:
-        raise ValueError(f"unknown {table.name} field(s) {sorted(unknown)}; "
-                         f"expected some of {sorted(table.names)}")
-    missing = [f.name for f in table.fields if f.required and record.get(f.name) is None]
+    character in a text value is replaced, in ``record``, by :data:`NUL_STAND_IN`.
+
+    Every row of every tick passes here (twice: where it is built and where it is
+    queued), so only the record's own values are looked at while all is well; the
+    table's order decides which error is named first."""
+    fields, required = _fields(table)
+    if not record.keys() <= fields.keys():
+        unknown = record.keys() - fields.keys() - set(extra)
+        if unknown:
+            raise ValueError(f"unknown {table.name} field(s) {sorted(unknown)}; "
+                             f"expected some of {sorted(table.names)}")
+    missing = [name for name in required if record.get(name) is None]
     if missing:
         raise ValueError(f"{table.name} record is missing required field(s) {missing}")
+    for name, value in record.items():
+        field = fields.get(name)
+        if value is None or field is None:
+            continue
+        if field.rejects(value):
+            _raise_first_rejected(table, record)
+        if field.type == schema.TEXT and "\x00" in value:
+            record[name] = value.replace("\x00", NUL_STAND_IN)
+
+
+@functools.cache
+def _fields(table: schema.Table) -> tuple[dict[str, schema.Field], tuple[str, ...]]:
+    """A table's fields by name, and the names of its required ones."""
+    return {f.name: f for f in table.fields}, tuple(f.name for f in table.fields if f.required)
+
+
+def _raise_first_rejected(table: schema.Table, record: dict[str, Any]) -> None:
     for field in table.fields:
-        value = record.get(field.name)
-        reason = field.rejects(value)
+        reason = field.rejects(record.get(field.name))
         if reason:
             raise ValueError(f"{table.name} record: {reason}")
-        if field.type == schema.TEXT and isinstance(value, str) and "\x00" in value:
-            record[field.name] = value.replace("\x00", NUL_STAND_IN)
 
 
 def event_row(*, server_time: float | None = None, **fields: Any) -> dict[str, Any]:

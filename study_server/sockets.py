@@ -32,12 +32,12 @@ import re
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from flask import current_app, request
 from flask import session as flask_session
 from flask_socketio import SocketIO, join_room, leave_room
-from flask_socketio import emit as emit_anywhere
 from socketio.packet import Packet
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -91,19 +91,64 @@ class JsonPacket(Packet):
     uses_binary_events = False
 
 
-def register_handlers(socketio: SocketIO) -> None:
+@dataclass(frozen=True)
+class Peer:
+    """The connection a message came from and the app it came to: all a handler needs,
+    whether Flask's request context was built for the message (``join``) or not."""
+
+    app: Any
+    sid: str
+
+    @classmethod
+    def here(cls) -> Peer:
+        """The sender of the message a Flask-SocketIO handler is handling."""
+        return cls(current_app._get_current_object(), request.sid)
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.app.extensions["gridstudy.realtime"]
+
+    def emit(self, event: str, data: Any, to: str | None = None) -> None:
+        """Emit to this connection (or ``to``, a session's connection, which joined here):
+        straight to it, not through the message queue, which would carry it to every
+        worker for one of them to deliver."""
+        self.app.extensions["socketio"].server.emit(event, data, to=to or self.sid,
+                                                    ignore_queue=True)
+
+    def refuse(self, reason: str) -> dict[str, Any]:
+        """Tell the sender why its message was not acted on. The door counts the refusal
+        (one log line a minute per connection at most; the message itself, which may hold
+        a session's token, is never logged)."""
+        self.app.extensions["gridstudy.door"].note(self.sid, reason[:80])
+        self.emit("refused", {"reason": reason})
+        return {"ok": False, "error": reason}
+
+
+def register_handlers(socketio: SocketIO, app: Any) -> None:
     """Attach the handlers to ``socketio`` (called by the app factory after ``init_app``),
     each taking exactly its one message: an event sent with more arguments is refused in
-    one counted line, not a traceback."""
+    one counted line, not a traceback.
+
+    ``input``, ``log`` and ``pong``, a participant's frequent messages, are handled
+    without Flask's request context (they read no cookie and no route): building it for
+    each cost more than the handler itself (measured with ``bench.load --profile``: the context 8 % of
+    the server's CPU at 100 players, ``on_input`` 4 %).
+    """
     for name, handler in HANDLERS.items():
-        socketio.on_event(name, _one_message(name, handler))
+        socketio.on_event(name, _one_message(name, handler, lambda args: (Peer.here(), args)))
+    for name, handler in BARE_HANDLERS.items():
+        socketio.server.on(name, _one_message(
+            name, handler, lambda args: (Peer(app, args[0]), args[1:])))
 
 
-def _one_message(name: str, handler: Callable) -> Callable:
+def _one_message(name: str, handler: Callable, sender: Callable) -> Callable:
+    """``handler(peer, message)`` for an event whose arguments ``sender`` splits into the
+    peer and the rest."""
     def receive(*args: Any) -> Any:
+        peer, args = sender(args)
         if name not in ("disconnect", "*") and len(args) > 1:
-            return _refuse(f"{name}: expected one message, got more arguments")
-        return handler(*args)
+            return peer.refuse(f"{name}: expected one message, got more arguments")
+        return handler(peer, *args)
 
     receive.__name__ = receive.__qualname__ = handler.__name__
     receive.__doc__ = handler.__doc__
@@ -139,26 +184,6 @@ def make_deliver(socketio: SocketIO):
     return deliver
 
 
-def emit(event: str, data: Any, to: str | None = None) -> None:
-    """Emit to a connection of this worker (the sender, or a session's connection, which
-    joined here): straight to it, not through the message queue, which would carry it to
-    every worker for one of them to deliver."""
-    emit_anywhere(event, data, to=to, ignore_queue=True)
-
-
-def _scheduler() -> Scheduler:
-    return current_app.extensions["gridstudy.realtime"]
-
-
-def _refuse(reason: str) -> dict[str, Any]:
-    """Tell the sender why its message was not acted on. The door counts the refusal
-    (one log line a minute per connection at most; the message itself, which may hold a
-    session's token, is never logged)."""
-    current_app.extensions["gridstudy.door"].note(request.sid, reason[:80])
-    emit("refused", {"reason": reason})
-    return {"ok": False, "error": reason}
-
-
 UNDECODABLE = (ValueError, TypeError, KeyError, IndexError)
 """What Engine.IO raises on a frame it cannot decode (a normal close is none of these)."""
 
@@ -184,40 +209,41 @@ def _short(payload: Any) -> str:
     return repr(payload)[:200]
 
 
-def on_join(message: Any = None) -> dict[str, Any]:
+def on_join(peer: Peer, message: Any = None) -> dict[str, Any]:
     """Client sends ``join {token}`` (``takeover: true`` to move the session here).
     Binds this connection to the session, enters the session's room, starts its ticks;
-    emits ``state`` and ``ping`` to this client. A session already bound to another live
-    connection is refused, unless the join takes it over: the other connection then
-    leaves the room and is told ``taken-over`` (a second tab that chose "continue
-    here")."""
+    emits the whole ``state`` and a ``ping`` to this client (a client that lost step with
+    the state messages joins again for the whole state). A session already bound to
+    another live connection is refused, unless the join takes it over: the other
+    connection then leaves the room and is told ``taken-over`` (a second tab that chose
+    "continue here")."""
     token = message.get("token") if isinstance(message, dict) else None
-    session = _scheduler().get(token)
+    session = peer.scheduler.get(token)
     if session is None and isinstance(token, str) and TOKEN.fullmatch(token):
         try:
             session = _adopt(token, takeover=message.get("takeover") is True)
         except STORAGE_ERRORS as error:
             if isinstance(error, SQLAlchemyError) and not unavailable(error):
                 raise
-            return _refuse(JOIN_LATER)
+            return peer.refuse(JOIN_LATER)
         if isinstance(session, str):
-            return _refuse(session)
+            return peer.refuse(session)
     if session is None:
-        return _refuse(UNKNOWN_SESSION)
+        return peer.refuse(UNKNOWN_SESSION)
     if not _may_play(session.study_id, session.participant_id, session.owner):
-        return _refuse(UNKNOWN_SESSION)  # the same answer: a token is no one's to probe
-    if session.sid not in (None, request.sid):
+        return peer.refuse(UNKNOWN_SESSION)  # the same answer: a token is no one's to probe
+    if session.sid not in (None, peer.sid):
         if message.get("takeover") is not True:
-            return _refuse("join: this session is open in another connection")
+            return peer.refuse("join: this session is open in another connection")
         leave_room(session.token, sid=session.sid)
-        emit("taken-over", {"token": session.token}, to=session.sid)
-    session.sid, session.idle_since, session.joined = request.sid, None, True
+        peer.emit("taken-over", {"token": session.token}, to=session.sid)
+    session.sid, session.idle_since, session.joined = peer.sid, None, True
     join_room(session.token)
-    current_app.extensions["gridstudy.door"].joined(request.sid)
-    _scheduler().start(session.token)
+    peer.app.extensions["gridstudy.door"].joined(peer.sid)
+    peer.scheduler.start(session.token)
     state = session.whole_state()
-    emit("state", state)
-    _start_ping_round(session)
+    peer.emit("state", state)
+    _start_ping_round(peer, session)
     return {"ok": True, "state": state}
 
 
@@ -249,148 +275,151 @@ def _adopt(token: str, takeover: bool) -> Any:
                          sleep=current_app.extensions["socketio"].sleep)
 
 
-def _start_ping_round(session: GameSession) -> None:
+def _start_ping_round(peer: Peer, session: GameSession) -> None:
     now = time.time()
     session.clock.start_round(now)
-    emit("ping", {"sent": now})
+    peer.emit("ping", {"sent": now})
 
 
-def on_input(message: Any = None) -> dict[str, Any]:
+def on_input(peer: Peer, message: Any = None) -> dict[str, Any]:
     """Client sends ``input {token, action, client_time}`` for a key, click or button.
     Queues it for the session's next tick; nothing is emitted unless it is refused (the
     next ``state`` shows its effect). Only the connection bound to the session may send."""
     if not isinstance(message, dict) or not isinstance(message.get("action"), str):
-        return _refuse("input: expected {token, action, client_time}")
-    session = _owned_session(message.get("token"))
+        return peer.refuse("input: expected {token, action, client_time}")
+    session = _owned_session(peer, message.get("token"))
     if session is None:
-        return _refuse("input: not your session")
+        return peer.refuse("input: not your session")
     client_time = message.get("client_time")
     if not isinstance(client_time, int | float) or isinstance(client_time, bool):
         client_time = None
     elif not 0 <= client_time < LATEST_CLIENT_TIME:  # NaN fails this too
-        return _refuse("input: client_time must be Unix seconds (a finite number from 0 to "
-                       f"{LATEST_CLIENT_TIME:g})")
+        return peer.refuse("input: client_time must be Unix seconds (a finite number from 0 "
+                           f"to {LATEST_CLIENT_TIME:g})")
     status = session.enqueue_action(message["action"], client_time=client_time)
     if status != "queued":
-        emit("refused", {"reason": status, "action": message["action"][:100]})
-    if session.clock.due(time.time(), current_app.config.get("CLOCK_RESYNC", CLOCK_RESYNC)):
-        _start_ping_round(session)
+        peer.emit("refused", {"reason": status, "action": message["action"][:100]})
+    if session.clock.due(time.time(), peer.app.config.get("CLOCK_RESYNC", CLOCK_RESYNC)):
+        _start_ping_round(peer, session)
     return {"ok": status == "queued", "status": status}
 
 
-def _judge_connection(session: GameSession) -> None:
+def _judge_connection(peer: Peer, session: GameSession) -> None:
     """End the visit of a study participant whose round trip stays above the study's
     ``max_round_trip_ms`` (``ClockOffset.typical_rtt``): the flow records the
     ``slow-connection`` ending, and the page is sent to it (``visit-ended``)."""
     typical = session.clock.typical_rtt()
     if typical is None or session.study_id is None or session.participant_id is None:
         return
-    flow = current_app.extensions["gridstudy.flow"]
+    app = peer.app
+    flow = app.extensions["gridstudy.flow"]
     limit = off_loop(flow.round_trip_limit, session.study_id)
     if limit is None or typical * 1000 <= limit:
         return
     log.info("%s: round trip %.0f ms over the study's %.0f ms; the visit ends",
              label(session.token), typical * 1000, limit)
     off_loop(flow.leave, session.study_id, session.participant_id, "slow-connection")
-    deadlines.close(current_app, current_app.extensions["socketio"], session, session.study_id)
+    with app.app_context():
+        deadlines.close(app, app.extensions["socketio"], session, session.study_id)
 
 
-def _owned_session(token: Any) -> GameSession | None:
-    session = _scheduler().get(token)
-    if session is None or session.sid != request.sid:
+def _owned_session(peer: Peer, token: Any) -> GameSession | None:
+    session = peer.scheduler.get(token)
+    if session is None or session.sid != peer.sid:
         return None
     return session
 
 
-def on_pong(message: Any = None) -> None:
+def on_pong(peer: Peer, message: Any = None) -> None:
     """Client answers a ``ping`` with ``pong {sent, client_time}``. Adds a clock sample to
     every session of this connection; emits the next ``ping`` until the round is complete."""
     received = time.time()
     if not isinstance(message, dict):
-        _refuse("pong: expected {sent, client_time}")
+        peer.refuse("pong: expected {sent, client_time}")
         return
     sent, client_time = message.get("sent"), message.get("client_time")
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (sent, client_time)):
-        _refuse("pong: expected numbers sent and client_time")
+        peer.refuse("pong: expected numbers sent and client_time")
         return
-    sessions = _scheduler().sessions_of(request.sid)
+    sessions = peer.scheduler.sessions_of(peer.sid)
     for session in sessions:
         session.clock.add(sent, client_time, received)
-        _judge_connection(session)
+        _judge_connection(peer, session)
     if any(not s.clock.round_complete for s in sessions):
-        emit("ping", {"sent": time.time()})
+        peer.emit("ping", {"sent": time.time()})
 
 
-def on_disconnect(reason: Any = None) -> None:
+def on_disconnect(peer: Peer, reason: Any = None) -> None:
     """The connection closed (tab closed, network lost). Pauses its sessions, which wait
     for a ``join`` from a new connection; nothing is emitted."""
-    scheduler = _scheduler()
-    for session in scheduler.sessions_of(request.sid):
+    scheduler = peer.scheduler
+    for session in scheduler.sessions_of(peer.sid):
         scheduler.pause(session.token)
         session.sid, session.idle_since = None, time.time()
-    for played in _browsers().values():
-        if played.sid == request.sid:
+    for played in browser_play.sessions(peer.app).values():
+        if played.sid == peer.sid:
             played.sid = None
 
 
-def _browsers() -> dict[str, Any]:
-    return browser_play.sessions(current_app)
-
-
-def on_join_browser(message: Any = None) -> dict[str, Any]:
+def on_join_browser(peer: Peer, message: Any = None) -> dict[str, Any]:
     """Client sends ``join-browser {token}`` (``takeover: true`` to move it here) for an
     attempt its page plays in the browser (``study_server/browser_play.py``). Binds this
     connection to it and answers what the page rebuilds the attempt from (``record``:
     the actions the server holds and the number of the next log entry it expects)."""
     token = message.get("token") if isinstance(message, dict) else None
-    session = _browsers().get(token) if isinstance(token, str) else None
+    session = browser_play.sessions(peer.app).get(token) if isinstance(token, str) else None
     if session is None and isinstance(token, str) and TOKEN.fullmatch(token):
         try:  # a page that played on while its server restarted
-            session = off_loop(browser_play.find, current_app._get_current_object(), token)
+            session = off_loop(browser_play.find, peer.app, token)
         except STORAGE_ERRORS as error:
             if isinstance(error, SQLAlchemyError) and not unavailable(error):
                 raise
-            return _refuse(JOIN_LATER)
+            return peer.refuse(JOIN_LATER)
     if session is None or not _may_play(session.study_id, session.participant_id, session.owner):
-        return _refuse(UNKNOWN_SESSION)
-    if session.sid not in (None, request.sid):
+        return peer.refuse(UNKNOWN_SESSION)
+    if session.sid not in (None, peer.sid):
         if message.get("takeover") is not True:
-            return _refuse("join: this session is open in another connection")
-        emit("taken-over", {"token": session.token}, to=session.sid)
-    session.sid = request.sid
-    current_app.extensions["gridstudy.door"].joined(request.sid)
+            return peer.refuse("join: this session is open in another connection")
+        peer.emit("taken-over", {"token": session.token}, to=session.sid)
+    session.sid = peer.sid
+    peer.app.extensions["gridstudy.door"].joined(peer.sid)
     return {"ok": True, "problem_id": session.problem_id, "frame_rate": session.frame_rate,
             "record": session.attempt.record(), "verified": session.attempt.verified}
 
 
-def on_log(message: Any = None) -> dict[str, Any]:
+def on_log(peer: Peer, message: Any = None) -> dict[str, Any]:
     """Client sends ``log {token, batch}``: its play log's entries from the first the
     server has not acknowledged. They are replayed on the server's own engine, off the
     event loop, stored and checked; the answer's ``next`` says what is stored."""
     if not isinstance(message, dict) or not isinstance(message.get("batch"), list):
-        return _refuse("log: expected {token, batch}")
-    session = _browsers().get(message.get("token")) if isinstance(message.get("token"), str) else None
-    if session is None or session.sid != request.sid:
-        return _refuse("log: not your session")
+        return peer.refuse("log: expected {token, batch}")
+    token = message.get("token")
+    session = browser_play.sessions(peer.app).get(token) if isinstance(token, str) else None
+    if session is None or session.sid != peer.sid:
+        return peer.refuse("log: not your session")
     try:
         taken = off_loop(session.attempt.take, message["batch"])
     except LogError as error:
-        return _refuse(f"log: {error}")
+        return peer.refuse(f"log: {error}")
     return {"ok": True, "next": taken.next, "verified": taken.verified}
 
 
-def on_unknown(event: str, *args: Any) -> None:
+def on_unknown(peer: Peer, event: str, *args: Any) -> None:
     """Any event without a handler (the door lets none through; kept for safety): ignored
     and counted (the session goes on)."""
-    current_app.extensions["gridstudy.door"].note(request.sid, "unknown event")
+    peer.app.extensions["gridstudy.door"].note(peer.sid, "unknown event")
 
 
 HANDLERS = {
     "join": on_join,
     "join-browser": on_join_browser,
-    "input": on_input,
-    "log": on_log,
-    "pong": on_pong,
     "disconnect": on_disconnect,
     "*": on_unknown,
 }
+"""Handlers run in Flask's request context (they read the flow's cookie)."""
+BARE_HANDLERS = {
+    "input": on_input,
+    "log": on_log,
+    "pong": on_pong,
+}
+"""Handlers run without it: a participant's frequent messages (:func:`register_handlers`)."""
