@@ -321,7 +321,7 @@ class BrowserParticipant(Participant):
             reader.cancel()
         return {"problem": self.problem, "episode_id": opened["episode_id"],
                 "frame_rate": opened["frame_rate"], "joined": joined, "left": left,
-                "sent": self.sent, "states": len(self.states), "verified": self.verified}
+                "sent": self.sent, "received": self.received, "states": len(self.states), "verified": self.verified}
 
     async def _tick(self, local: Any, period: float) -> None:
         due = time.time()
