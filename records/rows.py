@@ -14,7 +14,6 @@ wrong type: text for an integer, a nested object for text, a non-finite number) 
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -38,13 +37,13 @@ def check(table: schema.Table, record: dict[str, Any], extra: Iterable[str] = ()
     Every row of every tick passes here (twice: where it is built and where it is
     queued), so only the record's own values are looked at while all is well; the
     table's order decides which error is named first."""
-    fields, required = _fields(table)
+    fields = table.by_name
     if not record.keys() <= fields.keys():
         unknown = record.keys() - fields.keys() - set(extra)
         if unknown:
             raise ValueError(f"unknown {table.name} field(s) {sorted(unknown)}; "
                              f"expected some of {sorted(table.names)}")
-    missing = [name for name in required if record.get(name) is None]
+    missing = [name for name in table.required if record.get(name) is None]
     if missing:
         raise ValueError(f"{table.name} record is missing required field(s) {missing}")
     for name, value in record.items():
@@ -55,12 +54,6 @@ def check(table: schema.Table, record: dict[str, Any], extra: Iterable[str] = ()
             _raise_first_rejected(table, record)
         if field.type == schema.TEXT and "\x00" in value:
             record[name] = value.replace("\x00", NUL_STAND_IN)
-
-
-@functools.cache
-def _fields(table: schema.Table) -> tuple[dict[str, schema.Field], tuple[str, ...]]:
-    """A table's fields by name, and the names of its required ones."""
-    return {f.name: f for f in table.fields}, tuple(f.name for f in table.fields if f.required)
 
 
 def _raise_first_rejected(table: schema.Table, record: dict[str, Any]) -> None:

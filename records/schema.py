@@ -16,6 +16,7 @@ trajectory is a column, never a code path.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -138,6 +139,16 @@ class Table:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
+
+    @functools.cached_property
+    def by_name(self) -> dict[str, Field]:
+        """The fields by name (every row written is checked against it)."""
+        return {f.name: f for f in self.fields}
+
+    @functools.cached_property
+    def required(self) -> tuple[str, ...]:
+        """The names of the fields a row must fill."""
+        return tuple(f.name for f in self.fields if f.required)
 
     def field(self, name: str) -> Field:
         for found in self.fields:

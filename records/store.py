@@ -90,10 +90,13 @@ def add_missing_columns(engine: Any) -> list[str]:
     return added
 
 
-def create_tables(engine: Any, attempts: int = 5) -> None:
+def create_tables(engine: Any) -> None:
     """Create the missing tables and columns. Several processes started together on a
     new database race to create them; the loser of a race finds the table or column
-    made by the winner, and looks again."""
+    made by the winner, and looks again. Each lost race means one more thing made, so
+    there are at most as many as the tables and columns (five tries were too few once
+    there were twenty tables: six processes racing lost one of them on a busy machine)."""
+    attempts = sum(1 + len(table.columns) for table in SQLModel.metadata.tables.values())
     for attempt in range(attempts):
         try:
             SQLModel.metadata.create_all(engine)
