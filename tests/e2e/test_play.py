@@ -8,9 +8,14 @@ phase changes and the score.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tasks import registry
+from tasks.core import frame_hash
+from tasks.worldtest.changes import KEYFRAME_EVERY
+from tasks.worldtest.episode import Episode
 from tasks.worldtest.problem import Problem
 from tests.envs import over_budget_env
 
@@ -219,3 +224,55 @@ def test_a_step_over_its_budget_stops_the_game_with_a_plain_message(page, live_s
     assert failed[0].error.startswith("StepBudgetExceeded: over_budget.sexp:7:29: runtime "
                                       "error: step budget exceeded")
     assert events[-1] == failed[0]  # nothing was played after it
+
+
+def test_the_page_rebuilds_each_frame_from_changes_and_rejoins_after_a_lost_one(
+        page, live_server, test_problems):
+    """The server sends what changed since the state before; one change lost on the way
+    (dropped here between the server and the page) makes the page join again for the
+    whole state, and the page ends on the recorded frame."""
+    seen = {"whole": 0, "changes": 0, "dropped": 0, "joins": 0}
+
+    def route(ws):
+        server = ws.connect_to_server()
+
+        def from_server(message):
+            if isinstance(message, str) and message.startswith('42["state"'):
+                state = json.loads(message[2:])[1]
+                if "since" not in state:
+                    seen["whole"] += 1
+                elif state["version"] >= 20 and not seen["dropped"]:
+                    seen["dropped"] += 1
+                    return  # lost
+                else:
+                    seen["changes"] += 1
+            ws.send(message)
+
+        def from_page(message):
+            if isinstance(message, str) and message.startswith('42["join"'):
+                seen["joins"] += 1
+            server.send(message)
+
+        server.on_message(from_server)
+        ws.on_message(from_page)
+
+    page.route_web_socket("**/socket.io/**", route)
+    episode_id = open_problem(page, live_server, "test/rt-walker-planning")
+    page.evaluate("document.addEventListener('gridstudy:done', e => window.shown = e.detail)")
+    press(page, "ArrowRight")
+    act(page, lambda: click_cell(page, 1, 1))
+    press(page, "ArrowDown")
+    button(page, "Reset")
+    act(page, lambda: None, ticks=KEYFRAME_EVERY + 8 - tick_of(page))  # past a periodic whole state
+    button(page, "Go to test")
+    act(page, lambda: click_cell(page, 4, 4))
+    for key in ("ArrowRight", "ArrowRight", "ArrowDown", "ArrowDown"):
+        press(page, key)
+    page.wait_for_selector(f"{GAME}[data-phase=done]")
+    shown = page.evaluate("window.shown.frame")
+    events = live_server.events(episode_id)
+    assert frame_hash(shown) == events[-1].frame_hash
+    assert Episode.replay(test_problems["planning"], [e.action for e in events]).observation.frame == shown
+    assert seen["dropped"] == 1 and seen["joins"] == 2  # the first, and the one after the loss
+    # the join's whole state, the one after the loss, and at least one periodic one
+    assert seen["whole"] >= 3 and seen["changes"] > 4 * seen["whole"]

@@ -7,6 +7,7 @@ import pytest
 
 from game_client.play import PygameClient
 from game_client.remote import JoinError, RemoteLoop, RemoteSession
+from tasks.core import frame_hash
 from tasks.worldtest.episode import Episode
 
 
@@ -40,7 +41,10 @@ def test_remote_play_reaches_the_end_and_is_recorded(live_server, test_problems)
                        f"choose_frame_{last}", f"choose_frame_{last - 1}", "submit"]
     replayed = Episode.replay(test_problems["cd"], [e.action for e in events])
     assert replayed.score == state["score"] > 0.19  # how late depends on the clock
+    # the view the client rebuilt from the server's changes is the recorded one
     assert replayed.observation.frame == state["frame"]
+    assert frame_hash(state["frame"]) == events[-1].frame_hash
+    assert state["version"] > 8  # many states, each but the first a change
 
 
 def test_an_unknown_join_code_is_refused(live_server):
