@@ -221,12 +221,21 @@ class Participant:
         self.acks: asyncio.Queue = asyncio.Queue()
         """Answers to the events sent with an acknowledgement id, in order."""
 
+    async def _open(self, http: Any, params: dict[str, str]) -> dict[str, Any]:
+        """A new recorded session of the problem (what the page's script asks for); a
+        refusal stops the run naming the server's answer."""
+        answer = await http.post(f"{self.url}/play/{self.problem}/session", params=params,
+                                 headers={"Cookie": self.cookie})
+        if answer.status_code != 200:
+            raise RuntimeError(f"opening a session of {self.problem}: HTTP {answer.status_code} "
+                               f"{answer.text[:300]!r}")
+        return answer.json()
+
     async def run(self, http: Any) -> dict[str, Any]:
         import websockets
 
         await asyncio.sleep(max(0.0, self.join_at - time.time()))
-        opened = (await http.post(f"{self.url}/play/{self.problem}/session",
-                                  params={"record": "1"}, headers={"Cookie": self.cookie})).json()
+        opened = await self._open(http, {"record": "1"})
         token = opened["token"]
         address = self.url.replace("http", "ws", 1) + "/socket.io/?EIO=4&transport=websocket"
         async with websockets.connect(address, additional_headers={"Cookie": self.cookie},
@@ -289,8 +298,7 @@ class BrowserParticipant(Participant):
         from tasks.worldtest.verify import LocalPlay
 
         await asyncio.sleep(max(0.0, self.join_at - time.time()))
-        opened = (await http.post(f"{self.url}/play/{self.problem}/session",
-                                  params={"play": "browser"}, headers={"Cookie": self.cookie})).json()
+        opened = await self._open(http, {"play": "browser"})
         token, period = opened["token"], 1.0 / opened["frame_rate"]
         address = self.url.replace("http", "ws", 1) + "/socket.io/?EIO=4&transport=websocket"
         async with websockets.connect(address, additional_headers={"Cookie": self.cookie},
