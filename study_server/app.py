@@ -144,6 +144,7 @@ def init_realtime(app: Flask) -> None:
         burst=int(app.config["SOCKET_BURST"]))
     if app.config["ASYNC_MODE"] == "gevent":
         app.wsgi_app = sockets.quiet_websocket_errors(app.wsgi_app)
+        sockets.unmask_in_c()
     sockets.register_handlers(socketio, app)
     monitor.init_monitor(app, socketio)
     store = app.extensions["gridstudy.store"]

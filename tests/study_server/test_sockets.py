@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import random
 import time
 
 import pytest
@@ -196,3 +197,18 @@ def test_a_second_tab_takes_the_session_over_when_asked(live_server, player):
         assert len(first.states) <= seen + 1  # the first tab no longer gets the states
     finally:
         second.close()
+
+
+@pytest.mark.parametrize("length", [0, 1, 3, 4, 5, 125, 126, 1000, 65536, 70001])
+def test_frames_from_clients_are_unmasked_to_the_bytes_sent(length):
+    """RFC 6455 5.3: byte i of the payload is XORed with byte i mod 4 of the mask."""
+    from geventwebsocket.websocket import Header
+
+    from study_server.sockets import unmask_in_c
+
+    unmask_in_c()
+    rng = random.Random(length)
+    header, sent = Header(length=length), rng.randbytes(length)
+    header.mask = rng.randbytes(4)
+    masked = bytes(b ^ header.mask[i % 4] for i, b in enumerate(sent))
+    assert Header.unmask_payload(header, masked) == sent
