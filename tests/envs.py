@@ -20,11 +20,10 @@ makes one without touching the registry (what the tests pass as ``make_env``).
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 
 from tasks import registry
-from tasks.core import Action, Observation, parse_action
+from tasks.core import Action, FrameText, Observation, parse_action
 
 
 class Walker:
@@ -38,6 +37,7 @@ class Walker:
         self.position = (0, 0)
         self.painted: dict[tuple[int, int], str] = {}
         self.triggered = False
+        self._text = FrameText()
 
     def snapshot(self) -> tuple:
         """The whole state, to :meth:`restore` later (the search uses it)."""
@@ -97,7 +97,7 @@ class Walker:
 
     def _observe(self) -> Observation:
         frame = self.render()
-        return Observation(frame, json.dumps(frame), {"position": list(self.position)})
+        return Observation(frame, self._text(frame), {"position": list(self.position)})
 
 
 class Rain(Walker):

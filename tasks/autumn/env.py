@@ -10,7 +10,6 @@ debugging a program, ``variables`` and ``objects_at`` (what the program holds no
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import NamedTuple
 
@@ -30,7 +29,7 @@ from tasks.autumn.values import (
     RenderedElem,
     show,
 )
-from tasks.core import Action, Observation, parse_action
+from tasks.core import Action, FrameText, Observation, parse_action
 
 ACTIONS = ("noop", "up", "down", "left", "right", "click")
 _PROVIDED = frozenset({*compat.NATIVE_NAMES, *compat.MODULE_NAMES, compat.TRIGGER_NAME,
@@ -65,8 +64,7 @@ class AutumnEnv:
         except RecursionError:
             raise AutumnSyntaxError("the program is nested too deeply", name=name) from None
         self.steps = 0
-        self._shown: tuple[list, list[str]] = ([], [])
-        """The last observed frame's rows and their JSON (see :func:`frame_text`)."""
+        self._text = FrameText()
 
     # -- the GridEnv contract -----------------------------------------------------------
 
@@ -126,9 +124,7 @@ class AutumnEnv:
 
     def observe(self) -> Observation:
         frame = self._rt.picture.frame()
-        texts = frame_rows_text(frame, *self._shown)
-        self._shown = (frame, texts)
-        return Observation(frame, "[" + ", ".join(texts) + "]", {"step": self.steps})
+        return Observation(frame, self._text(frame), {"step": self.steps})
 
     def frame(self) -> list[list[str]]:
         return self._rt.picture.frame()
@@ -233,15 +229,6 @@ def _fingerprint(value):
     if kind is Builtin:
         return ("builtin", value.name)
     return value
-
-
-def frame_rows_text(frame: list[list[str]], rows: list, texts: list[str]) -> list[str]:
-    """Each row of ``frame`` as JSON, reusing ``texts[y]`` where ``rows[y]`` is the same
-    row: a step repaints few cells, and encoding a large grid whole costs more than the
-    step itself (a 100x100 grid about 0.45 ms). ``"[" + ", ".join(...) + "]"`` is exactly
-    ``json.dumps(frame)``."""
-    same = len(rows) == len(frame)
-    return [texts[y] if same and row == rows[y] else json.dumps(row) for y, row in enumerate(frame)]
 
 
 def check_budget(value) -> int:
