@@ -17,7 +17,8 @@ CPU is printed beside the server's). Each participant carries its own route cook
 that nginx spreads them over the workers as it spreads browsers.
 
 It prints, per run: tick lateness p50/p99 (from the stored events), frames delivered per
-frames expected, events persisted per ticks run, gaps in ``seq``, inputs accounted for,
+frames expected (the ticks from the first state a participant received to its last, so
+that idle ticks, which send a state only now and then, count as shown), events persisted per ticks run, gaps in ``seq``, inputs accounted for,
 the CPU of the workers, of nginx/PostgreSQL/Redis and of the generator, and the workers'
 CPU-seconds per session-second (so 1 / that is the sessions one core carries) and what
 the server sent each participant a second (``wire``: the characters of its messages,
@@ -215,6 +216,8 @@ class Participant:
         self.rng = random.Random(seed)
         self.cookie = f"gridstudy_route={secrets.token_urlsafe(9)}"
         self.states: list[float] = []
+        self.shown: list[tuple[float, int]] = []
+        """(when, tick) of each state received: the ticks the participant's view covered."""
         self.received = 0
         """Characters of every message the server sent (Engine.IO's framing included)."""
         self.sent = 0
@@ -258,13 +261,14 @@ class Participant:
         return {"problem": self.problem, "episode_id": opened["episode_id"],
                 "frame_rate": opened["frame_rate"],
                 "joined": joined, "left": left, "sent": self.sent, "received": self.received,
-                "states": sum(1 for t in self.states if joined < t <= left)}
+                "states": _ticks_shown([(t, k) for t, k in self.shown if joined < t <= left])}
 
     async def _read(self, socket: Any) -> None:
         async for message in socket:
             self.received += len(message)
             if message.startswith('42["state"'):
                 self.states.append(time.time())
+                self.shown.append((self.states[-1], json.loads(message[2:])[1]["tick"]))
                 self.ready.set()
             elif message.startswith("43"):  # an acknowledgement: 43<id>[answer]
                 self.acks.put_nowait(json.loads(message[message.index("["):])[0])
@@ -349,6 +353,14 @@ class BrowserParticipant(Participant):
         answer = await self.acks.get()
         self.verified = answer.get("verified", False)
         return (answer["next"] if answer.get("ok") else acked), number + 1
+
+
+def _ticks_shown(shown: list[tuple[float, int]]) -> int:
+    """The ticks a participant's view kept up with: from the first state's tick to the
+    last one's (an idle tick sends a state only now and then, ``changes.idle_every``: its
+    picture is the one before; a lost state leaves the view behind until a later one)."""
+    ticks = [tick for _, tick in shown]
+    return max(ticks) - min(ticks) + 1 if ticks else 0
 
 
 async def _crowd(url: str, plan: list[tuple], browser: bool = False) -> list[dict]:

@@ -23,7 +23,7 @@ from records.rebuild import rebuild
 from records.recorder import EpisodeRecorder
 from study_server.clock import ClockOffset
 from tasks import registry
-from tasks.worldtest.changes import ViewStream
+from tasks.worldtest.changes import ViewStream, idle_every
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.tick import QUEUE_SIZE, QUEUED, RATE_LIMIT, Tick, TickEngine
@@ -95,7 +95,7 @@ class GameSession:
         self.paused: str | None = None
         """Why the session stands still (the store is behind), in the participant's words;
         None while it plays."""
-        self.stream = ViewStream()
+        self.stream = ViewStream(idle_every=idle_every(self.engine.episode.frame_rate))
         """The states sent to whoever watches: what changed, tick by tick."""
 
     @classmethod
@@ -171,10 +171,11 @@ class GameSession:
         """Nobody came back: queued inputs are dropped and the attempt ends abandoned."""
         self.engine.abandon(reason)
 
-    def state_message(self) -> dict[str, Any]:
+    def state_message(self, idle: bool = False) -> dict[str, Any] | None:
         """The next state for every connection watching: what changed since the last one
-        (``tasks.worldtest.changes``), or now and then the whole view."""
-        return self.stream.next(self.get_state())
+        (``tasks.worldtest.changes``), or now and then the whole view; None when an
+        ``idle`` tick (no input applied) changed nothing to send now."""
+        return self.stream.next(self.get_state(), idle)
 
     def whole_state(self) -> dict[str, Any]:
         """The whole view, numbered in the stream (a client joining or asking again): the

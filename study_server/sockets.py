@@ -48,7 +48,7 @@ from study_server.app import STORAGE_ERRORS
 from study_server.browser_play import LogError
 from study_server.scheduler import Scheduler
 from study_server.session import GameSession, label
-from tasks.worldtest.tick import Tick
+from tasks.worldtest.tick import AUTO, Tick
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,8 @@ def _one_message(name: str, handler: Callable, sender: Callable) -> Callable:
 def make_deliver(socketio: SocketIO):
     """The scheduler's ``deliver``: a session's new state (what changed since the last,
     :meth:`GameSession.state_message`) to its room only, encoded once for every
-    connection in it.
+    connection in it; an idle tick that changed only the tick sends nothing, but for one
+    in every ``idle_every`` (``tasks.worldtest.changes``).
 
     Sending happens on a sender task fed by a queue, in tick order, so that the tick
     loop never waits on a participant's socket: in threading mode an emit blocks until
@@ -179,7 +180,9 @@ def make_deliver(socketio: SocketIO):
     socketio.start_background_task(send_forever)
 
     def deliver(session: GameSession, tick: Tick | None) -> None:
-        outbox.put((session.token, session.state_message()))
+        message = session.state_message(idle=tick is not None and tick.source == AUTO)
+        if message is not None:
+            outbox.put((session.token, message))
 
     return deliver
 

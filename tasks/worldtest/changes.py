@@ -20,7 +20,8 @@ changed in place (an environment's step returns new rows, ``tasks.core``), so th
 state sent can be kept as it is.
 
 :class:`ViewStream` is the sender's side (one per session, one message per tick for
-every connection that watches it); :class:`ViewReplica` is a client's, which rebuilds
+every connection that watches it, but for the idle ticks between two of every
+:data:`IDLE_SECONDS`); :class:`ViewReplica` is a client's, which rebuilds
 the whole view from the messages and says when it lost step (then it joins again and
 is sent the whole view).
 """
@@ -31,8 +32,25 @@ import threading
 from typing import Any
 
 KEYFRAME_EVERY = 64
-"""States between two whole ones (8 s at 8 FPS): a client that went wrong in any way is
-right again by then."""
+"""States between two whole ones: a client that went wrong in any way is right again by
+then."""
+IDLE_SECONDS = 0.25
+"""Longest a session standing idle (no input applied, nothing in the view changed but
+the tick) goes without a state: its picture is the one the client holds, so the tick
+counter moving on four times a second is all the client needs, and the idle ticks in
+between send nothing (at 8 FPS, one idle tick in two). A client still hears from its
+game well within half a second (``docs/guarantees.md`` 2.1)."""
+
+
+def idle_every(frame_rate: int) -> int:
+    """Ticks between two states of an idle session at ``frame_rate`` (at least one).
+
+    >>> idle_every(8), idle_every(4), idle_every(3)
+    (2, 1, 1)
+    """
+    return max(1, int(IDLE_SECONDS * frame_rate))
+
+
 WIRE_FIELDS = ("version", "since", "cells")
 """The fields a state message adds to the view."""
 
@@ -124,22 +142,29 @@ class ViewStream:
     connection watching), :meth:`whole` for a client that joins or asks again.
     Thread-safe (a join is handled while the session ticks)."""
 
-    def __init__(self, keyframe_every: int = KEYFRAME_EVERY) -> None:
-        self.keyframe_every = keyframe_every
+    def __init__(self, keyframe_every: int = KEYFRAME_EVERY, idle_every: int = 1) -> None:
+        self.keyframe_every, self.idle_every = keyframe_every, idle_every
         self.version = 0
         self.last: dict[str, Any] | None = None
         """The view the last state stood for (what a client holds once it is read)."""
         self.lock = threading.Lock()
 
-    def next(self, view: dict[str, Any]) -> dict[str, Any]:
+    def next(self, view: dict[str, Any], idle: bool = False) -> dict[str, Any] | None:
         """The state message for ``view``: what changed since the last, or the whole view
-        (the first, every :attr:`keyframe_every`, or when a change cannot say it)."""
+        (the first, every :attr:`keyframe_every`, or when a change cannot say it). None,
+        nothing to send, for an ``idle`` tick (no input applied) that changed only the
+        tick, unless :attr:`idle_every` ticks have passed since the last state (with
+        the default, 1, every tick sends)."""
         with self.lock:
-            previous, self.last = self.last, view
-            self.version += 1
+            previous = self.last
             patch = None
-            if previous is not None and self.version % self.keyframe_every:
+            if previous is not None and (self.version + 1) % self.keyframe_every:
                 patch = changes(previous, view)
+                if (idle and patch is not None and patch.keys() == {"tick"}
+                        and 0 <= view["tick"] - previous["tick"] < self.idle_every):
+                    return None
+            self.last = view
+            self.version += 1
             if patch is None:
                 return {**view, "version": self.version}
             patch["since"], patch["version"] = self.version - 1, self.version

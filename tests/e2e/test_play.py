@@ -9,6 +9,7 @@ phase changes and the score.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -231,7 +232,7 @@ def test_the_page_rebuilds_each_frame_from_changes_and_rejoins_after_a_lost_one(
     """The server sends what changed since the state before; one change lost on the way
     (dropped here between the server and the page) makes the page join again for the
     whole state, and the page ends on the recorded frame."""
-    seen = {"whole": 0, "changes": 0, "dropped": 0, "joins": 0}
+    seen = {"whole": 0, "changes": 0, "dropped": 0, "joins": 0, "version": 0}
 
     def route(ws):
         server = ws.connect_to_server()
@@ -239,6 +240,7 @@ def test_the_page_rebuilds_each_frame_from_changes_and_rejoins_after_a_lost_one(
         def from_server(message):
             if isinstance(message, str) and message.startswith('42["state"'):
                 state = json.loads(message[2:])[1]
+                seen["version"] = max(seen["version"], state["version"])
                 if "since" not in state:
                     seen["whole"] += 1
                 elif state["version"] >= 20 and not seen["dropped"]:
@@ -263,7 +265,9 @@ def test_the_page_rebuilds_each_frame_from_changes_and_rejoins_after_a_lost_one(
     act(page, lambda: click_cell(page, 1, 1))
     press(page, "ArrowDown")
     button(page, "Reset")
-    act(page, lambda: None, ticks=KEYFRAME_EVERY + 8 - tick_of(page))  # past a periodic whole state
+    deadline = time.monotonic() + 30
+    while seen["version"] <= KEYFRAME_EVERY and time.monotonic() < deadline:
+        page.wait_for_timeout(100)  # idle, past a periodic whole state
     button(page, "Go to test")
     act(page, lambda: click_cell(page, 4, 4))
     for key in ("ArrowRight", "ArrowRight", "ArrowDown", "ArrowDown"):

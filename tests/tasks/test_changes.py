@@ -106,3 +106,24 @@ def test_a_whole_state_of_a_view_changed_since_the_last_message_is_the_next_vers
     assert stream.whole(dict(view))["version"] == 1  # the same view: the same version
     paused = {**view, "paused": "Saving your progress, one moment..."}
     assert stream.whole(paused) == {**paused, "version": 2}
+
+
+def test_idle_ticks_send_a_state_every_fourth_tick_and_a_replica_stays_in_step(test_problems):
+    """An idle tick (no input) that changed only the tick sends nothing, but every
+    ``idle_every``-th; a tick with an input, or one whose picture changed, always sends."""
+    stream, replica = ViewStream(keyframe_every=10**6, idle_every=4), ViewReplica()
+    actions = ["noop"] * 9 + ["right"] + ["noop"] * 3 + ["right"]
+    sent = []
+    for k, view in enumerate(views(test_problems["planning"], actions)):
+        idle = k > 0 and actions[k - 1] == "noop"
+        message = stream.next(view, idle=idle)
+        if message is not None:
+            assert replica.receive(message) is False
+            sent.append(view["tick"])
+            assert replica.state == {**view, "version": stream.version}
+    assert sent == [0, 4, 8, 10, 14]  # the whole first; idle every 4th; after each "right"
+    assert stream.version == len(sent)  # versions count what was sent: no gap for a client
+    frame = [list(row) for row in stream.last["frame"]]
+    frame[4][4] = "red"
+    moved = {**stream.last, "tick": 15, "frame": frame}  # an idle tick that repaints a cell
+    assert stream.next(moved, idle=True)["cells"] == [[4, 4, "red"]]
