@@ -216,6 +216,7 @@ class Participant:
         self.rng = random.Random(seed)
         self.cookie = f"gridstudy_route={secrets.token_urlsafe(9)}"
         self.states: list[float] = []
+        """When each frame was shown (browser play: the page's own ticks)."""
         self.shown: list[tuple[float, int]] = []
         """(when, tick) of each state received: the ticks the participant's view covered."""
         self.received = 0
@@ -267,8 +268,7 @@ class Participant:
         async for message in socket:
             self.received += len(message)
             if message.startswith('42["state"'):
-                self.states.append(time.time())
-                self.shown.append((self.states[-1], json.loads(message[2:])[1]["tick"]))
+                self.shown.append((time.time(), json.loads(message[2:])[1]["tick"]))
                 self.ready.set()
             elif message.startswith("43"):  # an acknowledgement: 43<id>[answer]
                 self.acks.put_nowait(json.loads(message[message.index("["):])[0])
