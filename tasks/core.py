@@ -14,8 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -129,7 +129,6 @@ def describe_verbs(verbs: Iterable[str] | None = None) -> str:
     return ", ".join(forms.get(v, v) for v in verbs)
 
 
-@dataclass
 class Observation:
     """What an environment shows after ``reset`` or ``step``.
 
@@ -137,12 +136,53 @@ class Observation:
     what a language model is shown, ``info`` anything else (progress events, discoveries,
     errors). ``done`` is true when the environment itself has ended (a task-DAG map's goal
     reached or budget spent); Autumn programs never end by themselves.
+
+    An environment may give ``text`` as a function of no arguments: it is called when the
+    text is first read. Only a language model reads it, and for a large grid it costs more
+    than the step (a 100x100 frame's text is about a third of a step of ``gravity_4``), so
+    a person's game, a replay and a search never pay for it.
+
+    >>> calls = []
+    >>> seen = Observation([["red"]], lambda: calls.append(1) or '[["red"]]')
+    >>> len(calls)
+    0
+    >>> seen.text, seen.text
+    ('[["red"]]', '[["red"]]')
+    >>> len(calls)
+    1
     """
 
-    frame: Frame
-    text: str
-    info: dict[str, Any] = field(default_factory=dict)
-    done: bool = False
+    __slots__ = ("frame", "_text", "info", "done")
+
+    def __init__(self, frame: Frame, text: str | Callable[[], str],
+                 info: dict[str, Any] | None = None, done: bool = False) -> None:
+        self.frame = frame
+        self._text = text
+        self.info = {} if info is None else info
+        self.done = done
+
+    @property
+    def text(self) -> str:
+        if not isinstance(self._text, str):
+            self._text = self._text()
+        return self._text
+
+    def _fields(self) -> tuple[Frame, str, dict[str, Any], bool]:
+        return self.frame, self.text, self.info, self.done
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
+
+    def __repr__(self) -> str:
+        return (f"Observation(frame={self.frame!r}, text={self.text!r}, info={self.info!r}, "
+                f"done={self.done!r})")
+
+    def __reduce__(self) -> tuple[type, tuple]:
+        return type(self), self._fields()  # copied and pickled with its text made
 
 
 @runtime_checkable

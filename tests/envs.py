@@ -97,7 +97,7 @@ class Walker:
 
     def _observe(self) -> Observation:
         frame = self.render()
-        return Observation(frame, self._text(frame), {"position": list(self.position)})
+        return Observation(frame, lambda: self._text(frame), {"position": list(self.position)})
 
 
 class Rain(Walker):

@@ -124,7 +124,7 @@ class AutumnEnv:
 
     def observe(self) -> Observation:
         frame = self._rt.picture.frame()
-        return Observation(frame, self._text(frame), {"step": self.steps})
+        return Observation(frame, lambda: self._text(frame), {"step": self.steps})
 
     def frame(self) -> list[list[str]]:
         return self._rt.picture.frame()
