@@ -11,6 +11,7 @@ from __future__ import annotations
 from tasks.autumn import compat
 from tasks.autumn.calls import ARITHMETIC, COMPARISON, OPERATORS, apply, charge
 from tasks.autumn.errors import AutumnError
+from tasks.autumn.inert import inert
 from tasks.autumn.reader import LIST, NUM, STR, SYM, Node, snippet
 from tasks.autumn.scope import Scope
 from tasks.autumn.values import (
@@ -58,9 +59,11 @@ def parse_type(node: Node, rt) -> str:
 class Compiler:
     """Turns nodes into closures bound to one runtime."""
 
-    def __init__(self, rt, class_names: set[str]) -> None:
+    def __init__(self, rt, class_names: set[str], values: frozenset[str] = frozenset()) -> None:
         self.rt = rt
         self.class_names = class_names
+        self.values = values
+        """The program's names that hold no function (:func:`tasks.autumn.inert.value_names`)."""
 
     def expr(self, node: Node):
         if node.kind == NUM:
@@ -338,7 +341,20 @@ class Compiler:
                 return apply(rt, f, values, scope)
             except Exception as error:
                 raise failure(node, error) from None
+        if head.is_sym("clicked") and all(inert(a, self.values) for a in args):
+            return self.unless_unclicked(call, fn)
         return call
+
+    def unless_unclicked(self, call, fn):
+        """``call`` of ``clicked``, answered false without evaluating its inert argument
+        on a step without a click (:mod:`tasks.autumn.inert`)."""
+        rt, clicked = self.rt, self.rt.natives["clicked"]
+
+        def clicked_call(scope):
+            if rt.click is None and fn(scope) is clicked:
+                return False
+            return call(scope)
+        return clicked_call
 
     def located(self, node: Node, fn, *args):
         """Run ``fn(*args)``, turning any failure into an error located at ``node``."""

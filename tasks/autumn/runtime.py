@@ -15,6 +15,7 @@ from tasks.autumn import compat
 from tasks.autumn.calls import STEP_BUDGET, apply
 from tasks.autumn.compiler import Compiler, parse_type
 from tasks.autumn.errors import AutumnError, AutumnRuntimeError, AutumnSyntaxError
+from tasks.autumn.inert import value_names
 from tasks.autumn.reader import LIST, SYM, Node, snippet
 from tasks.autumn.render import Picture, paint
 from tasks.autumn.scope import Scope
@@ -94,7 +95,7 @@ class Runtime:
         statements = program.value[1:]
         class_names = {s.value[1].value for s in statements if _is_form(s, "object")
                        and len(s.value) > 1 and s.value[1].kind == SYM}
-        self.compiler = Compiler(self, class_names)
+        self.compiler = Compiler(self, class_names, value_names(statements))
         for statement in statements:
             self._compile_statement(statement)
         self.state_names = list(self.state)
