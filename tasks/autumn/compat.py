@@ -259,7 +259,7 @@ def cell_snapshot(scope, names: tuple[str, ...], globals_: dict) -> dict:
     return snap
 
 
-def make_cell_arg(node, fn, names, const, scope, globals_, scope_class):
+def make_cell_arg(node, fn, names, const, scope, rt, scope_class):
     """One Cell argument: a frozen number, or an expression kept for each render.
 
     # compat: the argument is evaluated in its snapshot; a Number result is frozen;
@@ -268,13 +268,16 @@ def make_cell_arg(node, fn, names, const, scope, globals_, scope_class):
     """
     if const is not None:
         return const if type(const) is int else Lazy(node, fn, None, const)
-    snap = cell_snapshot(scope, names, globals_)
+    snap = cell_snapshot(scope, names, rt.globals)
+    rt.probing += 1  # a name it does not know (a field, usually) fails cheaply
     try:
         value = fn(scope_class(snap, None, False))
     except StepBudgetExceeded:
         raise
     except Exception:  # noqa: BLE001 - any failure leaves the argument unevaluated
         return Lazy(node, fn, snap)
+    finally:
+        rt.probing -= 1
     if type(value) is int:
         return value
     return Lazy(node, fn, snap)

@@ -110,7 +110,7 @@ class Compiler:
             try:
                 return G[name]
             except KeyError:
-                raise rt.runtime(node, f"unknown name '{name}'") from None
+                raise rt.unknown(node, name) from None
         return get
 
     def assign(self, node: Node, args: list[Node]):
@@ -386,10 +386,10 @@ class Compiler:
             if a.is_sym("true") or a.is_sym("false"):
                 const = a.value == "true"
             specs.append((a, self.expr(a), names, const))
-        G, make = self.rt.globals, compat.make_cell_arg
+        rt, make = self.rt, compat.make_cell_arg
 
         def cell(scope):
-            return Cell(*(make(n, f, ns, c, scope, G, Scope) for n, f, ns, c in specs))
+            return Cell(*(make(n, f, ns, c, scope, rt, Scope) for n, f, ns, c in specs))
         return cell
 
     def position(self, node: Node, args: list[Node]):

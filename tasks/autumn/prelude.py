@@ -294,6 +294,9 @@ def is_free(rt, scope, obj):
 
 def in_(rt, scope, e, values):
     walks(rt, values)
+    if type(e) is Position and type(values) is list:  # the common case, as a C loop:
+        # Position's == gives equal's answer, and any other kind of item is unequal to it
+        return e in values
     equal = compat.equal
     return any(equal(x, e) for x in values)
 

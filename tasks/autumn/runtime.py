@@ -69,6 +69,8 @@ class Runtime:
         self.rng = 0
         self.next_id = 0
         self.depth = 0
+        self.probing = 0
+        """Cell arguments being tried now (:func:`compat.make_cell_arg`)."""
         self.click: tuple[int, int] | None = None
         self.arrow: str | None = None
         self.picture: Picture | None = None
@@ -88,6 +90,14 @@ class Runtime:
     def runtime(self, node: Node, message: str) -> AutumnRuntimeError:
         return AutumnRuntimeError(message, node.line, node.col, snippet(self.source, node),
                                   self.name, self.source)
+
+    def unknown(self, node: Node, name: str) -> Exception:
+        """The error for a name bound nowhere: a plain :class:`LookupError` while a Cell
+        argument is tried (``probing``; it fails whenever it names the object's own field,
+        and the failure only means "keep the expression"), else the located error."""
+        if self.probing:
+            return LookupError(name)
+        return self.runtime(node, f"unknown name '{name}'")
 
     # -- loading ------------------------------------------------------------------------
 
