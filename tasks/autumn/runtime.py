@@ -192,6 +192,7 @@ class Runtime:
             if name not in self._defined:
                 self.defined_order.append(name)
                 self._defined.add(name)
+                self._painted = None
         glob[name] = value
         self.updated.discard(name)
 
@@ -203,6 +204,8 @@ class Runtime:
     def defined_order(self, names: list[str]) -> None:
         self._defined_order = names
         self._defined = set(names)
+        self._painted: list[str] | None = None
+        """What :meth:`render` paints, in order (made again when a global is defined)."""
 
     def set_global(self, name: str, value, node: Node | None = None) -> None:
         """``(= name value)`` reaching a global: type checks, identity kept, marked updated."""
@@ -367,9 +370,10 @@ class Runtime:
             raise AutumnRuntimeError(f"GRID_SIZE must be a Number from 1 to 512, got {show(size)}")
         if type(background) is not str:
             raise AutumnRuntimeError(f"background must be a String, got {show(background)}")
-        state = self.state
-        names = self.state_names + [n for n in self.defined_order if n not in state]
-        self.picture = paint(self, names, size, background.lower())
+        if self._painted is None:
+            state = self.state
+            self._painted = self.state_names + [n for n in self.defined_order if n not in state]
+        self.picture = paint(self, self._painted, size, background.lower())
         return self.picture
 
     def is_free(self, x: int, y: int) -> bool:
