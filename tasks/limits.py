@@ -241,7 +241,11 @@ class TimeLimited:
     def __getattr__(self, name: str) -> Any:
         if "inner" not in self.__dict__:  # while being copied
             raise AttributeError(name)
-        return getattr(self.__dict__["inner"], name)
+        inner = self.__dict__["inner"]
+        value = getattr(inner, name)
+        if getattr(value, "__self__", None) is inner and getattr(value, "__func__", None):
+            self.__dict__[name] = value  # a method of the environment: the next call finds it
+        return value
 
     @property  # type: ignore[misc]
     def __class__(self) -> type:
