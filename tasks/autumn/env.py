@@ -199,6 +199,7 @@ class AutumnEnv:
         if len(nodes) != 1:
             raise AutumnSyntaxError("expected exactly one expression", name=self.name)
         rt = self._rt
+        rt.never_painted, rt._painted = frozenset(), None  # it may assign a built-in's name
         program_source, rt.source = rt.source, source  # positions refer to ``source``
         rt.left = rt.budget
         try:

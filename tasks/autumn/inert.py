@@ -89,3 +89,18 @@ def value_names(statements: list[Node]) -> frozenset[str]:
                                             and value.value[0].is_sym("initnext")):
                 found.add(items[1].value)
     return frozenset(found)
+
+
+def assigned_names(program: Node) -> frozenset[str]:
+    """Every name the program assigns anywhere, ``(= NAME ...)`` at the top or inside a
+    function (scoping is dynamic: an assignment in a function may reach a global)."""
+    found = set()
+    stack = [program]
+    while stack:
+        node = stack.pop()
+        if node.kind == LIST:
+            items = node.value
+            if len(items) >= 2 and items[0].is_sym("=") and items[1].kind == SYM:
+                found.add(items[1].value)
+            stack.extend(items)
+    return frozenset(found)

@@ -15,11 +15,11 @@ from tasks.autumn import compat
 from tasks.autumn.calls import STEP_BUDGET, apply
 from tasks.autumn.compiler import Compiler, parse_type
 from tasks.autumn.errors import AutumnError, AutumnRuntimeError, AutumnSyntaxError
-from tasks.autumn.inert import value_names
+from tasks.autumn.inert import assigned_names, value_names
 from tasks.autumn.reader import LIST, SYM, Node, snippet
 from tasks.autumn.render import Picture, paint
 from tasks.autumn.scope import Scope
-from tasks.autumn.values import CALLABLES, Instance, ObjectClass, Position, show, type_name
+from tasks.autumn.values import CALLABLES, Builtin, Instance, ObjectClass, Position, show, type_name
 
 _MISSING = object()
 
@@ -106,6 +106,11 @@ class Runtime:
         class_names = {s.value[1].value for s in statements if _is_form(s, "object")
                        and len(s.value) > 1 and s.value[1].kind == SYM}
         self.compiler = Compiler(self, class_names, value_names(statements))
+        assigned = assigned_names(program)
+        self.never_painted = frozenset(name for name, fn in self.natives.items()
+                                       if type(fn) is Builtin and name not in assigned)
+        """Built-in functions the program never assigns: they hold a function for good,
+        so :meth:`render` need not look at them (most of the ~100 globals a step paints)."""
         for statement in statements:
             self._compile_statement(statement)
         self.state_names = list(self.state)
@@ -371,8 +376,9 @@ class Runtime:
         if type(background) is not str:
             raise AutumnRuntimeError(f"background must be a String, got {show(background)}")
         if self._painted is None:
-            state = self.state
-            self._painted = self.state_names + [n for n in self.defined_order if n not in state]
+            state, skip = self.state, self.never_painted
+            self._painted = self.state_names + [n for n in self.defined_order
+                                                if n not in state and n not in skip]
         self.picture = paint(self, self._painted, size, background.lower())
         return self.picture
 

@@ -1,4 +1,5 @@
-"""A ``(clicked X)`` without a click skips an inert ``X`` (tasks/autumn/inert.py), and
+"""What the interpreter skips because the source shows it changes nothing
+(tasks/autumn/inert.py). A ``(clicked X)`` without a click skips an inert ``X``, and
 only that: the frames are the same, the step does less work, and an argument that draws
 from the generator is still evaluated."""
 
@@ -70,3 +71,13 @@ def test_a_program_s_own_clicked_is_called_as_written():
     env.reset(0)
     env.step("noop")
     assert env.value("n") == 1  # its clicked is true of the one red button, click or not
+
+
+def test_a_built_in_name_the_program_assigns_an_object_to_is_painted():
+    # render skips the built-ins a program never assigns (runtime.never_painted)
+    program = """(program (= GRID_SIZE 4)
+      (object Dot (Cell 0 0 "red"))
+      (= head (initnext (Dot (Position 1 1)) (prev head))))"""
+    env = load(program, "shadow")
+    assert env.reset(0).frame[1][1] == "red"
+    assert env.step("noop").frame[1][1] == "red"
