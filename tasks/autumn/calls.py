@@ -40,21 +40,25 @@ def apply(rt, f, args: list, scope):
     kind = type(f)
     if kind is Builtin:
         return f.fn(rt, scope, *args)
-    rt.left -= 1
-    if rt.left < 0:
+    rt.left = left = rt.left - 1
+    if left < 0:
         raise StepBudgetExceeded(rt.budget)
-    if Host.cooperate is not None and not rt.left % COOPERATE_EVERY:
+    if not left % COOPERATE_EVERY and Host.cooperate is not None:
         Host.cooperate()  # a long step lets the server tick the other sessions
     if kind is Lambda:
         params = f.params
-        if len(args) < len(params):
+        if len(params) == 1 and args:  # most lambdas: (--> x ...) given its one value
+            bound = {params[0]: args[0]}
+        elif len(args) < len(params):
             raise AutumnRuntimeError(
                 f"function ({' '.join(params)}) needs {len(params)} argument(s), got {len(args)}")
+        else:
+            bound = dict(zip(params, args))
         if rt.depth >= MAX_DEPTH:
             raise AutumnRuntimeError(f"recursion deeper than {MAX_DEPTH} calls")
         rt.depth += 1
         try:
-            return f.body(Scope(dict(zip(params, args)), scope))
+            return f.body(Scope(bound, scope))
         finally:
             rt.depth -= 1
     if kind is ObjectClass:

@@ -235,9 +235,10 @@ def update_obj(rt, scope, target, f, *rest):
 
 def all_objs(rt, scope):
     out = []
-    glob = rt.globals
+    glob, skip = rt.globals, rt.never_painted  # those hold functions, never objects
     for name in rt.order.names:
-        _collect_objects(glob.get(name), out)
+        if name not in skip:
+            _collect_objects(glob.get(name), out)
     return out
 
 
