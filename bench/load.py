@@ -268,8 +268,10 @@ class Participant:
         async for message in socket:
             self.received += len(message)
             if message.startswith('42["state"'):
-                self.shown.append((time.time(), json.loads(message[2:])[1]["tick"]))
-                self.ready.set()
+                tick = json.loads(message[2:])[1].get("tick")
+                if tick is not None:  # else a notice that the game stands still, or goes on
+                    self.shown.append((time.time(), tick))
+                    self.ready.set()
             elif message.startswith("43"):  # an acknowledgement: 43<id>[answer]
                 self.acks.put_nowait(json.loads(message[message.index("["):])[0])
             elif message == "2":
