@@ -73,11 +73,14 @@ def test_a_program_s_own_clicked_is_called_as_written():
     assert env.value("n") == 1  # its clicked is true of the one red button, click or not
 
 
-def test_a_built_in_name_the_program_assigns_an_object_to_is_painted():
-    # render skips the built-ins a program never assigns (runtime.never_painted)
+def test_a_built_in_name_given_a_list_of_objects_is_painted():
+    # render skips the built-ins a program never assigns (runtime.never_painted); a global
+    # holding a function may still be given a list, by the program or a debugging session
     program = """(program (= GRID_SIZE 4)
       (object Dot (Cell 0 0 "red"))
-      (= head (initnext (Dot (Position 1 1)) (prev head))))"""
+      (on (== 1 1) (= head (list (Dot (Position 1 1))))))"""
     env = load(program, "shadow")
-    assert env.reset(0).frame[1][1] == "red"
+    env.reset(0)
     assert env.step("noop").frame[1][1] == "red"
+    env.evaluate("(= tail (list (Dot (Position 2 2))))")
+    assert env.step("noop").frame[2][2] == "red"
