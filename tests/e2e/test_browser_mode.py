@@ -41,6 +41,10 @@ def test_a_problem_played_in_the_browser_is_the_servers_record_frame_for_frame(l
     open_game(page, live_server)
     page.locator("[data-gs=grid]").focus()
     page.keyboard.press("ArrowRight")
+    # Two ticks with no key after it: the record must show the automatic no-ops, and
+    # without this wait a quick click and the plan's queued actions can fill every tick.
+    pressed = int(page.locator(GAME).get_attribute("data-tick"))
+    page.wait_for_function(f"+document.querySelector('{GAME}').dataset.tick >= {pressed + 3}")
     page.get_by_role("button", name="Go to test").click()
     page.wait_for_selector(f"{GAME}[data-phase=test]")
     for action in registry.get_problem(PROBLEM).params["plan"]:
