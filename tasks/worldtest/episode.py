@@ -176,17 +176,21 @@ class Episode:
         """Why ``action`` would be refused now (naming what is allowed), or None."""
         if self.phase == DONE:
             return f"{action} is not allowed: the episode is over (score {self.score})"
-        allowed = "allowed: " + ", ".join(self.allowed_actions())
         if action.verb not in self.allowed_verbs():
-            return f"{action} is not allowed in the {self.phase} phase; {allowed}"
+            return self._refused(action, f"is not allowed in the {self.phase} phase")
         if action.verb == "click":
             width, height = self.size
             if not (0 <= action.x < width and 0 <= action.y < height):
-                return f"{action} is outside the {width}x{height} grid; {allowed}"
+                return self._refused(action, f"is outside the {width}x{height} grid")
         if action.verb in INDEXED_VERBS:
             if not 0 <= action.index < self.test.choice_count(action.verb):
-                return f"{action} is out of range; {allowed}"
+                return self._refused(action, "is out of range")
         return None
+
+    def _refused(self, action: Action, why: str) -> str:
+        """A refusal's text, naming what is allowed (written only when refusing: every
+        tick asks whether its action is allowed)."""
+        return f"{action} {why}; allowed: " + ", ".join(self.allowed_actions())
 
     @property
     def done(self) -> bool:
