@@ -109,9 +109,9 @@ def _raise_in(ident: int, exception: type[BaseException] | None) -> None:
 
 
 class _Collections:
-    """Processor seconds each thread has spent in the garbage collector, and the
-    threads collecting now (kept by a ``gc.callbacks`` hook, which runs in the thread
-    that collects)."""
+    """Processor seconds each thread has spent in full garbage collections (the oldest
+    generation's: the only ones that last), and the threads collecting now (kept by a
+    ``gc.callbacks`` hook, which runs in the thread that collects)."""
 
     def __init__(self, get_ident: Any) -> None:
         self.get_ident = get_ident
@@ -120,6 +120,8 @@ class _Collections:
         gc.callbacks.append(self.hook)
 
     def hook(self, phase: str, info: dict) -> None:
+        if info["generation"] < 2:
+            return  # a young generation's collection takes microseconds, and comes often
         ident = self.get_ident()
         if phase == "start":
             self.started[ident] = time.thread_time()
