@@ -93,6 +93,50 @@ def test_a_paused_session_stops_ticking_and_a_finished_one_is_unscheduled(store,
     assert finished.token not in scheduler.scheduled
 
 
+def test_a_tick_due_behind_a_long_step_goes_on_while_that_step_yields(store, problems):
+    """A long Autumn step yields now and then (``tasks.limits.Host.cooperate``); the
+    server's ``cooperate`` first lets the scheduler hand the ticks due behind it to
+    another task. Here tasks are threads, and the loop's first sleep is long, so that
+    both sessions fall due in one turn, the heavy one first: the walker's tick must be
+    delivered while the heavy step still computes, not after it."""
+    from tasks.limits import share_time
+    from tests.envs import heavy_env
+
+    registry.register_env("test/rt-heavy", heavy_env, replace=True)
+    heavy_problem = Problem("test/rt-heavy-planning", "test/rt-heavy", "planning", 0,
+                            params={"goal_cells": [[4, 4]], "goal_colours": ["gold"]})
+    delivered: dict[str, float] = {}
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        time.sleep(0.3 if len(slept) == 1 else seconds)
+
+    def deliver(session, tick):
+        delivered.setdefault(session.token, time.monotonic())
+
+    def spawn(function, *args):
+        threading.Thread(target=function, args=args, daemon=True).start()
+
+    scheduler = Scheduler(deliver, start_task=lambda target: spawn(target), sleep=sleep,
+                          spawn=spawn)
+    heavy = scheduler.add(GameSession.create(heavy_problem, store))
+    walker = scheduler.add(GameSession.create(problems["mfp"], store))
+    heavy.enqueue_action("left")
+    share_time(cooperate=scheduler.lend)
+    try:
+        scheduler.start(heavy.token)
+        scheduler.start(walker.token)
+        deadline = time.monotonic() + 20
+        while len(delivered) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        scheduler.stop()
+        share_time(None)
+        registry.unregister(env_id="test/rt-heavy")
+    assert delivered[walker.token] < delivered[heavy.token]
+
+
 @pytest.mark.parametrize(("deadline", "now", "expected"), [
     (10.0, 10.01, 10.125),  # on time: the next period
     (10.0, 10.2, 10.125),  # less than a period late: still the next one, due at once

@@ -203,6 +203,29 @@ def test_events_reach_the_disk_within_the_flush_interval_without_flush(tmp_path)
     assert seen == 5
 
 
+def test_a_full_batch_is_written_before_its_flush_interval(tmp_path):
+    """The writer sleeps through a batch's flush interval without waking for each row;
+    a batch's worth of rows wakes it at once (and what is short of one waits)."""
+    path = tmp_path / "g.db"
+    store = Store(f"sqlite:///{path}", flush_interval=60.0, batch_size=50)
+
+    def on_disk() -> int:
+        with sqlite3.connect(path) as reader:
+            return reader.execute("select count(*) from event").fetchone()[0]
+
+    try:
+        store.write_events([event_record(1, seq) for seq in range(49)])
+        time.sleep(0.5)
+        assert on_disk() == 0
+        store.write_event(event_record(1, 49))
+        deadline = time.monotonic() + 10.0
+        while on_disk() < 50 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert on_disk() == 50
+    finally:
+        store.close()
+
+
 def test_close_writes_everything_still_queued_and_is_idempotent(tmp_path):
     path = tmp_path / "g.db"
     store = Store(f"sqlite:///{path}", flush_interval=60.0)
