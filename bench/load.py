@@ -91,6 +91,9 @@ def serve(port: int, db: str, async_mode: str, profile: str | None = None,
     from study_server.commands.serve import run
 
     register_walker()
+    # the simulated participants open previews (no study), as many as the run asks for:
+    # the cap that keeps a flood of them from holding memory would refuse the run itself
+    config = {"MAX_PREVIEWS": 1_000_000, **config}
     with sampling(profile) if profile else contextlib.nullcontext():
         run({"DATABASE_URL": db, "ASYNC_MODE": async_mode, **config}, "127.0.0.1", port,
             announce=lambda app, url: None)

@@ -121,13 +121,14 @@ class EpisodeRecorder:
 
     def applied(self, step: Any, *, source: str, input_seq: int | None = None,
                 **fields: Any) -> None:
-        self.store.write_event(step_row(step, source=source, **self._next(), **fields))
+        self.store.write_event(step_row(step, source=source, **self._next(), **fields),
+                               checked=True)
         self._resolved(input_seq)
 
     def failed(self, action: str, *, phase: str, source: str, error: str,
                input_seq: int | None = None, **fields: Any) -> None:
         self.store.write_event(failed_step_row(action, phase=phase, source=source, error=error,
-                                               **self._next(), **fields))
+                                               **self._next(), **fields), checked=True)
         self._resolved(input_seq)
 
     def _resolved(self, input_seq: int | None, status: str | None = None,
@@ -137,7 +138,8 @@ class EpisodeRecorder:
 
     def invalid(self, *, phase: str, raw_reply: str, error: str, **fields: Any) -> None:
         self.store.write_event(invalid_turn_row(phase=phase, raw_reply=raw_reply, error=error,
-                                                source="agent", **self._next(), **fields))
+                                                source="agent", **self._next(), **fields),
+                               checked=True)
 
     def refused(self, text: str, *, status: str, reason: str, received_at: float | None = None,
                 client_time: float | None = None, input_seq: int | None = None) -> None:

@@ -34,9 +34,9 @@ def check(table: schema.Table, record: dict[str, Any], extra: Iterable[str] = ()
     the required ones it leaves empty, or the first value its field cannot store. A NUL
     character in a text value is replaced, in ``record``, by :data:`NUL_STAND_IN`.
 
-    Every row of every tick passes here (twice: where it is built and where it is
-    queued), so only the record's own values are looked at while all is well; the
-    table's order decides which error is named first."""
+    Every row of every tick passes here (where it is built; the store checks again only
+    rows that did not come from here), so only the record's own values are looked at
+    while all is well; the table's order decides which error is named first."""
     fields = table.by_name
     if not record.keys() <= fields.keys():
         unknown = record.keys() - fields.keys() - set(extra)

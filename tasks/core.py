@@ -254,7 +254,7 @@ def frame_hash(frame: Sequence[Sequence[str]]) -> str:
     >>> frame_hash([["black", "red"]]) == frame_hash((("black", "red"),))
     True
     """
-    text = "\n".join(",".join(row) for row in frame)
+    text = "\n".join(map(",".join, frame))
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
