@@ -73,6 +73,7 @@ class Action:
 
 
 NOOP = Action("noop")
+_PLAIN_ACTIONS = {verb: Action(verb) for verb in _PLAIN}
 
 
 def parse_action(text: str | Action, size: tuple[int, int] | None = None) -> Action:
@@ -105,8 +106,9 @@ def parse_action(text: str | Action, size: tuple[int, int] | None = None) -> Act
 
 
 def _parse_text(text: str) -> Action:
-    if text in _PLAIN:
-        return Action(text)
+    plain = _PLAIN_ACTIONS.get(text)
+    if plain is not None:  # an Action is immutable: one of each serves (a tick parses one)
+        return plain
     if text.startswith("click"):
         match = _CLICK.fullmatch(text)
         if match is None:
