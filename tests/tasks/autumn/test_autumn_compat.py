@@ -49,6 +49,44 @@ def test_erasing_keeps_the_others_in_order():
     assert table.names == [n for n in before if n != "b"]
 
 
+def test_inserts_and_erases_match_a_plain_model_of_the_linked_list():
+    """HashOrder finds where a key goes from each bucket's first key; the model below
+    scans the whole list as libstdc++ walks it (a key goes before the first key of its
+    bucket, else to the front; growth re-inserts front to back)."""
+    import random
+
+    from tasks.autumn.compat import BUCKET_COUNTS
+
+    def model_place(names, name, buckets):
+        for i, other in enumerate(names):
+            if string_hash(other) % buckets == string_hash(name) % buckets:
+                names.insert(i, name)
+                return
+        names.insert(0, name)
+
+    rng = random.Random(7)
+    for _ in range(30):
+        table, names, buckets = HashOrder(), [], 0
+        for _ in range(rng.randrange(1, 400)):
+            name = f"v{rng.randrange(300)}"
+            if rng.random() < 0.2:
+                table.erase(name)
+                if name in names:
+                    names.remove(name)
+            elif name not in names:
+                table.insert(name)
+                if len(names) + 1 > buckets:
+                    buckets = next(b for b in BUCKET_COUNTS if b >= len(names) + 1 and b > buckets)
+                    old, names = names, []
+                    for kept in old:
+                        model_place(names, kept, buckets)
+                model_place(names, name, buckets)
+            copy = table.copy()  # a step's snapshot: either may go on
+            assert copy.names == table.names == names
+            table = copy if rng.random() < 0.5 else table
+        assert table.buckets == buckets
+
+
 def test_next_expressions_run_in_hash_order_not_program_order():
     # log records the NEXT evaluation order; gravity runs first although declared last.
     env = load('(program (= log (list))'
