@@ -12,6 +12,7 @@ in one module keeps the rest of the interpreter plain.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 _MASK = (1 << 64) - 1
 _M = 0xC6A4A7935BD1E995
@@ -25,6 +26,7 @@ def _shift(value: int) -> int:
     return value ^ (value >> 47)
 
 
+@lru_cache(maxsize=8192)  # a program's names, hashed again at every start otherwise
 def string_hash(text: str) -> int:
     """libstdc++'s ``std::hash<std::string>`` on 64-bit Linux (a MurmurHash64A variant).
 
