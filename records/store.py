@@ -313,9 +313,8 @@ class Store:
         statement = _APPLIED if status is None else _REFUSED
         params = {"episode": episode_id, "number": input_seq, "new_status": status,
                   "new_reason": reason}
-        self._enqueue_change(Change(lambda connection: connection.execute(statement, params),
-                                    {"episode_id": episode_id, "input_seq": input_seq,
-                                     "status": status or "applied"}))
+        self._enqueue_change(Change.statement(statement, params, {
+            "episode_id": episode_id, "input_seq": input_seq, "status": status or "applied"}))
 
     @blocking
     def drop_waiting_inputs(self, reason: str, episode_id: int | None = None) -> int:

@@ -84,6 +84,39 @@ class Change:
     run: Callable[[Connection], None]
     what: dict[str, Any]
 
+    @classmethod
+    def statement(cls, statement: Any, params: dict[str, Any], what: dict[str, Any]) -> Change:
+        """One execution of ``statement`` with ``params``. Such changes queued one after
+        another with the same statement run as one executemany (an input resolved at
+        its tick is one; run one by one they cost the writer a statement each)."""
+        return _Statement(lambda connection: connection.execute(statement, params), what,
+                          statement, params)
+
+
+@dataclass(frozen=True, eq=False)
+class _Statement(Change):
+    sql: Any = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def run_changes(connection: Connection, changes: list[Change]) -> None:
+    """Run ``changes`` in order; neighbours with the same statement as one executemany."""
+    at = 0
+    while at < len(changes):
+        change = changes[at]
+        if not isinstance(change, _Statement):
+            change.run(connection)
+            at += 1
+            continue
+        end = at + 1
+        while end < len(changes) and getattr(changes[end], "sql", None) is change.sql:
+            end += 1
+        if end - at == 1:
+            change.run(connection)
+        else:
+            connection.execute(change.sql, [c.params for c in changes[at:end]])
+        at = end
+
 
 @dataclass(frozen=True, eq=False)
 class TableSpec:
@@ -398,8 +431,7 @@ class BatchWriter:
                 self._frame_insert.run(connection, frame_rows)
             for spec, records in batch.rows.items():
                 self._insert(spec).run(connection, records)
-            for change in batch.changes:
-                change.run(connection)
+            run_changes(connection, batch.changes)
 
     def _storage_away(self, error: BaseException, batch: _Batch) -> None:
         """The storage refused a batch: say so once, then every :data:`OUTAGE_LOG_EVERY`

@@ -226,6 +226,32 @@ def test_a_full_batch_is_written_before_its_flush_interval(tmp_path):
         store.close()
 
 
+def test_inputs_resolved_together_are_each_applied_or_refused_in_order(tmp_path):
+    """Resolutions queued one after another run as one statement per kind; each input's
+    row still ends as its own resolution says, and a later one wins over an earlier."""
+    path = tmp_path / "g.db"
+    store = Store(f"sqlite:///{path}", flush_interval=60.0)
+    try:
+        for seq in range(8):
+            store.write_raw_input({"episode_id": 1, "input_seq": seq, "received_at": 1.0,
+                                   "text": "up", "status": "queued"})
+        for seq in (0, 1, 2):
+            store.resolve_input(1, seq)
+        for seq in (3, 4):
+            store.resolve_input(1, seq, "refused", "not allowed now")
+        store.resolve_input(1, 5)
+        store.resolve_input(1, 6, "dropped", "the server stopped first")
+        store.resolve_input(1, 6)  # already refused: no longer waiting, so kept as it is
+        store.flush()
+    finally:
+        store.close()
+    with sqlite3.connect(path) as reader:
+        rows = reader.execute("select input_seq, status, reason from rawinput "
+                              "order by input_seq").fetchall()
+    assert rows == [(3, "refused", "not allowed now"), (4, "refused", "not allowed now"),
+                    (6, "dropped", "the server stopped first"), (7, "queued", None)]
+
+
 def test_close_writes_everything_still_queued_and_is_idempotent(tmp_path):
     path = tmp_path / "g.db"
     store = Store(f"sqlite:///{path}", flush_interval=60.0)
