@@ -89,6 +89,8 @@ class Episode:
         self.test: TestPhase = self.challenge.phase(problem, make_env)
         self.history: list[tuple[str, str]] = []
         """Every applied action as ``(phase, action text)``, in order: enough to replay."""
+        self._hints: dict[tuple[str, ...], str] = {}
+        """:meth:`hint` by allowed verbs (asked every tick, the same for the same verbs)."""
         self.score: float | None = None
         self.resets = 0
         if self.test.has_interaction_phase:
@@ -233,7 +235,10 @@ class Episode:
         """What the keys and clicks do now, in plain words: the moves and clicks the phase
         allows and the environment reacts to (an Autumn program's handlers,
         ``reacts_to``; every allowed one for an environment that does not say)."""
-        return env_hint(self.env, allowed)
+        hint = self._hints.get(allowed)
+        if hint is None:
+            hint = self._hints[allowed] = env_hint(self.env, allowed)
+        return hint
 
     def guide(self) -> str:
         """What a participant is told to do now (the challenge's guide for this phase)."""
