@@ -49,6 +49,7 @@ class Sandbox(Episode):
         self.env = make_env(env_id)
         self.test = _NoTest()
         self.history = []
+        self._hints = {}
         self.score = None
         self.resets = 0
         self.phase = INTERACTION
