@@ -15,7 +15,7 @@ from typing import Any
 
 from tasks import registry
 from tasks.core import Action, GridEnv, Observation
-from tasks.worldtest.episode import DONE, INTERACTION, Episode
+from tasks.worldtest.episode import DONE, Episode
 
 
 @dataclass(frozen=True)
@@ -44,16 +44,10 @@ class Sandbox(Episode):
     def __init__(
         self, env_id: str, seed: int = 0, make_env: Callable[[str], GridEnv] = registry.make
     ) -> None:
-        self.problem = SandboxProblem(env_id, env_id, seed)
-        self._make_env = make_env
-        self.env = make_env(env_id)
-        self.test = _NoTest()
-        self.history = []
-        self._hints = {}
-        self.score = None
-        self.resets = 0
-        self.phase = INTERACTION
-        self.observation = self.env.reset(seed)
+        super().__init__(SandboxProblem(env_id, env_id, seed), make_env)
+
+    def _test_phase(self) -> _NoTest:
+        return _NoTest()  # no challenge: only the interaction phase, from the seed
 
     def allowed_verbs(self) -> tuple[str, ...]:
         if self.phase == DONE:

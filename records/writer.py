@@ -79,41 +79,32 @@ def _sqlite(error: exc.DBAPIError) -> bool:
 @dataclass(frozen=True, eq=False)
 class Change:
     """A statement queued behind rows: ``run(connection)`` inside the batch's transaction,
-    after its inserts; ``what`` names it in a log line or a :class:`Failure`."""
+    after its inserts; ``what`` names it in a log line or a :class:`Failure`. One made by
+    :meth:`statement` also keeps its ``sql`` and ``params``, so that neighbours with the
+    same statement run as one executemany (:func:`run_changes`)."""
 
     run: Callable[[Connection], None]
     what: dict[str, Any]
+    sql: Any = None
+    params: dict[str, Any] | None = None
 
     @classmethod
-    def statement(cls, statement: Any, params: dict[str, Any], what: dict[str, Any]) -> Change:
-        """One execution of ``statement`` with ``params``. Such changes queued one after
-        another with the same statement run as one executemany (an input resolved at
-        its tick is one; run one by one they cost the writer a statement each)."""
-        return _Statement(lambda connection: connection.execute(statement, params), what,
-                          statement, params)
-
-
-@dataclass(frozen=True, eq=False)
-class _Statement(Change):
-    sql: Any = None
-    params: dict[str, Any] = field(default_factory=dict)
+    def statement(cls, sql: Any, params: dict[str, Any], what: dict[str, Any]) -> Change:
+        """One execution of ``sql`` with ``params`` (an input resolved at its tick: run one
+        by one, they cost the writer a statement each)."""
+        return cls(lambda connection: connection.execute(sql, params), what, sql, params)
 
 
 def run_changes(connection: Connection, changes: list[Change]) -> None:
     """Run ``changes`` in order; neighbours with the same statement as one executemany."""
     at = 0
     while at < len(changes):
-        change = changes[at]
-        if not isinstance(change, _Statement):
-            change.run(connection)
-            at += 1
-            continue
-        end = at + 1
-        while end < len(changes) and getattr(changes[end], "sql", None) is change.sql:
-            end += 1
-        if end - at == 1:
+        change, end = changes[at], at + 1
+        if change.sql is None:
             change.run(connection)
         else:
+            while end < len(changes) and changes[end].sql is change.sql:
+                end += 1
             connection.execute(change.sql, [c.params for c in changes[at:end]])
         at = end
 

@@ -184,8 +184,11 @@ def make_deliver(socketio: SocketIO):
             while True:
                 emit(*outbox.get())
 
+        def send_later(token: str, message: dict[str, Any]) -> None:
+            outbox.put((token, message))
+
         socketio.start_background_task(send_forever)
-        send = lambda token, message: outbox.put((token, message))  # noqa: E731
+        send = send_later
 
     def deliver(session: GameSession, tick: Tick | None) -> None:
         message = session.state_message(idle=tick is not None and tick.source == AUTO)

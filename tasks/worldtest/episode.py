@@ -85,8 +85,7 @@ class Episode:
         self.problem = problem
         self._make_env = make_env
         self.env = make_env(problem.env_id)
-        self.challenge: Challenge = get(problem.challenge)
-        self.test: TestPhase = self.challenge.phase(problem, make_env)
+        self.test: TestPhase = self._test_phase()
         self.history: list[tuple[str, str]] = []
         """Every applied action as ``(phase, action text)``, in order: enough to replay."""
         self._hints: dict[tuple[str, ...], str] = {}
@@ -99,6 +98,11 @@ class Episode:
         else:
             self.phase = TEST
             self.observation = self.test.start()
+
+    def _test_phase(self) -> TestPhase:
+        """The challenge's test phase (``challenge``: the problem's challenge)."""
+        self.challenge: Challenge = get(self.problem.challenge)
+        return self.challenge.phase(self.problem, self._make_env)
 
     # -- the one entry point ------------------------------------------------------------
 
