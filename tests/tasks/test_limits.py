@@ -147,3 +147,20 @@ def test_garbage_collection_during_a_step_does_not_count() -> None:
 
 def test_waiting_is_not_computing() -> None:
     assert run_limited(0.05, "waiting", time.sleep, 0.2) is None
+
+
+def test_a_call_after_the_watchdog_went_quiet_is_still_stopped(monkeypatch) -> None:
+    """The watchdog sleeps after a quiet spell instead of being woken for every call;
+    the first call after it is still watched, and it does not sleep while one runs."""
+    from tasks import limits
+
+    monkeypatch.setattr(limits, "WATCH_QUIET", 0.05)
+    run_limited(0.2, "cheap", lambda: None)
+    deadline = time.monotonic() + 5
+    while not (limits._watchdog.sleeping or time.monotonic() > deadline):
+        time.sleep(0.01)
+    assert limits._watchdog.sleeping
+    began = time.monotonic()
+    with pytest.raises(StepTimeLimitExceeded):
+        run_limited(0.2, "endless", _compute, 10.0)
+    assert time.monotonic() - began < 2
