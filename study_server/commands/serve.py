@@ -40,14 +40,18 @@ class NoDelayRequestHandler(WSGIRequestHandler):
 def _patch_for(async_mode: str) -> None:
     """gevent must patch the standard library before the server's modules use it.
 
-    Everything is patched, the store's writer thread included (it becomes a greenlet
-    whose SQLite commits hold the loop for their duration). Leaving threads real fails:
-    the writer's queue is shared with greenlets and trips gevent's hub.
+    Everything is patched, the store's writer thread included (it becomes a greenlet,
+    whose transactions run in gevent's pool of native threads: ``records/offload.py``).
+    Leaving threads real fails: the writer's queue is shared with greenlets and trips
+    gevent's hub. psycopg then waits cooperatively only on the loop's thread.
     """
     if async_mode == "gevent":
         from gevent import monkey
 
+        from records.offload import psycopg_waits_natively_off_loop
+
         monkey.patch_all()
+        psycopg_waits_natively_off_loop()
 
 
 def run(config: dict[str, Any], host: str, port: int, announce: Any = None) -> None:

@@ -524,3 +524,56 @@ def test_a_guesser_is_slowed_down_on_every_worker_and_the_researcher_gets_in(dep
     assert attempt(two, "wrong", "10.0.0.9") == 429  # the other worker counts them too
     assert attempt(two, "correct horse battery", "10.0.0.2") == 302
     assert attempt(one, "correct horse battery", "10.0.0.2") == 302
+
+
+WAITS = """
+import sys, threading, time
+from gevent import monkey
+monkey.patch_all()
+import gevent
+from records.offload import off_loop, on_loop_thread, psycopg_waits_natively_off_loop
+psycopg_waits_natively_off_loop()
+import psycopg
+from psycopg import waiting
+
+url = sys.argv[1].replace("postgresql+psycopg", "postgresql")
+in_c = []  # for each wait in C: whether it was on the loop's thread
+native = waiting.wait_c
+def noting(gen, fileno, interval=None, timeout=None):
+    in_c.append(on_loop_thread())
+    return native(gen, fileno, interval=interval, timeout=timeout)
+waiting.wait_c = noting
+
+def sleep_in_postgres():
+    with psycopg.connect(url) as connection:
+        connection.execute("SELECT pg_sleep(0.4)")
+
+beats = []
+def beat():
+    while True:
+        beats.append(time.monotonic())
+        gevent.sleep(0.02)
+gevent.spawn(beat)
+gevent.sleep(0.05)
+began = len(beats)
+sleep_in_postgres()                # on the loop: gevent's poll, the beat goes on meanwhile
+on_loop, waits_in_c = len(beats) - began, len(in_c)
+began = len(beats)
+off_loop(sleep_in_postgres)        # in a native thread: the C wait, the beat goes on too
+print(on_loop, len(beats) - began, waits_in_c, len(in_c), any(in_c))
+"""
+
+
+def test_psycopg_cooperates_on_the_loop_and_waits_in_c_in_native_threads(servers, tmp_path):
+    """Under gevent a query made on the loop lets the other greenlets run while it waits;
+    one made off the loop waits in its native thread with psycopg's C wait (gevent's
+    poll there cost the store's thread ten times the CPU), and the loop goes on."""
+    postgres, _ = servers
+    script = tmp_path / "waits.py"
+    script.write_text(WAITS)
+    done = subprocess.run([sys.executable, str(script), postgres.url], capture_output=True,
+                          text=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    on_loop, off, before, after, any_on_loop = done.stdout.split()
+    assert int(on_loop) >= 10 and int(off) >= 10  # 0.4 s of 20 ms beats, both ways
+    assert int(before) == 0 < int(after) and any_on_loop == "False"
