@@ -49,8 +49,15 @@ class Picture:
         return not (0 <= x < n and 0 <= y < n) or (x, y) not in self.occupied
 
 
-def cell_value(rt, arg, inst: Instance):
-    """The value of one Cell argument for ``inst`` (lazy ones evaluated now)."""
+_EVALUATED = object()
+"""What :func:`_own_value` says of an argument that has to be evaluated."""
+
+
+def _own_value(rt, arg, inst: Instance):
+    """The value of a Cell argument that the object itself settles: a number, a literal,
+    a name the cell was built with (its snapshot) or one of the object's own fields.
+    Objects never change (a change makes a new one), so such a value is the same every
+    time the object is painted. :data:`_EVALUATED` for any other argument."""
     if type(arg) is int:
         return arg
     if arg.const is not None:
@@ -64,6 +71,16 @@ def cell_value(rt, arg, inst: Instance):
                 return inst.origin
             if name in inst.fields:
                 return inst.fields[name]
+    return _EVALUATED
+
+
+def cell_value(rt, arg, inst: Instance):
+    """The value of one Cell argument for ``inst`` (lazy ones evaluated now)."""
+    value = _own_value(rt, arg, inst)
+    return _evaluated(arg, inst) if value is _EVALUATED else value
+
+
+def _evaluated(arg, inst: Instance):
     # a fresh dictionary for every argument: an assignment inside one must not reach the next
     fields = {**inst.fields, "origin": inst.origin} if inst is not None else {}
     try:
@@ -75,24 +92,34 @@ def cell_value(rt, arg, inst: Instance):
 
 
 def instance_cells(rt, inst: Instance) -> list[tuple[int, int, str]]:
-    """The absolute cells ``(x, y, colour)`` of an object, in order (cached when static)."""
+    """The absolute cells ``(x, y, colour)`` of an object, in order; kept on the object
+    when the object settles every argument itself (:func:`_own_value`), as a cell whose
+    colour is a field does. Such cells never depend on the origin (a bare ``origin`` is
+    a position, which no cell argument may be), so a moved copy shifts them."""
     painted = inst.painted
     if painted is not None:
         return painted
     ox, oy = inst.origin.x, inst.origin.y
     out = []
-    static = True
+    own = True
     for cell in inst.cells:
-        static = static and cell.static
-        x = cell_value(rt, cell.x, inst)
-        y = cell_value(rt, cell.y, inst)
-        colour = cell_value(rt, cell.color, inst)
+        x, y, colour = cell.x, cell.y, cell.color
+        if not cell.static:
+            x, y, colour = (_own_value(rt, x, inst), _own_value(rt, y, inst),
+                            _own_value(rt, colour, inst))
+            if x is _EVALUATED or y is _EVALUATED or colour is _EVALUATED:
+                own = False
+                x, y, colour = (cell_value(rt, cell.x, inst), cell_value(rt, cell.y, inst),
+                                cell_value(rt, cell.color, inst))
+        else:
+            x, y, colour = (x if type(x) is int else x.const, y if type(y) is int else y.const,
+                            colour if type(colour) is int else colour.const)
         if type(x) is not int or type(y) is not int or type(colour) is not str:
             raise AutumnRuntimeError(
                 f"a cell of {inst.cls.name} must be (Cell Number Number String), got "
                 f"{show(x)} {show(y)} {show(colour)}")
         out.append((ox + x, oy + y, colour))
-    if static:
+    if own:
         inst.painted = out
     return out
 
