@@ -37,6 +37,9 @@ def test_contract_and_first_frame():
 @pytest.mark.parametrize("actions, row, col, colour", [
     (["right"], 0, 1, "red"), (["right", "down"], 1, 1, "red"),
     (["click 0 0"], 0, 0, "blue"), (["click 2 2"], 0, 0, "red"), ("noop", 0, 0, "red"),
+    # a cell coloured by a field keeps its painted cells: changed, then moved twice
+    (["right", "click 1 0", "down", "right"], 1, 2, "blue"),
+    (["right", "click 1 0", "down", "right"], 0, 1, "white"),
 ])
 def test_actions_change_the_frame(actions, row, col, colour):
     env = load(COUNTER)
