@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tasks.autumn.calls import charge
+from tasks.autumn.calls import ARITHMETIC, COMPARISON, charge
 from tasks.autumn.errors import AutumnError, AutumnRuntimeError
+from tasks.autumn.reader import LIST, NUM, STR, SYM
 from tasks.autumn.scope import Scope
-from tasks.autumn.values import Instance, Lazy, RenderedElem, show
+from tasks.autumn.values import UNREAD, Instance, Lazy, RenderedElem, show
 
 if TYPE_CHECKING:
     import numpy as np
@@ -74,6 +75,53 @@ def _own_value(rt, arg, inst: Instance):
     return _EVALUATED
 
 
+_PURE_FORMS = frozenset({"if", "==", "!=", "&", "and", "|", "or", "!", *ARITHMETIC, *COMPARISON})
+"""Forms whose value is a function of their operands' alone (the compiler's own, which
+no program can redefine)."""
+_WORDS = frozenset({"then", "else", "true", "false"})
+
+
+def _reads(node) -> frozenset[str] | None:
+    """The names ``node`` reads, when it only combines them and literals with
+    :data:`_PURE_FORMS`; None when it does anything else (calls a function, builds a
+    list, assigns, reads a field of another value).
+
+    >>> from tasks.autumn.reader import read
+    >>> sorted(_reads(read('(if living then "pink" else "black")')))
+    ['living']
+    >>> _reads(read('(uniformChoice (list "red" "blue"))')) is None
+    True
+    """
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.kind == SYM:
+            if n.value not in _WORDS:
+                names.add(n.value)
+        elif n.kind == LIST:
+            items = n.value
+            if not items or items[0].kind != SYM or items[0].value not in _PURE_FORMS:
+                return None
+            stack.extend(items[1:])
+        elif n.kind not in (NUM, STR):
+            return None
+    return frozenset(names)
+
+
+def _settled_by(arg, inst: Instance, rt) -> bool:
+    """True when an evaluated argument's value is the object's own: it reads only the
+    names its cell was built with and the object's fields (never ``origin``)."""
+    reads = arg.reads
+    if reads is UNREAD:
+        reads = arg.reads = _reads(arg.node) if arg.node is not None else None
+    if reads is None:
+        return False
+    snapshot, fields = arg.snapshot or {}, inst.fields
+    return all(name != "origin" and name not in rt.classes
+               and (name in snapshot or name in fields) for name in reads)
+
+
 def cell_value(rt, arg, inst: Instance):
     """The value of one Cell argument for ``inst`` (lazy ones evaluated now)."""
     value = _own_value(rt, arg, inst)
@@ -93,8 +141,8 @@ def _evaluated(arg, inst: Instance):
 
 def instance_cells(rt, inst: Instance) -> list[tuple[int, int, str]]:
     """The absolute cells ``(x, y, colour)`` of an object, in order; kept on the object
-    when the object settles every argument itself (:func:`_own_value`), as a cell whose
-    colour is a field does. Such cells never depend on the origin (a bare ``origin`` is
+    when the object settles every argument itself (:func:`_own_value`, :func:`_settled_by`),
+    as a cell whose colour is a field, or an ``if`` on one, does. Such cells never depend on the origin (a bare ``origin`` is
     a position, which no cell argument may be), so a moved copy shifts them."""
     painted = inst.painted
     if painted is not None:
@@ -108,7 +156,9 @@ def instance_cells(rt, inst: Instance) -> list[tuple[int, int, str]]:
             x, y, colour = (_own_value(rt, x, inst), _own_value(rt, y, inst),
                             _own_value(rt, colour, inst))
             if x is _EVALUATED or y is _EVALUATED or colour is _EVALUATED:
-                own = False
+                own = own and all(value is not _EVALUATED or _settled_by(arg, inst, rt)
+                                  for value, arg in ((x, cell.x), (y, cell.y),
+                                                     (colour, cell.color)))
                 x, y, colour = (cell_value(rt, cell.x, inst), cell_value(rt, cell.y, inst),
                                 cell_value(rt, cell.color, inst))
         else:

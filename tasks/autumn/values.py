@@ -52,7 +52,7 @@ class Lazy:
     which the renderer looks up without evaluating.
     """
 
-    __slots__ = ("node", "fn", "snapshot", "const", "name")
+    __slots__ = ("node", "fn", "snapshot", "const", "name", "reads")
 
     def __init__(self, node, fn, snapshot: dict | None, const: Any = None) -> None:
         self.node = node
@@ -60,6 +60,13 @@ class Lazy:
         self.snapshot = snapshot
         self.const = const
         self.name = node.value if node is not None and node.is_sym() else None
+        self.reads: Any = UNREAD
+        """The names the expression reads when its value depends on nothing else, None
+        when it may (``render``'s business, found on first use)."""
+
+
+UNREAD = object()
+"""``Lazy.reads`` before the renderer has looked at the expression."""
 
 
 class Cell:

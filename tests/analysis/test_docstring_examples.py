@@ -17,6 +17,7 @@ MODULES = [
     "analysis.figures",
     "analysis.columns",
     "records.flow",
+    "tasks.autumn.render",  # which cell expressions the renderer may keep
 ]
 
 

@@ -49,6 +49,25 @@ def test_actions_change_the_frame(actions, row, col, colour):
     assert frame[row][col] == colour
 
 
+LAMP = """(program (= GRID_SIZE 3) (= FRAME_RATE 5) (= background "white")
+  (object Lamp (: lit Bool) (Cell 0 0 (if lit then "gold" else "gray")))
+  (= lamp (initnext (Lamp false (Position 0 0)) (prev lamp)))
+  (on right (= lamp (moveRight lamp)))
+  (on (clicked lamp) (= lamp (updateObj lamp "lit" (! (.. lamp lit))))))"""
+
+
+def test_a_colour_that_is_an_if_on_a_field_follows_the_field_as_the_object_moves():
+    """The cells of an object whose colour reads only its own fields are kept on the
+    object (``render``): a new object with the field changed shows the new colour, and
+    moved copies keep it."""
+    env = load(LAMP)
+    assert env.reset(0).frame[0] == ["gray", "white", "white"]
+    assert env.step("click 0 0").frame[0] == ["gold", "white", "white"]
+    assert env.step("right").frame[0] == ["white", "gold", "white"]
+    assert env.step("click 1 0").frame[0] == ["white", "gray", "white"]
+    assert env.step("right").frame[0] == ["white", "white", "gray"]
+
+
 def test_handlers_see_earlier_handlers_and_next_sees_updates():
     env = load("(program (= a (initnext 0 (+ (prev a) 10))) (= b (initnext 0 (+ a 1)))"
                " (on clicked (= a 5)) (on (== a 5) (= a 6)))")
