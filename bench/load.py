@@ -406,19 +406,22 @@ def percentile(values: list[float], q: float) -> float:
 
 def summarise(db: str, results: list[dict], cpu: dict[str, float], wall: float) -> dict[str, Any]:
     """The run's figures, and under ``"by_challenge"`` the same (CPU left out) for the
-    participants of each challenge."""
+    participants of each challenge. Only this run's episodes are read: a database given
+    with ``--db`` may hold earlier runs (``--repeat``, ``--mix``, or another day's)."""
     from sqlalchemy import text
 
     from records.database import make_engine
 
+    challenge_of = {r["episode_id"]: r["challenge"] for r in results}
     engine = make_engine(db)
     try:
         with engine.connect() as connection:
-            rows = connection.execute(text("SELECT episode_id, seq, latency, source FROM event")).all()
-            raw = connection.execute(text("SELECT episode_id FROM rawinput")).all()
+            rows = [row for row in connection.execute(
+                text("SELECT episode_id, seq, latency, source FROM event")) if row[0] in challenge_of]
+            raw = [row for row in connection.execute(text("SELECT episode_id FROM rawinput"))
+                   if row[0] in challenge_of]
     finally:
         engine.dispose()
-    challenge_of = {r["episode_id"]: r["challenge"] for r in results}
     by_challenge = {}
     for name in sorted(set(challenge_of.values())):
         by_challenge[name] = delivery([r for r in results if r["challenge"] == name],

@@ -32,21 +32,22 @@ def test_the_generator_plays_a_session_over_its_own_socket_io_client(live_server
 
     import httpx
 
-    from bench.load import Participant
+    from bench.load import Participant, summarise
 
     problem = test_problems["planning"]
     start = time.time() + 0.5
     person = Participant(live_server.url, problem.id, start, start + 3.0, seed=3)
+    other = Participant(live_server.url, problem.id, start, start + 3.0, seed=4)
 
     async def play():
         async with httpx.AsyncClient(timeout=30) as http:
-            return await person.run(http)
+            return await asyncio.gather(person.run(http), other.run(http))
 
     results = []  # in a thread of its own: the browser fixture's loop may be running here
-    thread = threading.Thread(target=lambda: results.append(asyncio.run(play())))
+    thread = threading.Thread(target=lambda: results.extend(asyncio.run(play())))
     thread.start()
     thread.join(30)
-    [result] = results
+    result, _ = results
     seconds = result["left"] - result["joined"]
     assert result["states"] >= 0.8 * seconds * result["frame_rate"]
     assert result["sent"] > 0
@@ -58,3 +59,11 @@ def test_the_generator_plays_a_session_over_its_own_socket_io_client(live_server
     session = next(s for s in live_server.scheduler.sessions.values()
                    if s.episode_id == result["episode_id"])
     assert session.clock.round_complete  # the clock pings were answered
+    # the figures of one participant read only that participant's rows, though the
+    # database holds the other's too (as a --db given twice, or --repeat, does)
+    live_server.store.flush(timeout=10)
+    figures = summarise(str(live_server.store.engine.url), [{**result, "challenge": "planning"}],
+                        {"workers": 1.0, "helpers": 0.0, "generator": 0.0}, 1.0)
+    assert figures["sessions"] == 1 and figures["seq_gaps"] == 0
+    assert figures["inputs_accounted"] == 1.0
+    assert figures["events_persisted_per_ticks_run"] == 1.0
