@@ -69,12 +69,12 @@ def _step_no_collision(dx: int, dy: int):
     def step(rt, scope, obj):
         obj = need_object(obj, "move")
         cells = instance_cells(rt, obj)
-        if obj.painted is None:  # cells that depend on the origin: render the moved copy
+        if obj.painted is None:  # cells that are evaluated each time: render the moved copy
             moved = _shifted(rt, obj, dx, dy)
             if _within(rt, moved) and is_free_except(rt, scope, moved, obj):
                 return moved
             return obj
-        # Static cells move as they are: the same test (in bounds, and free unless the
+        # Kept cells (the object's own) move as they are: the same test (in bounds, and free unless the
         # object itself paints that cell in that colour) on the shifted cells.
         n, free, before = _grid(rt), rt.is_free, set(cells)
         for x, y, c in cells:

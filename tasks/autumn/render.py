@@ -141,9 +141,10 @@ def _evaluated(arg, inst: Instance):
 
 def instance_cells(rt, inst: Instance) -> list[tuple[int, int, str]]:
     """The absolute cells ``(x, y, colour)`` of an object, in order; kept on the object
-    when the object settles every argument itself (:func:`_own_value`, :func:`_settled_by`),
-    as a cell whose colour is a field, or an ``if`` on one, does. Such cells never depend on the origin (a bare ``origin`` is
-    a position, which no cell argument may be), so a moved copy shifts them."""
+    when the object settles every argument itself (:func:`_own_value`,
+    :func:`_settled_by`), as a cell whose colour is a field, or an ``if`` on one, does.
+    Such cells never depend on the origin (a bare ``origin`` is a position, which no
+    cell argument may be), so a moved copy shifts them."""
     painted = inst.painted
     if painted is not None:
         return painted
@@ -151,19 +152,14 @@ def instance_cells(rt, inst: Instance) -> list[tuple[int, int, str]]:
     out = []
     own = True
     for cell in inst.cells:
-        x, y, colour = cell.x, cell.y, cell.color
-        if not cell.static:
-            x, y, colour = (_own_value(rt, x, inst), _own_value(rt, y, inst),
-                            _own_value(rt, colour, inst))
-            if x is _EVALUATED or y is _EVALUATED or colour is _EVALUATED:
-                own = own and all(value is not _EVALUATED or _settled_by(arg, inst, rt)
-                                  for value, arg in ((x, cell.x), (y, cell.y),
-                                                     (colour, cell.color)))
-                x, y, colour = (cell_value(rt, cell.x, inst), cell_value(rt, cell.y, inst),
-                                cell_value(rt, cell.color, inst))
-        else:
-            x, y, colour = (x if type(x) is int else x.const, y if type(y) is int else y.const,
-                            colour if type(colour) is int else colour.const)
+        values = []
+        for arg in (cell.x, cell.y, cell.color):
+            value = _own_value(rt, arg, inst)
+            if value is _EVALUATED:
+                own = own and _settled_by(arg, inst, rt)
+                value = _evaluated(arg, inst)
+            values.append(value)
+        x, y, colour = values
         if type(x) is not int or type(y) is not int or type(colour) is not str:
             raise AutumnRuntimeError(
                 f"a cell of {inst.cls.name} must be (Cell Number Number String), got "

@@ -72,13 +72,12 @@ UNREAD = object()
 class Cell:
     """``(Cell dx dy colour)``: each argument a frozen ``int`` or a :class:`Lazy`."""
 
-    __slots__ = ("x", "y", "color", "static")
+    __slots__ = ("x", "y", "color")
 
     def __init__(self, x, y, color) -> None:
         self.x = x
         self.y = y
         self.color = color
-        self.static = all(type(a) is int or a.const is not None for a in (x, y, color))
 
     def __repr__(self) -> str:
         def show(a):
@@ -124,8 +123,9 @@ class ObjectClass:
 class Instance:
     """An object: its type, field values, origin, cells and identity.
 
-    ``painted`` caches the absolute cells when every cell is static (frozen numbers and
-    literal colours), which is the common case and makes rendering cheap.
+    ``painted`` caches the absolute cells when the object settles every cell argument
+    itself (literals, its own fields: ``render.instance_cells``), which is the common
+    case and makes rendering cheap.
     """
 
     __slots__ = ("cls", "fields", "origin", "cells", "id", "painted")
@@ -151,7 +151,7 @@ class Instance:
         return Instance(self.cls, fields, origin, self.cells, ident)
 
     def moved(self, ident: int, dx: int, dy: int) -> Instance:
-        """A copy shifted by ``(dx, dy)``, keeping the painted cache when it is static."""
+        """A copy shifted by ``(dx, dy)``, keeping the painted cache when it has one."""
         copy = Instance(self.cls, self.fields, Position(self.origin.x + dx, self.origin.y + dy),
                         self.cells, ident)
         if self.painted is not None:
