@@ -88,5 +88,10 @@ def test_every_page_shows_the_time_left_and_it_runs_down(make_live_server, page)
     assert shown.startswith(("29:", "30:"))
     page.wait_for_function(
         f"document.querySelector('[data-time-left]').textContent !== '{shown}'")
-    page.get_by_role("button", name="I agree to take part").click()
+    agree = page.get_by_role("button", name="I agree to take part")
+    agree.click()
+    # the next page, once it is there: checked at once, the consent page was sometimes
+    # half gone (and checking the consent page's own timer again would prove nothing)
+    agree.wait_for(state="detached")
+    page.wait_for_selector("[data-time-left]", state="visible")
     assert page.locator("[data-time-left]").is_visible()
