@@ -257,9 +257,14 @@ def page_seconds(url: str, stop: threading.Event, times: list[float]) -> None:
 
 
 def largest_gap(frames: list[float], since: float, until: float) -> float:
-    """The longest wait between two frames that arrived in [since, until]."""
-    inside = [t for t in frames if since <= t <= until]
-    return max((b - a for a, b in zip(inside, inside[1:])), default=float("inf"))
+    """The longest time within [since, until] that passed without a frame: from the last
+    frame before ``since`` (or ``since``) through the frames in between to ``until``. A
+    freeze that began with the window counts in full, and so does one that lasted to its
+    end (measured only between the frames inside, a freeze at the start was invisible)."""
+    before = [t for t in frames if t < since]
+    points = [before[-1] if before else since,
+              *(t for t in frames if since <= t <= until), until]
+    return max(b - a for a, b in zip(points, points[1:]))
 
 
 def memory_mb(pid: int) -> float:
