@@ -7,6 +7,7 @@ a user may type a URL or the path of a SQLite file wherever a database is asked 
 from __future__ import annotations
 
 import sqlite3
+import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,12 @@ from urllib.parse import quote
 from sqlalchemy import create_engine
 from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Engine, make_url
+
+from records.offload import off_loop, on_loop_thread
+
+BUSY_TIMEOUT = 30.0
+"""Seconds a SQLite statement waits for another connection's write lock before it fails
+with "database is locked"."""
 
 
 def database_url(text: str) -> str:
@@ -52,8 +59,9 @@ def make_engine(url: str) -> Engine:
             f"{url!r} is an in-memory SQLite database; the store needs a file, "
             "for example sqlite:///gridstudy.db"
         )
-    engine = create_engine(url, connect_args={"timeout": 30})
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT})
     sa_event.listen(engine, "connect", _sqlite_pragmas)
+    _spare_the_loop(engine)
     return engine
 
 
@@ -62,6 +70,78 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _spare_the_loop(engine: Engine) -> None:
+    """Under gevent, make the SQLite work a greenlet does on the loop (a page's reads and
+    writes: the study's pages, the dashboard, a preview's start) hold nothing but that
+    greenlet: each statement and each commit runs in gevent's native threads
+    (:func:`records.offload.off_loop`), and a statement that finds the write lock taken
+    (another process writing, the store's writer on a slow disk) waits for it
+    cooperatively, tried again every few milliseconds up to :data:`BUSY_TIMEOUT`.
+
+    SQLite's own wait for a lock is a sleep in C that holds its thread: on the loop it
+    held every participant's frames while one person's page waited (measured: 3.1 s
+    without a frame while another process held the lock for 3 s). Waiting in a native
+    thread instead would let a crowd of pages waiting for the lock take every thread
+    of the pool, the one the lock's holder needs to commit among them; so on the loop a
+    connection does not wait inside SQLite at all (``busy_timeout`` 0), and only the
+    statement's own work goes to a thread. Connections used elsewhere wait in SQLite as
+    usual. Without gevent nothing changes."""
+
+    def timeout_for_here(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        wanted = 0 if on_loop_thread() else int(BUSY_TIMEOUT * 1000)
+        if record.info.get("busy_timeout") != wanted:
+            dbapi_connection.execute(f"PRAGMA busy_timeout = {wanted}")
+            record.info["busy_timeout"] = wanted
+
+    def execute(cursor: Any, statement: str, parameters: Any, _context: Any) -> bool:
+        if not on_loop_thread():
+            return False
+        _when_unlocked(cursor.execute, statement, parameters)
+        return True
+
+    def executemany(cursor: Any, statement: str, parameters: Any, _context: Any) -> bool:
+        if not on_loop_thread():
+            return False
+        _when_unlocked(cursor.executemany, statement, parameters)
+        return True
+
+    def execute_no_params(cursor: Any, statement: str, _context: Any) -> bool:
+        if not on_loop_thread():
+            return False
+        _when_unlocked(cursor.execute, statement)
+        return True
+
+    commit = engine.dialect.do_commit
+
+    def commit_off_loop(dbapi_connection: Any) -> None:
+        off_loop(commit, dbapi_connection)
+
+    sa_event.listen(engine, "checkout", timeout_for_here)
+    sa_event.listen(engine, "do_execute", execute)
+    sa_event.listen(engine, "do_executemany", executemany)
+    sa_event.listen(engine, "do_execute_no_params", execute_no_params)
+    engine.dialect.do_commit = commit_off_loop  # the dialect has no event for it
+
+
+def _when_unlocked(call: Any, *args: Any) -> Any:
+    """``call(*args)`` in a native thread, tried again while SQLite answers that the
+    database is locked (``SQLITE_BUSY``: the statement started no transaction's snapshot,
+    so trying it again is what SQLite's own wait does), the loop's other greenlets running
+    in between, until :data:`BUSY_TIMEOUT` has passed."""
+    import gevent
+
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    pause = 0.001
+    while True:
+        try:
+            return off_loop(call, *args)
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        gevent.sleep(pause)
+        pause = min(2 * pause, 0.05)
 
 
 def sqlite_path(url: str) -> Path | None:

@@ -4,7 +4,8 @@ would break it, on ``gridstudy serve`` itself (gevent, one process, a SQLite fil
 * a dashboard export, then another process opening the database, then ``kill -9``;
 * the disk filling up under players, then room again;
 * ``kill -9`` while people press about four keys a second, then a restart;
-* a damaged database file at start.
+* a damaged database file at start;
+* another process holding the database's write lock while pages need it.
 
 Each case reads the database afterwards against the clients' own ledger of what the
 server acknowledged. (PostgreSQL stopped under several workers is in
@@ -29,6 +30,7 @@ import pytest
 from records.store import Store
 from study_server import auth
 from study_server.session import STOPPED_BEFORE_TICK
+from bench.hostile import largest_gap
 from tests.conftest import start_serve
 from tests.study_server.people import (
     PASSWORD,
@@ -62,8 +64,8 @@ class Served:
     """``gridstudy serve`` on a SQLite file holding the study; ``sql`` reads the file
     from this (another) process, as any tool would."""
 
-    def __init__(self, db: Path, log: Path) -> None:
-        self.db, self.log = db, log
+    def __init__(self, db: Path, log: Path, env: dict[str, str] | None = None) -> None:
+        self.db, self.log, self.env = db, log, env
         if not db.exists():
             study = db.parent / "study.yaml"
             study.write_text(STUDY)
@@ -74,7 +76,7 @@ class Served:
         self.start()
 
     def start(self) -> None:
-        self.process, self.url = start_serve(self.db, "gevent", log=self.log)
+        self.process, self.url = start_serve(self.db, "gevent", log=self.log, env=self.env)
 
     def sql(self, query: str, **params: Any) -> list[Any]:
         with closing(sqlite3.connect(self.db, timeout=30)) as db:
@@ -289,4 +291,53 @@ def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
         assert "refuses to write" in log and "Traceback" not in log
     finally:
         (small_disk / "filler").unlink(missing_ok=True)
+        served.stop()
+
+
+def test_a_write_lock_held_by_another_process_delays_no_game(tmp_path):
+    """Guarantee 1.9 attacked: another process (a researcher's tool) holds the SQLite
+    write lock for three seconds while a new participant arrives and a researcher
+    excludes an attempt, two pages that write. Another person's game goes on with no
+    wait longer than its idle frames' (before, SQLite's wait for the lock held the event
+    loop: 3.1 s without a frame); both pages are answered once the lock is free, and
+    what they wrote is stored."""
+    from tests.study_server.test_no_freeze import Victim
+
+    served = Served(tmp_path / "g.db", tmp_path / "serve.log",
+                    env={"GRIDSTUDY_PREVIEW": "open"})
+    answers: dict[str, int] = {}
+    try:
+        board = researcher(served.url)
+        _, episode_id = served.playing("first")
+        victim = Victim(served.url)
+        time.sleep(1)
+        token = csrf(board, f"/dashboard/episode/{episode_id}")
+        newcomer = served.person("second")
+        pages = [
+            ("arrival", lambda: newcomer.arrive()),
+            ("exclusion", lambda: board.post(f"/dashboard/episode/{episode_id}/inclusion",
+                                             data={"included": "0", "reason": "lock test",
+                                                   "csrf_token": token})),
+        ]
+        with closing(sqlite3.connect(served.db, timeout=30, isolation_level=None)) as tool:
+            tool.execute("BEGIN IMMEDIATE")
+            locked = time.monotonic()
+            asking = [threading.Thread(target=lambda name=name, ask=ask: answers.update(
+                {name: ask().status_code})) for name, ask in pages]
+            for thread in asking:
+                thread.start()
+            time.sleep(3)
+            assert answers == {}  # both pages are waiting for the lock
+            tool.execute("COMMIT")
+            unlocked = time.monotonic()
+        for thread in asking:
+            thread.join(30)
+        time.sleep(1)
+        victim.close()
+        assert largest_gap(victim.frames, locked, unlocked + 1) <= 0.5
+        assert answers == {"arrival": 200, "exclusion": 200}
+        assert served.sql("SELECT included, exclusion_reason FROM episode WHERE id = :id",
+                          id=episode_id) == [(0, "by hand: lock test")]
+        assert served.sql("SELECT count(*) FROM participant WHERE external_id = 'second'") == [(1,)]
+    finally:
         served.stop()
