@@ -21,6 +21,7 @@ from sqlmodel import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from records.models import Admin
+from records.offload import off_loop
 
 CSRF_FIELD = "csrf_token"
 
@@ -73,19 +74,6 @@ def verify(engine: Engine, username: str, password: str) -> bool:
     stored = admin.password_hash if admin is not None else _UNKNOWN_USER_HASH
     matches = off_loop(check_password_hash, stored, password[:1000])
     return admin is not None and matches
-
-
-def off_loop(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` in a real thread when the server runs on gevent (CPU-bound work there
-    blocks every greenlet), else right here."""
-    try:
-        from gevent import get_hub
-        from gevent.monkey import is_module_patched
-    except ImportError:
-        return fn(*args)
-    if not is_module_patched("socket"):
-        return fn(*args)
-    return get_hub().threadpool.apply(fn, args)
 
 
 def login(engine: Engine, username: str) -> None:
