@@ -216,13 +216,12 @@ def open_browser_session(store: Any, problem: Any, *, study_id: str | None = Non
                          participant_id: int | None = None, owner: str | None = None) -> BrowserSession:
     """A recorded attempt of ``problem`` to be played in a browser (its episode row made
     now, marked ``play: browser``)."""
+    token = secrets.token_urlsafe(16)
     episode = Episode(problem)
     recorder = EpisodeRecorder(store, problem, study_id=study_id, participant_id=participant_id,
-                               wait_for_end=False)
-    played = BrowserSession(BrowserAttempt(episode, recorder), problem.id, episode.frame_rate,
-                            study_id, participant_id, owner)
-    remember(store, played)
-    return played
+                               info=_marks(token), wait_for_end=False)
+    return BrowserSession(BrowserAttempt(episode, recorder), problem.id, episode.frame_rate,
+                          study_id, participant_id, owner, token)
 
 
 def sessions(app: Any) -> dict[str, BrowserSession]:
@@ -282,17 +281,24 @@ def browser_token(app: Any, episode_id: int, token: str | None = None) -> str:
     attempt.actions = [e.action for e in events if replays(e)]
     played = BrowserSession(attempt, problem.id, rebuilt.episode.frame_rate, row.study_id,
                             row.participant_id, token=token or "")
-    remember(store, played, row.info)
+    remember(store, played, row.info or {})
     return keep(app, played).token
 
 
-def remember(store: Any, played: BrowserSession, info: dict[str, Any] | None = None) -> None:
-    """Note in the attempt's row that it is played in the browser, under this token."""
-    from records.recorder import merge_info
+def _marks(token: str) -> dict[str, str]:
+    """What an attempt's info says when it is played in the browser under ``token``."""
     from study_server.tokens import digest
 
-    mark = {"play": BROWSER, TOKEN_KEY: digest(played.token)}
-    if any((info or {}).get(key) != value for key, value in mark.items()):
+    return {"play": BROWSER, TOKEN_KEY: digest(token)}
+
+
+def remember(store: Any, played: BrowserSession, info: dict[str, Any]) -> None:
+    """Note in the attempt's row (whose info is ``info``) that it is played in the browser,
+    under this token, unless it says so already."""
+    from records.recorder import merge_info
+
+    mark = _marks(played.token)
+    if any(info.get(key) != value for key, value in mark.items()):
         merge_info(store, played.episode_id, mark)
 
 
