@@ -341,6 +341,17 @@ class Compiler:
                 return apply(rt, f, values, scope)
             except Exception as error:
                 raise failure(node, error) from None
+
+        if len(fns) == 1:  # most calls (a mover on an object, a lambda on a value)
+            only = fns[0]
+
+            def call(scope):
+                f = fn(scope)
+                values = [only(scope)]
+                try:
+                    return apply(rt, f, values, scope)
+                except Exception as error:
+                    raise failure(node, error) from None
         if head.is_sym("clicked") and all(inert(a, self.values) for a in args):
             return self.unless_unclicked(call, fn)
         return call

@@ -51,7 +51,8 @@ class Arity:
 
 def _arity(fn, tolerant: bool) -> Arity:
     params = list(inspect.signature(fn).parameters.values())[2:]  # after (rt, scope)
-    varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
+    # a module function's ``*rest`` only takes the extra arguments it ignores (tolerant)
+    varargs = not tolerant and any(p.kind is p.VAR_POSITIONAL for p in params)
     fixed = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
     least = sum(p.default is p.empty for p in fixed)
     return Arity(least, None if varargs else len(fixed), tolerant)

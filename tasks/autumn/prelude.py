@@ -26,8 +26,8 @@ def move(rt, scope, obj, direction):
 
 
 def _mover(dx: int, dy: int):
-    def moved(rt, scope, obj):
-        return _shifted(rt, obj, dx, dy)
+    def moved(rt, scope, obj, *_ignored):  # takes extra arguments itself: no wrapper
+        return need_object(obj, "move").moved(rt.new_id(), dx, dy)
     return moved
 
 
