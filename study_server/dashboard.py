@@ -35,6 +35,7 @@ from consent import quality
 from consent.definition import from_stored
 from records import schema
 from records.models import Audit, EpisodeRow, Event, Frame, Participant, Signal, Study
+from records.offload import off_loop
 from study_server import assignment, auth, logins, monitor, prolific, study_figures, tokens
 from study_server.commands.study import PROLIFIC_QUERY
 from study_server.payments import approve_list, bonuses_csv, decisions_csv, payment_rows
@@ -234,16 +235,23 @@ def export_download() -> Any:
     study = request.form.get("study") or None
     store = _store()
     store.wait()
-    work = Path(tempfile.mkdtemp(prefix="gridstudy-export-"))
-    try:
-        export(store.url, work / "export", study=study)
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            for path in sorted((work / "export").rglob("*")):
-                archive.write(path, path.relative_to(work / "export"))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    buffer.seek(0)
+
+    def zipped() -> io.BytesIO:
+        work = Path(tempfile.mkdtemp(prefix="gridstudy-export-"))
+        try:
+            export(store.url, work / "export", study=study)
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+                for path in sorted((work / "export").rglob("*")):
+                    archive.write(path, path.relative_to(work / "export"))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        buffer.seek(0)
+        return buffer
+
+    # Reading a study and zipping it takes seconds of a large one: on the event loop
+    # that stopped every game (1.3 s without a frame for 49,000 events).
+    buffer = off_loop(zipped)
     name = f"gridstudy-{study or 'all'}-export.zip"
     return send_file(buffer, mimetype="application/zip", as_attachment=True, download_name=name)
 

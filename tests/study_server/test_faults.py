@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
+from bench.hostile import largest_gap
 from records.store import Store
 from study_server import auth
 from study_server.session import STOPPED_BEFORE_TICK
-from bench.hostile import largest_gap
 from tests.conftest import start_serve
 from tests.study_server.people import (
     PASSWORD,
