@@ -47,6 +47,10 @@ from tasks.core import frame_hash
 
 EVENT = TableSpec.of(Event)
 RAW_INPUT = TableSpec.of(RawInput)
+PAGE_WAIT = 10.0
+"""Seconds a request waits for the rows queued before it (:meth:`Store.wait`) before it
+gives up with :class:`StorageUnavailable`, which the server answers with 503 (the rows
+are kept and written when the storage is back)."""
 
 
 class StorageUnavailable(RuntimeError):

@@ -52,6 +52,7 @@ from records import schema
 from records.models import AgentRun, EpisodeRow, Study
 from records.rebuild import stored_attempt
 from records.recorder import EpisodeRecorder, last_seen, merge_info, run_spending
+from records.store import PAGE_WAIT
 from study_server import cluster, tokens
 from tasks import registry
 from tasks.worldtest.episode import Episode
@@ -283,7 +284,7 @@ def _run(run_id: int) -> AgentRun:
 def list_episodes(run_id: int):
     """The run's attempts: what a rerun needs to continue it."""
     _run(run_id)
-    _store().wait()
+    _store().wait(PAGE_WAIT)
     with _store().session() as session:
         rows = session.exec(select(EpisodeRow).where(EpisodeRow.agent_run_id == run_id)
                             .order_by(EpisodeRow.id)).all()

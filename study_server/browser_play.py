@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from records.recorder import EpisodeRecorder
+from records.store import PAGE_WAIT
 from tasks.core import frame_hash, parse_action
 from tasks.limits import StepLimitExceeded
 from tasks.worldtest.episode import Episode
@@ -265,7 +266,7 @@ def browser_token(app: Any, episode_id: int, token: str | None = None) -> str:
     from tasks import registry
 
     store = app.extensions["gridstudy.store"]
-    store.wait(10.0)
+    store.wait(PAGE_WAIT)
     with store.session() as db:
         row = db.get(EpisodeRow, episode_id)
         events = list(db.exec(select(Event).where(Event.episode_id == episode_id)

@@ -36,6 +36,7 @@ from consent.definition import from_stored
 from records import schema
 from records.models import Audit, EpisodeRow, Event, Frame, Participant, Signal, Study
 from records.offload import off_loop
+from records.store import PAGE_WAIT
 from study_server import assignment, auth, logins, monitor, prolific, study_figures, tokens
 from study_server.commands.study import PROLIFIC_QUERY
 from study_server.payments import approve_list, bonuses_csv, decisions_csv, payment_rows
@@ -205,7 +206,7 @@ def timed_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @auth.login_required
 def episode(episode_id: int) -> str:
     """A replay of one attempt: its events and the frame after each (live: reload)."""
-    _store().wait()
+    _store().wait(PAGE_WAIT)
     with _store().session() as db:
         row = db.get(EpisodeRow, episode_id) or abort(404, f"no episode {episode_id}")
         events = db.exec(select(Event).where(Event.episode_id == episode_id).order_by(Event.seq)).all()
@@ -234,7 +235,7 @@ def export_download() -> Any:
 
     study = request.form.get("study") or None
     store = _store()
-    store.wait()
+    store.wait(PAGE_WAIT)
 
     def zipped() -> io.BytesIO:
         work = Path(tempfile.mkdtemp(prefix="gridstudy-export-"))
@@ -290,7 +291,7 @@ def end_session(episode_id: int) -> Any:
     if live is not None:
         scheduler.remove(live.token)
         live.abandon(why)
-    _store().wait()
+    _store().wait(PAGE_WAIT)
     with _store().session() as db:
         row = db.get(EpisodeRow, episode_id) or abort(404, f"no episode {episode_id}")
         before = {"status": row.status}

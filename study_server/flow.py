@@ -36,14 +36,13 @@ from consent.stages import (
 )
 from records.models import EpisodeRow, Event, Participant, Signal, utcnow
 from records.recorder import merge_info
+from records.store import PAGE_WAIT
 from study_server import assignment, browser_play, cluster, engine
 from tasks import registry
 
-SAVE_WAIT = 10.0
 FELL_BACK = "play_fallback"
 """``participant.data``'s record of a browser that could not run the engine: its games
 are played from the server from then on."""
-"""Seconds a page waits for the store's queued rows before it answers 503 (kept)."""
 ENDED = ("complete", "declined", "screened-out", "failed-quiz", "timed-out", "full",
          "wrong-device", "failed-attention", "slow-connection")
 
@@ -145,7 +144,7 @@ class Flow:
 
     def submit(self, study_id: str, participant_id: int, form: dict[str, str]) -> str | None:
         """Evaluate the current stage's form; an error message when it must be redone."""
-        self.store.wait(SAVE_WAIT)  # the current episode's events, before judging it
+        self.store.wait(PAGE_WAIT)  # the current episode's events, before judging it
         page = self.page(study_id, participant_id)
         if page.stage is None:
             return None
@@ -342,7 +341,7 @@ class Flow:
             return {}
         # Written events first: the writer needs the lock a session below may take, and a
         # session rebuilt by replay needs every action logged so far.
-        self.store.wait(SAVE_WAIT)
+        self.store.wait(PAGE_WAIT)
         with self.store.session() as db:
             row = self._played_row(db, page)
             if row.status == assignment.ABANDONED and page.stage.plays == PLAYS_TASK:

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from bench.hostile import largest_gap
-from records.store import Store
+from records.store import PAGE_WAIT, Store
 from study_server import auth
 from study_server.session import STOPPED_BEFORE_TICK
 from tests.conftest import start_serve
@@ -239,7 +239,9 @@ def fill(folder: Path) -> Path:
 def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
     """The reproduction: the disk full for fifteen seconds under ten players. The games
     stand still with a plain message, new visitors get 503 with Retry-After (never 500),
-    the dashboard says so; when room comes back everything goes on by itself; every
+    the dashboard says so, and a researcher's page that needs every row written (an
+    attempt's replay) answers 503 after at most PAGE_WAIT seconds instead of waiting for
+    the disk; when room comes back everything goes on by itself; every
     acknowledged input is stored, no attempt has a hole."""
     served = Served(small_disk / "g.db", tmp_path / "serve.log")
     try:
@@ -259,7 +261,12 @@ def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
         assert board.status_code in (200, 503)
         if board.status_code == 200:
             assert "data-storage-outage" in board.text
-        time.sleep(12)
+        asked = time.monotonic()  # a page that needs every row written: 503, not a hang
+        replay = watcher.get(f"/dashboard/episode/{games[0][1]}")
+        waited = time.monotonic() - asked
+        assert replay.status_code == 503 and replay.headers["Retry-After"], replay.text[:300]
+        assert waited < PAGE_WAIT + 3
+        time.sleep(max(0.0, 12 - waited))
         paused = [p for p in players if any(s.get("paused") for s in p.states_after(full_at))]
         assert paused == players  # every game stood still, and said so
         ticks = [p.states[-1][1]["tick"] for p in players]
