@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from records.rows import failed_step_row, invalid_turn_row, raw_input_row, step_row
+from records.schema import as_utc
 
 
 def merge_info(store: Any, episode_id: int, info: dict[str, Any]) -> None:
@@ -51,8 +52,6 @@ def run_spending(store: Any, agent_run_id: int) -> tuple[float | None, int]:
 def last_seen(store: Any, rows: list[Any]) -> dict[int, float]:
     """Unix seconds of the last record of each episode row: its last event, else its
     start (how long an attempt has been silent)."""
-    from datetime import UTC
-
     from sqlalchemy import func
     from sqlmodel import select
 
@@ -65,9 +64,7 @@ def last_seen(store: Any, rows: list[Any]) -> dict[int, float]:
                                  .where(Event.episode_id.in_([r.id for r in rows]))
                                  .group_by(Event.episode_id)).all())
     started = {r.id: r.started_at for r in rows}
-    return {r.id: last.get(r.id) or (started[r.id] if started[r.id].tzinfo else
-                                     started[r.id].replace(tzinfo=UTC)).timestamp()
-            for r in rows}
+    return {r.id: last.get(r.id) or as_utc(started[r.id]).timestamp() for r in rows}
 
 
 class EpisodeRecorder:

@@ -85,11 +85,15 @@ def _as_bool(value: Any) -> bool:
     return bool(value)
 
 
+def as_utc(stamp: datetime) -> datetime:
+    """A stored timestamp as an aware UTC datetime: the store keeps UTC, and SQLite gives
+    it back without its zone."""
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
 def _as_time(value: Any) -> datetime:
-    """A stored timestamp as an aware UTC datetime (the store keeps UTC)."""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    """A stored timestamp, or its ISO 8601 text, as an aware UTC datetime."""
+    return as_utc(datetime.fromisoformat(value) if isinstance(value, str) else value)
 
 
 def _as_json(value: Any) -> Any:

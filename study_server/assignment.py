@@ -32,6 +32,7 @@ from sqlmodel import Session, select
 
 from consent.definition import StudyDefinition, from_stored
 from records.models import EpisodeRow, Event, Participant, Study, utcnow
+from records.schema import as_utc
 from tasks import registry
 
 ASSIGNED, ACTIVE, DONE, ABANDONED = "assigned", "active", "done", "abandoned"
@@ -163,9 +164,9 @@ def participant_episodes(session: Session, participant_id: int, every: bool = Fa
 def last_activity(session: Session, row: EpisodeRow) -> datetime:
     """The latest sign of life of an attempt: its participant's last page or its last event."""
     participant = session.get(Participant, row.participant_id)
-    stamps = [_aware(row.started_at)]
+    stamps = [as_utc(row.started_at)]
     if participant is not None:
-        stamps.append(_aware(participant.updated_at))
+        stamps.append(as_utc(participant.updated_at))
     last_event = session.exec(select(func.max(Event.server_time)).where(Event.episode_id == row.id)).one()
     if last_event is not None:
         stamps.append(datetime.fromtimestamp(last_event, UTC))
@@ -190,8 +191,3 @@ def mark_abandoned(session: Session, episode_ids: list[int], reason: str) -> Non
             update(EpisodeRow).where(EpisodeRow.id.in_(episode_ids), EpisodeRow.status.in_(HOLDING))
             .values(status=ABANDONED, included=False, exclusion_reason=reason, ended_at=utcnow())
         )
-
-
-def _aware(stamp: datetime) -> datetime:
-    """SQLite returns naive datetimes; every stamp here is UTC."""
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from records.recorder import EpisodeRecorder
+from records.schema import as_utc
 from records.store import PAGE_WAIT
 from tasks.core import frame_hash, parse_action
 from tasks.limits import StepLimitExceeded
@@ -39,6 +40,13 @@ BROWSER = "browser"
 SOURCES = frozenset({INPUT, AUTO})
 MAX_BATCH = 512
 """Entries one batch may hold (about a minute of play at 8 FPS)."""
+AHEAD = 2.0
+"""Seconds of play a log may hold beyond the time since its attempt began (the page's
+clock and the server's differ a little, and the page may tick before its attempt's row
+says it began)."""
+REFUSALS_PER_SECOND = 30
+"""Refused inputs a log may hold per second of its attempt (a key held down repeats
+about 30 times a second; the page refuses those that come faster than its ticks)."""
 _HASH = re.compile(r"[0-9a-f]{16}")
 
 
@@ -56,12 +64,25 @@ class Taken:
 
 
 class BrowserAttempt:
-    """The server's side of one attempt played in a browser."""
+    """The server's side of one attempt played in a browser.
 
-    def __init__(self, episode: Episode, recorder: EpisodeRecorder, next_entry: int = 0) -> None:
+    A page ticks in real time, so its log never holds more ticks than the frame rate
+    allows since the attempt began (:data:`AHEAD` seconds of slack), nor more refused
+    inputs than :data:`REFUSALS_PER_SECOND` allows: a batch that would is refused whole.
+    Without that bound one connection made the server replay and store 100,000 ticks
+    in eight seconds, a record no person played and a disk filled at will.
+    ``began``: when the attempt began (Unix seconds; now by default); ``ticks`` and
+    ``refusals``: the entries of each kind it holds already (a rebuilt attempt)."""
+
+    def __init__(self, episode: Episode, recorder: EpisodeRecorder, next_entry: int = 0, *,
+                 began: float | None = None, ticks: int = 0, refusals: int = 0,
+                 clock: Any = time.time) -> None:
         self.episode = episode
         self.recorder = recorder
         self.next = next_entry
+        self.clock = clock
+        self.began = clock() if began is None else began
+        self.ticks, self.refusals = ticks, refusals
         self.difference: dict[str, Any] | None = None
         self.ended = False
         self.ended_at: float | None = None
@@ -78,6 +99,7 @@ class BrowserAttempt:
         batch at a time: a batch sent again while the first is replayed waits)."""
         with self.lock:
             entries = self._checked(batch)
+            self._on_time([entry for entry in entries if entry["n"] >= self.next])
             for entry in entries:
                 if entry["n"] < self.next:
                     continue
@@ -86,6 +108,19 @@ class BrowserAttempt:
                 self._take(entry)
                 self.next += 1
             return Taken(self.next, self.verified)
+
+    def _on_time(self, new: list[dict[str, Any]]) -> None:
+        """A :class:`LogError` unless the log, with ``new``, keeps to the clock."""
+        seconds = max(0.0, self.clock() - self.began) + AHEAD
+        refused = sum("refused" in entry for entry in new)
+        ticks, rate = self.ticks + len(new) - refused, self.episode.frame_rate
+        if ticks > seconds * rate:
+            raise LogError(f"the log runs ahead of the clock: {ticks} ticks within "
+                           f"{seconds:.0f} s at {rate} a second")
+        if self.refusals + refused > seconds * REFUSALS_PER_SECOND:
+            raise LogError(f"the log holds more refused inputs than anyone can press: "
+                           f"{self.refusals + refused} within {seconds:.0f} s")
+        self.ticks, self.refusals = ticks, self.refusals + refused
 
     def record(self) -> dict[str, Any]:
         """What a page rebuilds the attempt from: the actions applied, and the number of
@@ -278,7 +313,8 @@ def browser_token(app: Any, episode_id: int, token: str | None = None) -> str:
     recorder = EpisodeRecorder(store, problem, episode_id=episode_id, next_seq=rebuilt.next_seq,
                                study_id=row.study_id, participant_id=row.participant_id,
                                wait_for_end=False)
-    attempt = BrowserAttempt(rebuilt.episode, recorder, next_entry=len(events) + refused)
+    attempt = BrowserAttempt(rebuilt.episode, recorder, next_entry=len(events) + refused,
+                             began=as_utc(row.started_at).timestamp(), ticks=len(events), refusals=refused)
     attempt.actions = [e.action for e in events if replays(e)]
     played = BrowserSession(attempt, problem.id, rebuilt.episode.frame_rate, row.study_id,
                             row.participant_id, token=token or "")

@@ -26,7 +26,7 @@ import csv
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from sqlalchemy.engine import Connection
 from records import schema
 from records.database import open_existing
 from records.models import AgentRun, EpisodeRow, Event, Frame, Participant, RawInput, Signal
+from records.schema import as_utc
 from study_server.export_dictionary import COLUMNS, write_dictionary
 
 CHUNK = 10_000
@@ -240,7 +241,7 @@ class Pseudonyms:
 def plain(value: Any) -> Any:
     """A value as JSON and CSV carry it: datetimes as ISO 8601 in UTC."""
     if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
+        return as_utc(value).isoformat()
     return value
 
 

@@ -36,6 +36,7 @@ from consent.stages import (
 )
 from records.models import EpisodeRow, Event, Participant, Signal, utcnow
 from records.recorder import merge_info
+from records.schema import as_utc
 from records.store import PAGE_WAIT
 from study_server import assignment, browser_play, cluster, engine
 from tasks import registry
@@ -69,7 +70,7 @@ class Page:
     def deadline(self) -> float:
         """Unix seconds when the visit's time limit passes (every page counts down to it;
         the server ends the visit then, whatever the page: ``Flow.end_overdue``)."""
-        started = assignment._aware(self.participant.created_at)
+        started = as_utc(self.participant.created_at)
         return started.timestamp() + self.definition.time_limit_seconds
 
     @property
@@ -159,7 +160,7 @@ class Flow:
                 participant.data = data
                 return outcome.error
             now = utcnow()
-            started = data.get("stage_started_at") or assignment._aware(participant.created_at).isoformat()
+            started = data.get("stage_started_at") or as_utc(participant.created_at).isoformat()
             data["records"] = [*data.get("records", []),
                                {**outcome.record, "started_at": started, "finished_at": now.isoformat()}]
             data["step"], data["tries"] = data["step"] + 1, 0
@@ -263,7 +264,7 @@ class Flow:
         return participant, definition
 
     def _over_time(self, participant: Participant, definition: StudyDefinition) -> bool:
-        started = assignment._aware(participant.created_at)
+        started = as_utc(participant.created_at)
         return utcnow() - started > timedelta(seconds=definition.time_limit_seconds)
 
     def _end(self, db: Session, participant: Participant, status: str) -> None:

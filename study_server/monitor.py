@@ -26,8 +26,9 @@ from sqlmodel import select
 
 from records.models import Participant
 from records.offload import blocking
+from records.schema import as_utc
 from records.writer import unavailable
-from study_server import assignment, auth
+from study_server import auth
 
 NAMESPACE = "/monitor"
 PUSH_EVERY = 1.0
@@ -117,7 +118,7 @@ def _on_pages(app: Flask, in_game: set[int], now: float) -> list[dict[str, Any]]
         for person in people:
             if person.id in in_game:
                 continue
-            seen = assignment._aware(person.updated_at).timestamp()
+            seen = as_utc(person.updated_at).timestamp()
             rows.append({"participant_id": person.id, "study_id": person.study_id,
                          "stage": person.stage, "stage_seconds": _stage_seconds(person, now),
                          "seen_seconds": max(0, round(now - seen))})
@@ -132,7 +133,7 @@ def _stage_seconds(person: Participant | None, now: float) -> int | None:
     if stage_started:
         return max(0, round(now - datetime.fromisoformat(stage_started).timestamp()))
     if person.created_at:
-        return max(0, round(now - assignment._aware(person.created_at).timestamp()))
+        return max(0, round(now - as_utc(person.created_at).timestamp()))
     return None
 
 

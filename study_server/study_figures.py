@@ -16,7 +16,7 @@ from sqlmodel import Session, select
 
 from records.flow import flow_steps
 from records.models import EpisodeRow, Participant
-from study_server.assignment import _aware
+from records.schema import as_utc
 
 WIDTH, HEIGHT, MARGIN = 320, 120, 24
 """The fill figure's size and its left and bottom margin, in pixels."""
@@ -31,7 +31,7 @@ def fill_over_time(db: Session, study_id: str, problems: list[str], target: int)
         EpisodeRow.study_id == study_id, EpisodeRow.status == "done", EpisodeRow.included,
         EpisodeRow.participant_id.is_not(None), EpisodeRow.problem_id.in_(problems),
         EpisodeRow.ended_at.is_not(None)).order_by(EpisodeRow.ended_at)).all()
-    times = [_aware(t).timestamp() for _, t in rows]
+    times = [as_utc(t).timestamp() for _, t in rows]
     start, end = (min(times), max(times)) if times else (0.0, 1.0)
     top = max([target, *_counts(rows).values()]) or 1
     x = _scale(start, end, MARGIN, WIDTH - 4)

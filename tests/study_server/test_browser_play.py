@@ -8,6 +8,7 @@ stored once; a hostile batch is refused whole with a clear error."""
 from __future__ import annotations
 
 import copy
+import time
 
 import pytest
 from sqlmodel import select
@@ -15,7 +16,13 @@ from sqlmodel import select
 from records.models import EpisodeRow, Event, RawInput
 from records.recorder import EpisodeRecorder
 from records.store import Store
-from study_server.browser_play import MAX_BATCH, BrowserAttempt, LogError
+from study_server.browser_play import (
+    AHEAD,
+    MAX_BATCH,
+    REFUSALS_PER_SECOND,
+    BrowserAttempt,
+    LogError,
+)
 from tasks import registry
 from tasks.worldtest.episode import DONE, Episode
 from tasks.worldtest.tick import TickEngine
@@ -47,9 +54,12 @@ def browser_log(inputs: list[str | None]) -> list[dict]:
     return log.entries
 
 
-def attempt(store) -> BrowserAttempt:
+def attempt(store, **clock) -> BrowserAttempt:
+    """A browser attempt of :data:`PROBLEM`; by default one begun an hour ago, so that
+    the logs made here at once keep to its clock."""
     problem = registry.get_problem(PROBLEM)
-    return BrowserAttempt(Episode(problem), EpisodeRecorder(store, problem, wait_for_end=False))
+    return BrowserAttempt(Episode(problem), EpisodeRecorder(store, problem, wait_for_end=False),
+                          **(clock or {"began": time.time() - 3600}))
 
 
 def stored(store, model, episode_id):
@@ -136,6 +146,37 @@ def test_refused_inputs_are_kept_as_raw_inputs(store):
     refused = stored(store, RawInput, kept.recorder.episode_id)
     assert [r.status for r in refused] == ["dropped"] * 3
     assert kept.verified
+
+
+def test_a_log_ahead_of_the_clock_is_refused_whole(store):
+    """A page ticks in real time: ten seconds into an attempt at 8 a second its log holds
+    at most (10 + AHEAD) x 8 ticks. A batch beyond that is refused whole, nothing of it
+    stored (one connection made the server replay and store 100,000 ticks in eight
+    seconds); what keeps to the clock is taken, and more once the time has come."""
+    now = [1000.0]
+    kept = attempt(store, began=990.0, clock=lambda: now[0])
+    allowed = int((10 + AHEAD) * kept.episode.frame_rate)
+    log = browser_log([None] * (allowed + 9))
+    with pytest.raises(LogError, match=f"ahead of the clock: {allowed + 9} ticks within 12 s"):
+        kept.take(log)
+    assert kept.next == 0 and stored(store, Event, kept.recorder.episode_id) == []
+    assert kept.take(log[:allowed]).next == allowed
+    with pytest.raises(LogError, match="ahead of the clock"):
+        kept.take(log[allowed:])
+    now[0] += 2.0  # the page played on for two seconds
+    assert kept.take(log[allowed:]).next == len(log) and kept.verified
+
+
+def test_more_refused_inputs_than_anyone_can_press_are_refused(store):
+    """Refused inputs are stored too (as raw inputs): at most REFUSALS_PER_SECOND of them
+    for each second of the attempt, with the same slack."""
+    kept = attempt(store, began=1000.0, clock=lambda: 1000.0)
+    most = int(AHEAD * REFUSALS_PER_SECOND)
+    spam = [{"n": i, "refused": "dropped", "text": "up", "reason": "too fast", "t": None}
+            for i in range(most + 1)]
+    with pytest.raises(LogError, match=f"more refused inputs than anyone can press: {most + 1}"):
+        kept.take(spam)
+    assert kept.take(spam[:most]).next == most
 
 
 HOSTILE = [
