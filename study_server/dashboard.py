@@ -231,13 +231,13 @@ def episode(episode_id: int) -> str:
 @auth.login_required
 def export_download() -> Any:
     """The store engineer's export of one study (or all), zipped for download."""
-    from study_server.export import export
-
     study = request.form.get("study") or None
     store = _store()
     store.wait(PAGE_WAIT)
 
     def zipped() -> io.BytesIO:
+        from study_server.export import export  # pyarrow: imported here, not on the loop
+
         work = Path(tempfile.mkdtemp(prefix="gridstudy-export-"))
         try:
             export(store.url, work / "export", study=study)
@@ -251,7 +251,8 @@ def export_download() -> Any:
         return buffer
 
     # Reading a study and zipping it takes seconds of a large one: on the event loop
-    # that stopped every game (1.3 s without a frame for 49,000 events).
+    # that stopped every game (1.3 s without a frame for 49,000 events), and so did the
+    # export's first import in a server (pyarrow: 3.1 s on a busy machine).
     buffer = off_loop(zipped)
     name = f"gridstudy-{study or 'all'}-export.zip"
     return send_file(buffer, mimetype="application/zip", as_attachment=True, download_name=name)
