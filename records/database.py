@@ -95,23 +95,14 @@ def _spare_the_loop(engine: Engine) -> None:
             dbapi_connection.execute(f"PRAGMA busy_timeout = {wanted}")
             record.info["busy_timeout"] = wanted
 
-    def execute(cursor: Any, statement: str, parameters: Any, _context: Any) -> bool:
-        if not on_loop_thread():
-            return False
-        _when_unlocked(cursor.execute, statement, parameters)
-        return True
-
-    def executemany(cursor: Any, statement: str, parameters: Any, _context: Any) -> bool:
-        if not on_loop_thread():
-            return False
-        _when_unlocked(cursor.executemany, statement, parameters)
-        return True
-
-    def execute_no_params(cursor: Any, statement: str, _context: Any) -> bool:
-        if not on_loop_thread():
-            return False
-        _when_unlocked(cursor.execute, statement)
-        return True
+    def run_here(method: str) -> Any:
+        def run(cursor: Any, statement: str, *given: Any) -> bool:
+            if not on_loop_thread():
+                return False
+            # given: the parameters (none for do_execute_no_params), then SQLAlchemy's context
+            _when_unlocked(getattr(cursor, method), statement, *given[:-1])
+            return True
+        return run
 
     commit = engine.dialect.do_commit
 
@@ -119,9 +110,9 @@ def _spare_the_loop(engine: Engine) -> None:
         off_loop(commit, dbapi_connection)
 
     sa_event.listen(engine, "checkout", timeout_for_here)
-    sa_event.listen(engine, "do_execute", execute)
-    sa_event.listen(engine, "do_executemany", executemany)
-    sa_event.listen(engine, "do_execute_no_params", execute_no_params)
+    for name, method in (("do_execute", "execute"), ("do_executemany", "executemany"),
+                         ("do_execute_no_params", "execute")):
+        sa_event.listen(engine, name, run_here(method))
     engine.dialect.do_commit = commit_off_loop  # the dialect has no event for it
 
 
