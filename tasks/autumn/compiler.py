@@ -333,21 +333,20 @@ class Compiler:
             return prev
 
         failure = self.failure
-
-        def call(scope):
-            f = fn(scope)
-            values = [a(scope) for a in fns]
-            try:
-                return apply(rt, f, values, scope)
-            except Exception as error:
-                raise failure(node, error) from None
-
         if len(fns) == 1:  # most calls (a mover on an object, a lambda on a value)
             only = fns[0]
 
             def call(scope):
                 f = fn(scope)
                 values = [only(scope)]
+                try:
+                    return apply(rt, f, values, scope)
+                except Exception as error:
+                    raise failure(node, error) from None
+        else:
+            def call(scope):
+                f = fn(scope)
+                values = [a(scope) for a in fns]
                 try:
                     return apply(rt, f, values, scope)
                 except Exception as error:
