@@ -152,6 +152,10 @@ def init_realtime(app: Flask) -> None:
     if app.config["ASYNC_MODE"] == "gevent":
         app.wsgi_app = sockets.quiet_websocket_errors(app.wsgi_app)
         sockets.unmask_in_c()
+        # The export's pyarrow, imported now rather than by the first export: its C
+        # initialisation holds the interpreter's lock throughout, in whichever thread,
+        # and a server's first export stopped every game for 1.25 s on a busy machine.
+        import study_server.export  # noqa: F401
     sockets.register_handlers(socketio, app)
     monitor.init_monitor(app, socketio)
     store = app.extensions["gridstudy.store"]

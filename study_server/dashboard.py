@@ -236,7 +236,7 @@ def export_download() -> Any:
     store.wait(PAGE_WAIT)
 
     def zipped() -> io.BytesIO:
-        from study_server.export import export  # pyarrow: imported here, not on the loop
+        from study_server.export import export  # imported when the server started
 
         work = Path(tempfile.mkdtemp(prefix="gridstudy-export-"))
         try:
@@ -251,8 +251,7 @@ def export_download() -> Any:
         return buffer
 
     # Reading a study and zipping it takes seconds of a large one: on the event loop
-    # that stopped every game (1.3 s without a frame for 49,000 events), and so did the
-    # export's first import in a server (pyarrow: 3.1 s on a busy machine).
+    # that stopped every game (1.3 s without a frame for 49,000 events).
     buffer = off_loop(zipped)
     name = f"gridstudy-{study or 'all'}-export.zip"
     return send_file(buffer, mimetype="application/zip", as_attachment=True, download_name=name)
