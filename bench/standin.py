@@ -5,8 +5,9 @@ under test are the real ones, talking real HTTP to it. It replays a scripted pol
 each request takes the next entry of ``script``, which is a reply text, a
 :class:`Failure` (an HTTP status with headers and any body, a 200 that is not a chat
 completion included), a :class:`Stall` (answer after a delay, to provoke a client
-timeout), a :class:`Drop` (the connection closed unanswered) or a :class:`Reply` (null
-content, reasoning content, a finish reason). A callable entry is called with the request's
+timeout), a :class:`Trickle` (a reply preceded by whitespace sent a byte at a time, as a
+provider keeps a slow request's connection open), a :class:`Drop` (the connection closed
+unanswered) or a :class:`Reply` (null content, reasoning content, a finish reason). A callable entry is called with the request's
 messages and returns a reply text. Every request body is kept in ``requests``.
 """
 
@@ -35,6 +36,17 @@ class Stall:
 
 
 @dataclass
+class Trickle:
+    """A chat completion whose body begins with ``padding`` spaces, one every ``interval``
+    seconds (JSON allows the whitespace; a provider or proxy may send it to keep a slow
+    request's connection open). ``interval`` 0 sends them at once: ``padding`` then sizes the body."""
+
+    padding: int
+    interval: float
+    reply: str = "<action>noop</action>"
+
+
+@dataclass
 class Drop:
     """Close the connection without answering."""
 
@@ -49,7 +61,7 @@ class Reply:
     finish_reason: str = "stop"
 
 
-Entry = str | Failure | Stall | Drop | Reply | Callable[[list[dict[str, str]]], str]
+Entry = str | Failure | Stall | Trickle | Drop | Reply | Callable[[list[dict[str, str]]], str]
 
 
 class FakeOpenAI:
@@ -107,6 +119,8 @@ class FakeOpenAI:
                 if isinstance(entry, Stall):
                     time.sleep(entry.seconds)
                     entry = entry.reply
+                if isinstance(entry, Trickle):
+                    return self._trickle(entry, json.dumps(completion(body, entry.reply)))
                 if callable(entry):
                     entry = entry(body["messages"])
                 if isinstance(entry, Reply):
@@ -118,6 +132,24 @@ class FakeOpenAI:
                     answer["choices"][0]["finish_reason"] = entry.finish_reason
                     return self._send(200, json.dumps(answer))
                 self._send(200, json.dumps(completion(body, entry)))
+
+            def _trickle(self, entry: Trickle, text: str) -> None:
+                data = text.encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(entry.padding + len(data)))
+                self.end_headers()
+                try:
+                    if entry.interval:
+                        for _ in range(entry.padding):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            time.sleep(entry.interval)
+                    else:
+                        self.wfile.write(b" " * entry.padding)
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up
 
             def _send(self, status: int, text: str, headers: dict[str, str] | None = None) -> None:
                 data = text.encode()

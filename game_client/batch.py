@@ -61,6 +61,10 @@ from tasks.worldtest.turn import (
 
 GRACE = 5.0
 """Seconds after the first Ctrl-C that running attempts have to reach a turn boundary."""
+LOG_INTERVAL = 30.0
+"""Seconds between progress lines when the progress goes to a file, not a terminal (a
+long run under ``nohup`` or a cluster's scheduler): at a terminal's ten a second, a
+day's run wrote about 80 MB of progress bars into its log."""
 
 
 @dataclass(eq=False)
@@ -272,7 +276,8 @@ class Batch:
         workers = [threading.Thread(target=self._work, args=(todo,), daemon=True,
                                     name=f"attempt-{i}") for i in range(min(self.concurrency, len(jobs)))]
         previous = self._trap_signals()
-        bar = tqdm(total=len(jobs), disable=not self.progress, unit="attempt", dynamic_ncols=True)
+        bar = tqdm(total=len(jobs), disable=not self.progress, unit="attempt", dynamic_ncols=True,
+                   mininterval=0.1 if sys.stderr.isatty() else LOG_INTERVAL)
         try:
             for worker in workers:
                 worker.start()
@@ -350,7 +355,6 @@ class Batch:
 
     def _show(self, bar: Any) -> None:
         guard = self.guard
-        bar.n = len(self.results)
         now = guard.cost - (guard.before.cost or 0.0)
         cost = "unpriced" if guard.unpriced and not guard.cost else f"${now:.4f}"
         if guard.before.tokens:
@@ -358,7 +362,8 @@ class Batch:
         bar.set_postfix_str(f"turns {guard.turns}, tokens {guard.tokens - guard.before.tokens:,}, "
                             f"cost {cost}"
                             + (f", stopping: {guard.reason}" if guard.stopping else ""),
-                            refresh=True)
+                            refresh=False)
+        bar.update(len(self.results) - bar.n)  # drawn at most every mininterval
 
     # -- Ctrl-C -----------------------------------------------------------------------
 

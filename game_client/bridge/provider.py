@@ -40,6 +40,9 @@ import httpx
 from records.remote import Backoff, retry_after_seconds
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MAX_REPLY_BYTES = 32 * 1024 * 1024
+"""A reply body longer than this is not a chat completion (a provider or a proxy gone
+wrong); it is given up on, and retried, instead of filling memory."""
 
 
 class ProviderError(RuntimeError):
@@ -200,6 +203,7 @@ class ChatProvider:
         self.limiter = limiter or limiter_for(self.base_url)
         self.rng = random.Random(seed)
         self.sleep = sleep
+        self.timeout = timeout
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
 
@@ -250,12 +254,37 @@ class ChatProvider:
         raise ProviderError(f"{problem} (gave up after {self.backoff.retries + 1} attempts)")
 
     def _post(self, body: dict[str, Any]) -> tuple[httpx.Response | None, str]:
+        """The response to one request, read whole within ``timeout`` seconds of sending
+        it. httpx's own timeout bounds each read, not the whole reply, and a provider or
+        proxy that keeps a slow request's connection open by sending a byte of
+        whitespace now and then would hold the attempt for as long as it likes: the
+        reply is read piece by piece and given up at the first piece after the
+        deadline, so a request ends within ``timeout`` plus the provider's longest
+        silence, itself at most ``timeout``."""
+        deadline = time.monotonic() + self.timeout
+        too_long = f"{self.base_url} sent a reply longer than {MAX_REPLY_BYTES // 2 ** 20} MB"
         try:
-            return self.client.post(f"{self.base_url}/chat/completions", json=body), ""
+            with self.client.stream("POST", f"{self.base_url}/chat/completions",
+                                    json=body) as response:
+                raw = bytearray()
+                for piece in response.iter_raw():
+                    raw += piece
+                    if len(raw) > MAX_REPLY_BYTES:
+                        return None, too_long
+                    if time.monotonic() > deadline:
+                        return None, (f"{self.base_url} did not finish its reply within "
+                                      f"{self.timeout:g}s")
+            whole = httpx.Response(response.status_code, headers=response.headers,
+                                   stream=httpx.ByteStream(bytes(raw)), request=response.request)
+            if len(whole.read()) > MAX_REPLY_BYTES:  # decompressed
+                return None, too_long
+            return whole, ""
         except httpx.TimeoutException:
-            return None, f"{self.base_url} did not answer within {self.client.timeout.read}s"
+            return None, f"{self.base_url} did not answer within {self.timeout:g}s"
         except httpx.TransportError as error:
             return None, f"could not reach {self.base_url}: {error}"
+        except httpx.DecodingError as error:
+            return None, f"{self.base_url} sent a reply that could not be decoded: {error}"
 
     def _completion(self, response: httpx.Response, latency: float,
                     retries: int) -> Completion | None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from bench.standin import Drop, Failure, FakeOpenAI, Reply, Stall
+from bench.standin import Drop, Failure, FakeOpenAI, Reply, Stall, Trickle
 from game_client.batch import Batch, LocalRecords, pending_jobs
 from game_client.bridge.prompts import task_description
 from game_client.evaluate import Limits, ModelSpec, llm_run
@@ -64,6 +64,12 @@ CASES = {
         [Failure(500)] * 3, "error", 3, reason="the model's provider failed"),
     "a reply slower than the timeout ends the attempt as an error": Case(
         [Stall(1.5)] * 3, "error", 3, reason="did not answer within"),
+    "a reply trickled a byte at a time past the timeout ends the attempt as an error": Case(
+        [Trickle(12, 0.2)] * 3, "error", 3, reason="did not finish its reply within 0.5s"),
+    "a reply trickled within the timeout is taken": Case(
+        [Trickle(4, 0.05, SOLVE[0]), *SOLVE[1:]], "done", 4, first={"retries": 0}),
+    "a reply over 32 MB is retried, not kept in memory": Case(
+        [Trickle(33 * 2 ** 20, 0), *SOLVE], "done", 5, first={"retries": 1}),
     "a refused key stops the batch at once": Case(
         [Failure(401, body='{"error": {"message": "Incorrect API key provided"}}')],
         "interrupted", 1, runs=3, fatal="the provider refused the key"),
