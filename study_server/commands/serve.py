@@ -193,7 +193,23 @@ def serve(host: str, port: int, db: str | None, async_mode: str, workers: int,
         return
     if worker:  # behind nginx, one of several: say nothing, the supervisor announces
         config.update(BEHIND_PROXY=True, ADDRESS=f"{host}:{port}")
+    else:
+        check_address(host, port)
     run(config, host, port, announce=(lambda app, url: None) if worker else None)
+
+
+def check_address(host: str, port: int) -> None:
+    """Refuse, in one line and before starting anything, an address another process
+    listens on (most often a server already running on the same database): the server
+    used to announce itself, start its sweepers, and only then fail to listen."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise click.ClickException(
+                f"cannot listen on {host}:{port}: {error.strerror or error}. Is another "
+                "gridstudy serve running there? Stop it, or choose another --port") from None
 
 
 def check_database(url: str) -> None:
@@ -342,6 +358,7 @@ def prepare_demo(url: str, study_file: Path) -> tuple[str, str]:
 def demo(host: str, port: int, data_dir: str, study_file: str) -> None:
     """Create a demo database under ./demo-data/ with a demo study and a dashboard login,
     and serve it, printing the study link, the dashboard and preview links."""
+    check_address(host, port)  # before replacing the study a running demo serves
     directory = Path(data_dir)
     directory.mkdir(parents=True, exist_ok=True)
     config = {"DATABASE_URL": str(directory / "gridstudy.db"), "ASYNC_MODE": DEFAULT_ASYNC_MODE}

@@ -25,6 +25,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from bench.hostile import largest_gap
@@ -204,6 +205,30 @@ def test_a_damaged_database_is_refused_at_start_in_one_line(tmp_path):
     [line] = [line for line in refused.stderr.splitlines() if line.strip()]
     assert line.startswith("Error: ") and "g.db" in line and "damaged SQLite database" in line
     assert "--skip-check" in line
+
+
+def test_a_second_server_on_a_taken_address_says_so_in_one_line_and_starts_nothing(tmp_path):
+    """The careless operator's second ``serve`` or ``demo`` (the first still running): one
+    line, exit 1, before announcing or changing anything; the first server goes on
+    answering."""
+    db = tmp_path / "g.db"
+    first, url = start_serve(db, log=tmp_path / "first.log")
+    try:
+        port = url.rsplit(":", 1)[1]
+        gridstudy = str(Path(sys.executable).parent / "gridstudy")
+        for command in (["serve", "--db", str(db)], ["demo", "--data-dir", str(tmp_path / "demo")]):
+            second = subprocess.run([gridstudy, *command, "--port", port],
+                                    capture_output=True, text=True, timeout=60)
+            assert second.returncode == 1
+            lines = [line for line in (second.stdout + second.stderr).splitlines() if line.strip()]
+            assert len(lines) == 1, lines  # it used to announce "serving on" first
+            assert f"cannot listen on 127.0.0.1:{port}" in lines[0]
+            assert "another gridstudy serve" in lines[0]
+        assert not (tmp_path / "demo").exists()  # the demo replaced its study first
+        assert httpx.get(f"{url}/", timeout=10).status_code == 200
+    finally:
+        first.terminate()
+        first.wait(60)
 
 
 @pytest.fixture
