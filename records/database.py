@@ -18,6 +18,7 @@ from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Engine, make_url
 
 from records.offload import off_loop, on_loop_thread
+from records.schema import storable_json
 
 BUSY_TIMEOUT = 30.0
 """Seconds a SQLite statement waits for another connection's write lock before it fails
@@ -53,13 +54,14 @@ def make_engine(url: str) -> Engine:
     url = database_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, pool_pre_ping=True)
+        return create_engine(url, pool_pre_ping=True, json_serializer=storable_json)
     if parsed.database in (None, "", ":memory:"):
         raise ValueError(
             f"{url!r} is an in-memory SQLite database; the store needs a file, "
             "for example sqlite:///gridstudy.db"
         )
-    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT})
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT},
+                           json_serializer=storable_json)
     sa_event.listen(engine, "connect", _sqlite_pragmas)
     _spare_the_loop(engine)
     return engine

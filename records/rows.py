@@ -24,15 +24,11 @@ STEP_FIELDS = ("phase", "tick", "action", "next_phase", "score", "frame")
 """Event fields :func:`step_row` takes from the step; callers may not pass them."""
 
 
-NUL_STAND_IN = "\ufffd"
-"""What a NUL character in a text field is stored as (PostgreSQL's text cannot hold one;
-SQLite stores the same, so that both databases hold the same record)."""
-
-
 def check(table: schema.Table, record: dict[str, Any], extra: Iterable[str] = ()) -> None:
     """Raise ``ValueError`` naming the fields of ``record`` that ``table`` does not know,
-    the required ones it leaves empty, or the first value its field cannot store. A NUL
-    character in a text value is replaced, in ``record``, by :data:`NUL_STAND_IN`.
+    the required ones it leaves empty, or the first value its field cannot store. A
+    text value's NUL characters and lone surrogates are replaced, in ``record``
+    (:func:`records.schema.storable_text`).
 
     Every row of every tick passes here (where it is built; the store checks again only
     rows that did not come from here), so only the record's own values are looked at
@@ -52,8 +48,8 @@ def check(table: schema.Table, record: dict[str, Any], extra: Iterable[str] = ()
             continue
         if field.rejects(value):
             _raise_first_rejected(table, record)
-        if field.type == schema.TEXT and "\x00" in value:
-            record[name] = value.replace("\x00", NUL_STAND_IN)
+        if field.type == schema.TEXT:
+            record[name] = schema.storable_text(value)
 
 
 def _raise_first_rejected(table: schema.Table, record: dict[str, Any]) -> None:

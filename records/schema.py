@@ -20,6 +20,7 @@ import functools
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -111,6 +112,45 @@ def _is_int(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return (_is_int(value) or type(value) is float) and math.isfinite(value)
+
+
+STAND_IN = "\ufffd"
+"""What a character no database can store is stored as: a NUL (PostgreSQL's text
+cannot hold one) and a lone surrogate (UTF-8 cannot encode one, so SQLite and
+PostgreSQL both refuse the row). Lone surrogates are valid JSON (``"\\ud83d"``): a
+model's reply cut inside an emoji, or a page's message, can carry one. Both databases
+store the same text."""
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(value: str) -> str:
+    """``value`` as it is stored: each NUL and lone surrogate as :data:`STAND_IN` (a
+    no-op for ASCII text without NUL, checked first: every text of every tick passes)."""
+    if value.isascii() and "\x00" not in value:
+        return value
+    return _UNSTORABLE.sub(STAND_IN, value)
+
+
+def storable(value: Any) -> Any:
+    """Decoded JSON with every text in it, keys too, made storable (:func:`storable_text`):
+    what a request from outside holds before any of it reaches a row."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, list):
+        return [storable(item) for item in value]
+    if isinstance(value, dict):
+        return {storable_text(key): storable(item) for key, item in value.items()}
+    return value
+
+
+def storable_json(value: Any) -> str:
+    """A JSON column's text (the database engines' serializer): lone surrogates as
+    :data:`STAND_IN`, which a JSON value would otherwise carry into the database as
+    escapes that every later reader (the export's CSV and Parquet writers) refuses."""
+    text = json.dumps(value)
+    if "\\ud" not in text:  # no surrogate escape, paired or lone (the common case)
+        return text
+    return _UNSTORABLE.sub(STAND_IN, json.dumps(value, ensure_ascii=False))
 
 
 def _is_json(value: Any) -> bool:

@@ -206,6 +206,8 @@ def _body(specs: dict[str, Spec], *, allowed: tuple[str, ...] = ()) -> dict[str,
                             f"{', '.join(sorted((*specs, *allowed)))}")
     if _depth(body) > MAX_DEPTH:
         raise ApiError(400, f"the JSON nests deeper than {MAX_DEPTH} levels")
+    if b"\\u" in data:  # an escape can make a NUL or a lone surrogate, which no row holds
+        body = schema.storable(body)
     return {name: spec.value(name, body) for name, spec in specs.items()} | \
         {name: body[name] for name in allowed if name in body}
 

@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 
 from records.remote import Backoff, retry_after_seconds
+from records.schema import storable_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_REPLY_BYTES = 32 * 1024 * 1024
@@ -299,11 +300,15 @@ class ChatProvider:
             return None
         if not isinstance(text, str):
             return None
+        # a lone surrogate (a reply cut inside an emoji) can be neither stored nor sent
+        # back in the history: the stand-in is what the record and the model both see
+        text = storable_text(text)
+        reasoning = storable_text(reasoning) if isinstance(reasoning, str) else None
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         prompt, completion = _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
         return Completion(text, prompt, completion,
                           self.prices.cost(self.model, prompt, completion), latency, retries,
-                          reasoning if isinstance(reasoning, str) and reasoning else None,
+                          reasoning or None,
                           choice.get("finish_reason"))
 
 

@@ -64,6 +64,9 @@ CASES = {
         [Failure(500)] * 3, "error", 3, reason="the model's provider failed"),
     "a reply slower than the timeout ends the attempt as an error": Case(
         [Stall(1.5)] * 3, "error", 3, reason="did not answer within"),
+    "a reply cut inside an emoji is kept with U+FFFD and sent back so": Case(
+        [Reply("\ud83d<action>go-to-test</action>", reasoning="r\ud83d"), *SOLVE[1:]], "done", 4,
+        first={"raw_reply": "\ufffd<action>go-to-test</action>", "reasoning": "r\ufffd"}),
     "a reply trickled a byte at a time past the timeout ends the attempt as an error": Case(
         [Trickle(12, 0.2)] * 3, "error", 3, reason="did not finish its reply within 0.5s"),
     "a reply trickled within the timeout is taken": Case(

@@ -8,6 +8,7 @@ clients playing; each carries its own route cookie, as separate browsers do.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -380,9 +381,10 @@ def test_an_agents_attempt_goes_on_at_the_other_worker_when_its_worker_dies(depl
         assert intruder.call("join", {"token": token}, timeout=10) == {
             "ok": False, "error": "join: unknown or missing session token"}
     intruder.disconnect()
-    nul = api.post(f"/api/agent/episodes/{episode_id}/actions",
-                   json={"action": "noop", "raw_reply": "<action>noop</action>\x00junk"})
-    assert nul.status_code == 200, nul.text  # kept, with the NUL replaced
+    nul = api.post(f"/api/agent/episodes/{episode_id}/actions", headers={
+        "Content-Type": "application/json"}, content=json.dumps(
+        {"action": "noop", "raw_reply": "<action>noop</action>\x00junk\ud83d"}).encode())
+    assert nul.status_code == 200, nul.text  # kept, with the NUL and half an emoji replaced
     assert httpx.get(f"{deployment.url}/study/crowd?PROLIFIC_PID=%00x&STUDY_ID=s&SESSION_ID=x"
                      ).status_code == 400
     time.sleep(1)  # past the writer's flush window
@@ -404,7 +406,7 @@ def test_an_agents_attempt_goes_on_at_the_other_worker_when_its_worker_dies(depl
     assert [row[1] for row in events] == ["up", "left", "right", "noop", "down", "up"]
     [(reply,)] = deployment.sql("SELECT raw_reply FROM event WHERE episode_id = :e AND seq = 3",
                                 e=episode_id)
-    assert reply == "<action>noop</action>\ufffdjunk"
+    assert reply == "<action>noop</action>\ufffdjunk\ufffd"
 
 
 def test_a_participant_in_the_browser_plays_on_when_their_worker_dies(deployment, page):

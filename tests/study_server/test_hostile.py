@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ import httpx
 import pytest
 
 from tests.conftest import Player, start_serve
+from tests.study_server.people import csrf
 
 PROBLEM = "cloud_burst/mfp"
 GRIDSTUDY = str(Path(sys.executable).parent / "gridstudy")
@@ -254,3 +257,57 @@ def test_previews_on_a_production_server_are_for_researchers_only(server):
     assert visitor.post(f"/play/{PROBLEM}/session").status_code == 403
     assert visitor.get(f"/play/{PROBLEM}").headers["Location"].startswith("/dashboard/login")
     assert server["http"].post(f"/play/{PROBLEM}/session").status_code == 200
+
+
+LONE = "\ud83d"
+"""Half of an emoji: valid JSON (``"\\ud83d"``), but UTF-8 cannot encode it."""
+
+
+def send(http: httpx.Client, path: str, body: Any) -> httpx.Response:
+    """POST ``body`` as JSON with its lone surrogates escaped (httpx would refuse them)."""
+    return http.post(path, content=json.dumps(body).encode(),
+                     headers={"Content-Type": "application/json"})
+
+
+def test_a_lone_surrogate_anywhere_is_stored_as_a_replacement_character(server, player):
+    """A model's reply cut inside an emoji, or a page's made-up message, can carry a lone
+    surrogate; SQLite and PostgreSQL refuse a row holding one, and a refused row is a
+    hole in its attempt's record. Every text from outside is stored with U+FFFD in its
+    place, and the export still reads."""
+    http = server["http"]
+    run = send(http, "/api/agent/runs", {"agent_kind": "scripted", "model": f"m{LONE}",
+                                             "config": {"note": f"x{LONE}"}})
+    assert run.status_code == 201, run.text[:300]
+    run_id = run.json()["agent_run_id"]
+    episode = send(http, f"/api/agent/runs/{run_id}/episodes", {"problem_id": PROBLEM}).json()["episode_id"]
+    turn = send(http, f"/api/agent/episodes/{episode}/actions", {"action": "noop", "raw_reply": f"{LONE}<action>noop</action>",
+                           "reasoning": f"r{LONE}"})
+    assert turn.status_code == 200, turn.text[:300]
+    invalid = send(http, f"/api/agent/episodes/{episode}/actions", {"action": f"up{LONE}", "raw_reply": f"up{LONE}"})
+    assert invalid.status_code in (200, 400), invalid.text[:300]
+    ended = send(http, f"/api/agent/episodes/{episode}/end", {"status": "abandoned", "reason": f"cut{LONE}"})
+    assert ended.status_code == 200, ended.text[:300]
+    token = http.post(f"/play/{PROBLEM}/session?record=1").json()["token"]
+    cookie = "; ".join(f"{k}={v}" for k, v in http.cookies.items())
+    recorded = Player(server["url"], token, cookie=cookie).connect()
+    try:
+        assert recorded.join()["ok"]
+        assert recorded.send(f"left{LONE}")["status"] == "malformed"  # stored as a raw input
+        assert recorded.send("right") == {"ok": True, "status": "queued"}
+        recorded.wait_ticks(3)
+    finally:
+        recorded.close()
+    player.wait_ticks(2)
+    log = server["log"].read_text()
+    assert "gave up on" not in log and "Traceback" not in log, log[-3000:]
+    export = http.post("/dashboard/export", data={"study": "", "csrf_token": csrf(http, "/dashboard/")})
+    assert export.status_code == 200, export.text[:300]
+    with closing(sqlite3.connect(server["log"].parent / "gridstudy.db")) as db:
+        replies = [r for (r,) in db.execute("select raw_reply from event where episode_id = ?"
+                                            " order by seq", (episode,))]
+        texts = [t for (t,) in db.execute("select text from rawinput")]
+        (status, info), = db.execute("select status, info from episode where id = ?", (episode,))
+        (model,), = db.execute("select model from agentrun where id = ?", (run_id,))
+    assert (status, json.loads(info)["reason"], model) == ("abandoned", "cut\ufffd", "m\ufffd")
+    assert replies[0] == "\ufffd<action>noop</action>", replies
+    assert "left\ufffd" in texts, texts

@@ -283,6 +283,22 @@ def test_a_failing_table_surfaces_on_flush_and_keeps_the_rows(store, tmp_path):
     assert len(store.failed) == 1
 
 
+def test_a_nul_or_a_lone_surrogate_is_stored_as_a_replacement_character(store, tmp_path):
+    """Half an emoji (a model's reply cut inside one, a page's message) is valid JSON but
+    no database stores it; neither text nor JSON fields refuse the row for it."""
+    half = "\ud83d"
+    store.write_event(event_record(1, 0, raw_reply=f"a{half}b\x00c", reasoning=f"{half}😀"))
+    episode_id = store.start_episode(problem=PLAN, info={"reason": f"cut{half}", f"k{half}": [half]})
+    store.finish_episode(episode_id, status="abandoned", phase="test", score=None,
+                         info={"why": f"\x00{half}"})
+    store.close()
+    with sqlite3.connect(tmp_path / "gridstudy.db") as reader:
+        [(reply, reasoning)] = reader.execute("select raw_reply, reasoning from event").fetchall()
+        [(info,)] = reader.execute("select info from episode").fetchall()
+    assert (reply, reasoning) == ("a\ufffdb\ufffdc", "\ufffd😀")  # a whole emoji is kept
+    assert json.loads(info) == {"reason": "cut\ufffd", "k\ufffd": ["\ufffd"], "why": "\x00\ufffd"}
+
+
 @pytest.mark.parametrize("field, value, message", [
     ("raw_reply", {"not": "text"}, "raw_reply must be text, not dict {'not': 'text'}"),
     ("prompt_tokens", "lots", "prompt_tokens must be an integer, not str 'lots'"),
