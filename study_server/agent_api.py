@@ -55,6 +55,7 @@ from records.recorder import EpisodeRecorder, last_seen, merge_info, run_spendin
 from records.store import PAGE_WAIT
 from study_server import cluster, tokens
 from tasks import registry
+from tasks.core import LONGEST_ACTION
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.turn import (
     ABANDONED,
@@ -117,7 +118,7 @@ TEXT_LIMITS = {"raw_reply": 200_000, "prompt": 400_000, "system_prompt": 200_000
                "reasoning": 400_000, "finish_reason": 40}
 NUMBER_LIMITS = {"cost": 10**6, "latency": 86_400}
 TURN = {
-    "action": _event("action", most=200),
+    "action": _event("action", most=LONGEST_ACTION),
     "error": _event("error", most=2000),
     **{name: _event(name, most=TEXT_LIMITS.get(name) or NUMBER_LIMITS.get(name, 10**9))
        for name in schema.MODEL_TURN},

@@ -37,6 +37,10 @@ ANSWER_VERBS = ("submit_option", "submit_frame")
 is the one shown at Submit. Accepted, never offered in the listed actions."""
 INDEXED_VERBS = ("choose_option", "choose_frame", *ANSWER_VERBS)
 """Test-phase verbs written ``choose_option_I`` / ``choose_frame_I`` (and the answers)."""
+LONGEST_ACTION = 200
+"""Characters an action's text may have (the longest real one, ``click X Y`` or a
+protocol's named action, is a few dozen): a longer text names no action, and the agent
+API refuses it."""
 
 # ASCII digits only: \d would also take other scripts' digits ("click ٣ 4").
 _CLICK = re.compile(r"click\s+(-?\d+)\s+(-?\d+)", re.ASCII)
@@ -112,15 +116,15 @@ def _parse_text(text: str) -> Action:
     if text.startswith("click"):
         match = _CLICK.fullmatch(text)
         if match is None:
-            raise ValueError(f"malformed click {text!r}: expected 'click X Y' with integer X and Y")
+            raise ValueError(f"malformed click {text!r:.80}: expected 'click X Y' with integer X and Y")
         return Action("click", x=int(match[1]), y=int(match[2]))
     match = _INDEXED.fullmatch(text)
     if match is not None:
         return Action(match[1], index=int(match[2]))
     if text.startswith(INDEXED_VERBS):
-        raise ValueError(f"malformed choice {text!r}: expected choose_option_I or choose_frame_I "
+        raise ValueError(f"malformed choice {text!r:.80}: expected choose_option_I or choose_frame_I "
                          "(or submit_option_I, submit_frame_I)")
-    raise ValueError(f"unknown action {text!r}: expected one of {describe_verbs()}")
+    raise ValueError(f"unknown action {text!r:.80}: expected one of {describe_verbs()}")
 
 
 def describe_verbs(verbs: Iterable[str] | None = None) -> str:

@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import Iterable
 
-from tasks.core import parse_action
+from tasks.core import LONGEST_ACTION, parse_action
 
 TAG, JSON, HARNESS = "tag", "json", "harness"
 STYLES = (TAG, JSON, HARNESS)
@@ -48,15 +48,23 @@ def extract_action(reply: str, style: str = TAG, names: Iterable[str] = ()) -> s
         raise ReplyError("the reply was empty: it must name one action, for example "
                          + ("<action>up</action>" if style == TAG else '{"action": "up"}'))
     if style == HARNESS:
-        return _harness_action(reply)
-    text = _tagged_action(reply) if style == TAG else _json_action(reply)
+        return _short(_harness_action(reply))
+    text = _short(_tagged_action(reply) if style == TAG else _json_action(reply))
     literal = {name.lower(): name for name in names}
     if text.lower() in literal:
         return literal[text.lower()]
     try:
         return str(parse_action(text))
     except ValueError as error:
-        raise ReplyError(f"the reply names {text!r}, which is not an action: {error}") from None
+        raise ReplyError(f"the reply names {text!r:.80}, which is not an action: {error}") from None
+
+
+def _short(text: str) -> str:
+    """``text``, unless it is longer than any action can be (:data:`LONGEST_ACTION`)."""
+    if len(text) > LONGEST_ACTION:
+        raise ReplyError(f"the reply names {text!r:.80}..., {len(text)} characters long, which "
+                         f"is not an action: no action is longer than {LONGEST_ACTION}")
+    return text
 
 
 def _clean(text: str) -> str:

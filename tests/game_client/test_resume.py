@@ -157,3 +157,40 @@ def test_an_attempt_whose_record_no_longer_replays_is_not_resumed_again(store_fa
         third, jobs = batch(records, fake)  # not tried again: a new attempt instead
     assert [job.episode_id for job in jobs] == [None]
     assert episode_of(store, episode_id).info["resumable"] is False
+
+
+MISBEHAVING = ["<action>click 999 999</action>", "<action>click 3</action>",
+               "<action>up</action><action>down</action>", "I think I will go up",
+               "<action></action>", "<action>" + "x" * 5000 + "</action>",
+               "\ud83d<action>left</action>", "<action>submit_frame_99</action>",
+               "<ACTION>UP</ACTION>", "```<action>down</action>```", "<action>up" * 300]
+"""Replies a careless or broken model gives, each followed by a valid one (so that no
+streak of invalid turns abandons the attempt)."""
+
+
+@pytest.mark.parametrize("where", ["in process", "through the server"])
+def test_a_misbehaving_model_leaves_the_same_record_in_process_and_through_the_server(
+        where, live_server, store_factory, test_problems):
+    """Every reply is a turn in the record, whichever way the attempt is played: through
+    the server, a 5,000-character action used to be refused (400), ending the attempt as
+    an error and losing its turn."""
+    replies = [r for reply in MISBEHAVING for r in (reply, "<action>noop</action>")] + REPLIES
+    if where == "in process":
+        store = store_factory("local.db")
+        records = LocalRecords(store)
+    else:
+        records = AgentAPIClient(live_server.url, live_server.token())
+    with FakeOpenAI(replies) as fake:
+        outcome, _ = batch(records, fake)
+    result = outcome.results[0]
+    assert (result.status, result.score) == ("done", 1.0), result.reason
+    if where == "in process":
+        store.flush()
+        events = events_of(store, result.episode_id)
+    else:
+        events = live_server.events(result.episode_id)
+    assert [e.seq for e in events] == list(range(len(replies)))
+    assert [e.raw_reply for e in events] == [r.replace("\ud83d", "\ufffd") for r in replies]
+    invalid = [e for e in events if not e.parse_valid]
+    assert len(invalid) >= 7 and all(0 < len(e.error) < 600 for e in invalid)
+    assert "5000 characters long" in events[10].error
