@@ -162,6 +162,14 @@ class _Batch:
         self.since = queued_at if self.since is None else self.since
 
 
+WAIT_SLICE = 0.5
+"""Seconds a flush waits at a time. Under gevent a request that waits in one of gevent's
+native threads (``records.offload.off_loop``: resuming an agent's attempt) waits in that
+thread's own hub, which, given no timeout, finds nothing else to run and gives up at once
+("This operation would block forever"): every resume through a gevent server answered
+500. A timeout keeps that hub running until the writer's thread says it is done."""
+
+
 @dataclass
 class _Marker:
     """A flush request (or, with ``stop``, the last item the writer reads)."""
@@ -320,8 +328,11 @@ class BatchWriter:
             raise RuntimeError("the store's writer thread has stopped; the store is closed")
         self._queue.put(marker)
         self._urgent.set()
-        if not marker.done.wait(timeout):
-            raise TimeoutError(f"the store writer did not finish within {timeout} s")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not marker.done.wait(WAIT_SLICE if deadline is None
+                                   else max(0.0, min(WAIT_SLICE, deadline - time.monotonic()))):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"the store writer did not finish within {timeout} s")
 
     # -- writer side --------------------------------------------------------------------
 

@@ -4,12 +4,22 @@ kept (and not paid for again), and nothing is left ``active``."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
 
 from bench.standin import Failure, FakeOpenAI, Stall
+from records.models import EpisodeRow, Event
+from tests.conftest import start_serve
 from tests.game_client.test_interrupt import NOOP, start, stored, wait_for_requests
 
 TURNS = 8
@@ -146,17 +156,43 @@ def test_an_attempt_of_a_live_process_is_left_to_it(tmp_path):
             kill(first)
 
 
-def test_kill_while_playing_through_a_server(tmp_path, live_server):
+@pytest.fixture(params=["in process (threading)", "gridstudy serve (gevent)"])
+def agent_server(request, tmp_path) -> Iterator[tuple[str, str, Callable[[], tuple]]]:
+    """A server of each kind: its URL, an agent token, and a reader of what it stored.
+    ``gridstudy serve`` runs gevent, whose native threads wait differently: there every
+    resume answered 500 while the in-process server passed."""
+    if request.param.startswith("in process"):
+        live = request.getfixturevalue("live_server")
+
+        def stored_live():
+            live.store.wait()
+            with live.store.session() as session:
+                return (session.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all(),
+                        session.exec(select(Event).order_by(Event.episode_id, Event.seq)).all())
+
+        yield live.url, live.token(), stored_live
+        return
+    db = tmp_path / "served.db"
+    made = subprocess.run([str(Path(sys.executable).parent / "gridstudy"), "token", "create",
+                           "agents", "--db", str(db)], capture_output=True, text=True, check=True)
+    process, url = start_serve(db, log=tmp_path / "serve.log")
+
+    def stored_served():
+        time.sleep(1.0)  # past the server's flush window
+        return stored(db)
+
+    try:
+        yield url, made.stdout.strip(), stored_served
+    finally:
+        process.terminate()
+        process.wait(60)
+        assert "Traceback" not in (tmp_path / "serve.log").read_text()
+
+
+def test_kill_while_playing_through_a_server(agent_server):
     """The same through a running server's agent API: the server keeps the attempts, the
     rerun finds those its killed client left active and continues them there."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from sqlmodel import select
-
-    from records.models import EpisodeRow, Event
+    url, token, stored_here = agent_server
 
     def command(fake):
         env = {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test",
@@ -164,16 +200,9 @@ def test_kill_while_playing_through_a_server(tmp_path, live_server):
         return subprocess.Popen(
             [str(Path(sys.executable).parent / "gridstudy"), "agent", "run", "--problems",
              "ant_trail/planning,cloud_burst/planning", "--model", "fake", "--runs", "1",
-             "--concurrency", "2", "--max-turns", str(TURNS), "--server", live_server.url,
+             "--concurrency", "2", "--max-turns", str(TURNS), "--server", url,
              "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def stored_here():
-        live_server.store.wait()
-        with live_server.store.session() as session:
-            return (session.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all(),
-                    session.exec(select(Event).order_by(Event.episode_id, Event.seq)).all())
-
-    token = live_server.token()
     with FakeOpenAI([NOOP] * 5 + [Stall(30.0, NOOP)] * 10) as fake:
         process = command(fake)
         wait_for_requests(fake, 7, process)
