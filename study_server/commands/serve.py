@@ -337,7 +337,7 @@ def prepare_demo(url: str, study_file: Path) -> tuple[str, str]:
     from study_server import auth, tokens
     from study_server.commands.study import create_study
 
-    create_study(url, str(study_file), replace=True)
+    create_study(url, str(study_file), replace=True, live=True)  # the demo's own study
     password = secrets.token_urlsafe(9)
     with Store(url) as store:
         auth.create_admin(store.engine, "demo", password)

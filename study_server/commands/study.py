@@ -7,6 +7,8 @@ instead of surfacing when the first participant arrives.
 
 from __future__ import annotations
 
+import json
+
 from typing import Any
 
 import click
@@ -61,9 +63,17 @@ def check_programs(definition: StudyDefinition) -> None:
                                   + "\n".join(broken))
 
 
-def create_study(url: str, path: str, replace: bool = False) -> StudyDefinition:
-    """Validate the file at ``path`` and store it; the definition stored."""
-    from records.models import Study
+def create_study(url: str, path: str, replace: bool = False, live: bool = False) -> StudyDefinition:
+    """Validate the file at ``path`` and store it; the definition stored.
+
+    Replacing the definition of a study people have entered changes, for them, what they
+    see next and how they are paid (their step in the flow, their problems, the bonus,
+    the codes): refused unless ``live`` says the researcher means it, with the fields
+    that change and who is in the study."""
+    from sqlalchemy import func
+    from sqlmodel import select
+
+    from records.models import Participant, Study
     from records.store import Store
     from tasks import registry
 
@@ -78,6 +88,19 @@ def create_study(url: str, path: str, replace: bool = False) -> StudyDefinition:
         existing = db.get(Study, definition.id)
         if existing is not None and not replace:
             raise DefinitionError(f"{path}: study {definition.id!r} exists already; pass --replace to update it")
+        if existing is not None and not live:
+            stored = json.loads(json.dumps(definition.to_dict()))  # as the column keeps it
+            changed = sorted(key for key, value in stored.items()
+                             if existing.definition.get(key) != value)
+            people = dict(db.exec(select(Participant.status, func.count()).where(
+                Participant.study_id == definition.id).group_by(Participant.status)).all())
+            if changed and people:
+                raise DefinitionError(
+                    f"{path}: study {definition.id!r} has {sum(people.values())} "
+                    f"participant(s) ({people.get('active', 0)} active now), and this changes "
+                    f"{', '.join(changed)} for them as well (their next pages, their problems, "
+                    "their pay): pass --live to replace it anyway, or store the new version "
+                    "under another id")
         row = existing or Study(id=definition.id)
         row.title, row.definition = definition.title, definition.to_dict()
         db.add(row)
@@ -93,17 +116,19 @@ def study() -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--db", "db", default=None, help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
 @click.option("--replace", is_flag=True, help="Update a study that already exists.")
+@click.option("--live", is_flag=True,
+              help="With --replace: change a study people have entered (refused without it).")
 @click.option("--base-url", default=None,
               help="The address participants will reach the server at (https://...), to "
                    "print the Prolific link now; without it, `gridstudy serve` prints the "
                    "link with its own address when it starts.")
-def create(file: str, db: str | None, replace: bool, base_url: str | None) -> None:
+def create(file: str, db: str | None, replace: bool, live: bool, base_url: str | None) -> None:
     """Validate a study definition FILE (YAML) and store it."""
     import os
 
     url = db or os.environ.get("DATABASE_URL") or "gridstudy.db"
     try:
-        definition = create_study(url, file, replace=replace)
+        definition = create_study(url, file, replace=replace, live=live)
     except DefinitionError as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"study {definition.id!r} stored: {len(definition.problems)} problems, "

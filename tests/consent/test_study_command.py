@@ -64,3 +64,33 @@ def test_admin_create_hashes_the_password(tmp_path):
         assert not auth.verify(store.engine, "researcher", "wrong one")
     short = CliRunner().invoke(main, ["admin", "create", "x", "--db", db, "--password", "short"])
     assert short.exit_code == 1 and "at least 8 characters" in short.output
+
+
+def test_replacing_a_study_people_are_in_needs_live(tmp_path):
+    """A careless --replace mid-study changed the bonus, the problems and the next pages
+    of everyone already in it; now it says what would change for whom, and needs --live."""
+    from records.models import Participant
+
+    register_walker_problems(["test/p0", "test/p1", "test/p2", "test/tutorial"])
+    db = tmp_path / "s.db"
+    assert CliRunner().invoke(main, ["study", "create", str(write_study(tmp_path)),
+                                     "--db", str(db)]).exit_code == 0
+    with Store(str(db)) as store, Session(store.engine) as session:
+        session.add(Participant(study_id="pilot", external_id="p1", status="active"))
+        session.add(Participant(study_id="pilot", external_id="p2", status="complete"))
+        session.commit()
+    same = CliRunner().invoke(main, ["study", "create", str(write_study(tmp_path)), "--db", str(db),
+                                     "--replace"])
+    assert same.exit_code == 0, same.output  # nothing changes for anyone
+    changed = write_study(tmp_path, bonus={"per_solved": 0.5, "max": 1.0}, payment="GBP 1.00")
+    refused = CliRunner().invoke(main, ["study", "create", str(changed), "--db", str(db), "--replace"])
+    assert refused.exit_code == 1
+    assert ("study 'pilot' has 2 participant(s) (1 active now), and this changes bonus, payment "
+            "for them as well") in refused.output and "--live" in refused.output
+    with Store(str(db)) as store, Session(store.engine) as session:
+        assert session.get(Study, "pilot").definition["payment"] == "GBP 2.50"
+    live = CliRunner().invoke(main, ["study", "create", str(changed), "--db", str(db), "--replace",
+                                     "--live"])
+    assert live.exit_code == 0, live.output
+    with Store(str(db)) as store, Session(store.engine) as session:
+        assert session.get(Study, "pilot").definition["payment"] == "GBP 1.00"
