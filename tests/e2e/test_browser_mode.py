@@ -194,14 +194,10 @@ def test_at_a_300_ms_round_trip_a_key_shows_within_a_frame_period_plus_20_ms(liv
     assert found["p95"] <= period + 20, found
 
 
-def test_a_page_plays_on_through_a_kill_9_and_the_restart_stores_everything_it_played(
-        tmp_path, browser):
-    """``kill -9`` of the server mid-game: the page keeps ticking and keeps its log; when
-    the server is back on the same address, the page joins the same attempt again (by its
-    token), sends what the new server has not stored, and the record holds every entry
-    the page played, the server's frames, without a hole."""
+def restartable(tmp_path, db):
+    """``gridstudy serve`` on one free port, startable again after a kill (previews open):
+    ``(serve, port)``, ``serve()`` starting it and returning its process once it answers."""
     import os
-    import signal
     import subprocess
     import sys
     import time
@@ -211,7 +207,7 @@ def test_a_page_plays_on_through_a_kill_9_and_the_restart_stores_everything_it_p
 
     from tests.conftest import free_port
 
-    db, port = tmp_path / "kill.db", free_port()
+    port = free_port()
     command = [str(Path(sys.executable).parent / "gridstudy"), "serve", "--port", str(port),
                "--db", str(db)]
     environ = {**os.environ, "GRIDSTUDY_PREVIEW": "open"}
@@ -227,6 +223,19 @@ def test_a_page_plays_on_through_a_kill_9_and_the_restart_stores_everything_it_p
             except httpx.HTTPError:
                 time.sleep(0.2)
         raise AssertionError((tmp_path / "serve.log").read_text()[-2000:])
+
+    return serve, port
+
+
+def test_a_page_plays_on_through_a_kill_9_and_the_restart_stores_everything_it_played(
+        tmp_path, browser):
+    """``kill -9`` of the server mid-game: the page keeps ticking and keeps its log; when
+    the server is back on the same address, the page joins the same attempt again (by its
+    token), sends what the new server has not stored, and the record holds every entry
+    the page played, the server's frames, without a hole."""
+    db = tmp_path / "kill.db"
+    serve, port = restartable(tmp_path, db)
+    import signal
 
     process = serve()
     page = browser.new_page()
@@ -265,3 +274,45 @@ def test_a_page_plays_on_through_a_kill_9_and_the_restart_stores_everything_it_p
     assert {"left", "up"} <= {e.action for e in events}  # the keys pressed while it was down
     replayed = frame_hashes(registry.get_problem(PROBLEM), [e.action for e in events])
     assert [e.frame_hash for e in events] == replayed[1:]
+
+
+def test_an_answer_submitted_while_the_server_is_down_is_said_saved_only_once_it_is(
+        tmp_path, browser):
+    """Masked frame prediction in the browser, the server killed before Submit: the page
+    finishes the game at once but says "Saving..." and not "as saved" until the server,
+    back on its address, has stored the log; the stored choice is the one submitted."""
+    import signal
+
+    from records.store import Store
+
+    db = tmp_path / "answer.db"
+    serve, port = restartable(tmp_path, db)
+    process = serve()
+    page = browser.new_page()
+    try:
+        page.goto(f"http://127.0.0.1:{port}/play/lamp_grid/mfp?play=browser")
+        page.wait_for_selector(f"{GAME}[data-engine=ready]", timeout=60000)
+        page.get_by_role("button", name="Go to test").click()
+        page.wait_for_selector(f"{GAME}[data-phase=test]")
+        for option in (3, 1, 2, 3, 2):  # as fast as they come
+            page.get_by_role("button", name=f"Option {option}", exact=True).click()
+        page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.stored) > 2")
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        page.locator("[data-gs=mfp]").get_by_role("button", name="Submit", exact=True).click()
+        page.wait_for_selector(f"{GAME}[data-phase=done]")
+        page.wait_for_timeout(500)
+        assert page.locator("[data-gs=message]").text_content() == "Finished. Saving..."
+        assert page.locator("[data-gs=stored]").text_content() == ""  # not saved yet
+        process = serve()
+        page.wait_for_function(
+            "document.querySelector('[data-gs=message]').textContent === 'Finished.'",
+            timeout=30000)
+        assert page.locator("[data-gs=stored]").text_content() == "Your answer, as saved: option 2."
+    finally:
+        page.close()
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+    with Store(str(db)) as store, store.session() as session:
+        [row] = session.exec(select(EpisodeRow)).all()
+    assert row.info["test_chosen"] == 1 and row.info["verified"] is True

@@ -697,8 +697,7 @@
     var ending = (state.test && state.test.ending) || (this.gaveUp ? "gave-up" : null);
     this.el.ending.textContent = ENDINGS[ending] || "Finished.";
     this.el.score.textContent = state.score;
-    this.el.stored.textContent = stored(state.test);
-    if (this.local && this.acked < this.local.logged()) {  // not all stored yet
+    if (this.local && this.acked < this.local.logged()) {  // not all stored yet: not "as saved"
       this.say("Finished. Saving...");
       this.pendingFinish = state;
       this.flush();
@@ -708,6 +707,7 @@
   };
 
   Game.prototype.announce = function (state) {
+    this.el.stored.textContent = stored(state.test);
     this.say("Finished.");
     if (this.options.onDone) { this.options.onDone(state); }
     this.root.dispatchEvent(new CustomEvent("gridstudy:done", { detail: state, bubbles: true }));
