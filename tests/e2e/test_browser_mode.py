@@ -4,6 +4,7 @@ mid-problem resumes on the same frame."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from sqlmodel import select
@@ -194,37 +195,68 @@ def test_at_a_300_ms_round_trip_a_key_shows_within_a_frame_period_plus_20_ms(liv
     assert found["p95"] <= period + 20, found
 
 
-def restartable(tmp_path, db):
-    """``gridstudy serve`` on one free port, startable again after a kill (previews open):
-    ``(serve, port)``, ``serve()`` starting it and returning its process once it answers."""
-    import os
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
+class Killable:
+    """``gridstudy serve`` (previews open) on one free port, that a test may ``kill``
+    (``kill -9``) and ``start`` again on the same address."""
 
-    import httpx
+    def __init__(self, tmp_path, db) -> None:
+        import os
+        import sys
+        from pathlib import Path
 
-    from tests.conftest import free_port
+        from tests.conftest import free_port
 
-    port = free_port()
-    command = [str(Path(sys.executable).parent / "gridstudy"), "serve", "--port", str(port),
-               "--db", str(db)]
-    environ = {**os.environ, "GRIDSTUDY_PREVIEW": "open"}
+        self.log = tmp_path / "serve.log"
+        self.port = free_port()
+        self.command = [str(Path(sys.executable).parent / "gridstudy"), "serve", "--port",
+                        str(self.port), "--db", str(db)]
+        self.environ = {**os.environ, "GRIDSTUDY_PREVIEW": "open"}
+        self.process = None
 
-    def serve():
-        process = subprocess.Popen(command, env=environ, stdout=subprocess.DEVNULL,
-                                   stderr=(tmp_path / "serve.log").open("a"))
+    def start(self) -> None:
+        import subprocess
+        import time
+
+        import httpx
+
+        self.process = subprocess.Popen(self.command, env=self.environ,
+                                        stdout=subprocess.DEVNULL, stderr=self.log.open("a"))
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                httpx.get(f"http://127.0.0.1:{port}/play/", timeout=2)
-                return process
+                httpx.get(f"http://127.0.0.1:{self.port}/play/", timeout=2)
+                return
             except httpx.HTTPError:
                 time.sleep(0.2)
-        raise AssertionError((tmp_path / "serve.log").read_text()[-2000:])
+        raise AssertionError(self.log.read_text()[-2000:])
 
-    return serve, port
+    def kill(self) -> None:
+        import signal
+
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        import signal
+
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(60)
+
+
+@contextlib.contextmanager
+def killable_game(tmp_path, browser, db, problem):
+    """A page playing ``problem`` in the browser, its engine ready, on a :class:`Killable`
+    server: ``(server, page)``; the page is closed and the server stopped after."""
+    server = Killable(tmp_path, db)
+    server.start()
+    page = browser.new_page()
+    try:
+        page.goto(f"http://127.0.0.1:{server.port}/play/{problem}?play=browser")
+        page.wait_for_selector(f"{GAME}[data-engine=ready]", timeout=60000)
+        yield server, page
+    finally:
+        page.close()
+        server.stop()
 
 
 def test_a_page_plays_on_through_a_kill_9_and_the_restart_stores_everything_it_played(
@@ -234,34 +266,22 @@ def test_a_page_plays_on_through_a_kill_9_and_the_restart_stores_everything_it_p
     token), sends what the new server has not stored, and the record holds every entry
     the page played, the server's frames, without a hole."""
     db = tmp_path / "kill.db"
-    serve, port = restartable(tmp_path, db)
-    import signal
-
-    process = serve()
-    page = browser.new_page()
-    try:
-        page.goto(f"http://127.0.0.1:{port}/play/{PROBLEM}?play=browser")
-        page.wait_for_selector(f"{GAME}[data-engine=ready]", timeout=60000)
+    with killable_game(tmp_path, browser, db, PROBLEM) as (server, page):
         page.locator("[data-gs=grid]").focus()
         for key in ("ArrowRight", "ArrowDown", "ArrowRight"):
             page.keyboard.press(key)
             page.wait_for_timeout(300)
         page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.stored) > 3")
-        process.send_signal(signal.SIGKILL)
-        process.wait(10)
+        server.kill()
         for key in ("ArrowLeft", "ArrowUp"):  # played while nobody stores it
             page.keyboard.press(key)
             page.wait_for_timeout(400)
-        process = serve()
+        server.start()
         page.wait_for_timeout(500)
         played = page.evaluate(f"document.querySelector('{GAME}').gridstudy.local.logged()")
         page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.stored) >= {played}",
                                timeout=30000)
         assert page.get_attribute(GAME, "data-verified") == "true"
-    finally:
-        page.close()
-        process.send_signal(signal.SIGTERM)
-        process.wait(60)
     from records.store import Store
 
     with Store(str(db)) as store, store.session() as session:
@@ -281,38 +301,26 @@ def test_an_answer_submitted_while_the_server_is_down_is_said_saved_only_once_it
     """Masked frame prediction in the browser, the server killed before Submit: the page
     finishes the game at once but says "Saving..." and not "as saved" until the server,
     back on its address, has stored the log; the stored choice is the one submitted."""
-    import signal
-
     from records.store import Store
 
     db = tmp_path / "answer.db"
-    serve, port = restartable(tmp_path, db)
-    process = serve()
-    page = browser.new_page()
-    try:
-        page.goto(f"http://127.0.0.1:{port}/play/lamp_grid/mfp?play=browser")
-        page.wait_for_selector(f"{GAME}[data-engine=ready]", timeout=60000)
+    with killable_game(tmp_path, browser, db, "lamp_grid/mfp") as (server, page):
         page.get_by_role("button", name="Go to test").click()
         page.wait_for_selector(f"{GAME}[data-phase=test]")
         for option in (3, 1, 2, 3, 2):  # as fast as they come
             page.get_by_role("button", name=f"Option {option}", exact=True).click()
         page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.stored) > 2")
-        process.send_signal(signal.SIGKILL)
-        process.wait(10)
+        server.kill()
         page.locator("[data-gs=mfp]").get_by_role("button", name="Submit", exact=True).click()
         page.wait_for_selector(f"{GAME}[data-phase=done]")
         page.wait_for_timeout(500)
         assert page.locator("[data-gs=message]").text_content() == "Finished. Saving..."
         assert page.locator("[data-gs=stored]").text_content() == ""  # not saved yet
-        process = serve()
+        server.start()
         page.wait_for_function(
             "document.querySelector('[data-gs=message]').textContent === 'Finished.'",
             timeout=30000)
         assert page.locator("[data-gs=stored]").text_content() == "Your answer, as saved: option 2."
-    finally:
-        page.close()
-        process.send_signal(signal.SIGTERM)
-        process.wait(60)
     with Store(str(db)) as store, store.session() as session:
         [row] = session.exec(select(EpisodeRow)).all()
     assert row.info["test_chosen"] == 1 and row.info["verified"] is True
