@@ -58,7 +58,7 @@ from records.models import (
     ProlificSubmission,
     Setting,
 )
-from records.remote import Backoff, retry_after_seconds
+from records.remote import Backoff, WaitTooLong, request_whole, retry_after_seconds
 from study_server import assignment
 from study_server.payments import (
     APPROVE,
@@ -128,6 +128,7 @@ class Api:
         self.backoff = backoff or Backoff(base=0.5, cap=30.0, retries=5)
         self.sleep = sleep
         self.rng = random.Random()
+        self.timeout = timeout
         self.client = httpx.Client(base_url=self.base_url, timeout=timeout, headers={
             "Authorization": f"Token {token.strip()}", "Accept": "application/json"})
 
@@ -151,7 +152,8 @@ class Api:
         for attempt in range(self.backoff.retries + 1):
             wait = None
             try:
-                response = self.client.request(method, path, json=body, params=params)
+                response = request_whole(self.client, method, path, timeout=self.timeout,
+                                         json=body, params=params)
             except httpx.HTTPError as error:
                 if not retry:
                     raise ProlificError(f"{method} {path}: no answer from Prolific ({error}); "
@@ -159,7 +161,7 @@ class Api:
                 problem, response = f"no answer from Prolific ({error})", None
             if response is not None:
                 if response.status_code < 300:
-                    return response.json() if response.content.strip() else None
+                    return _decoded(method, path, response)
                 problem = _problem(method, path, response)
                 if response.status_code in (401, 403):
                     raise ProlificError(f"Prolific refused the API token (HTTP {response.status_code}):"
@@ -170,7 +172,11 @@ class Api:
             if attempt == self.backoff.retries:
                 raise ProlificError(f"{problem} (gave up after {attempt + 1} attempts)",
                                     response.status_code if response is not None else None)
-            self.sleep(self.backoff.delay(attempt, self.rng, wait))
+            try:
+                self.sleep(self.backoff.delay(attempt, self.rng, wait))
+            except WaitTooLong as error:
+                raise ProlificError(f"{problem}; {error}: try again later",
+                                    response.status_code if response is not None else None) from None
         raise AssertionError("unreachable")
 
     def pages(self, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -182,6 +188,19 @@ class Api:
             if not following:
                 return
             answer = self.call("GET", following.removeprefix(self.base_url))
+
+
+def _decoded(method: str, path: str, response: httpx.Response) -> Any:
+    """A successful answer's JSON (None for an empty one); a body that is not JSON (a
+    proxy's page) is a :class:`ProlificError`, since whether it was done is not known."""
+    if not response.content.strip():
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        raise ProlificError(f"{method} {path}: Prolific answered {response.status_code} with "
+                            f"something that is not JSON ({response.text[:120]!r}); whether it "
+                            "was done is not known", response.status_code) from None
 
 
 def _problem(method: str, path: str, response: httpx.Response) -> str:

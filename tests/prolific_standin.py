@@ -52,6 +52,8 @@ class Fault:
     after: bool = False
     """Do the request, then answer with the fault (the answer is lost on its way)."""
     detail: Any = None
+    page: str | None = None
+    """Answer with this text as it is, not Prolific's JSON (a proxy's page)."""
 
 
 def _id() -> str:
@@ -94,9 +96,11 @@ class Prolific:
     # -- what the test does on Prolific's side ----------------------------------------------
 
     def fail(self, method: str, path: str, status: int, times: int = 1,
-             headers: dict[str, str] | None = None, after: bool = False, detail: Any = None) -> None:
-        """Answer the next ``times`` requests ``method path...`` with ``status``."""
-        self.faults.append(Fault(method, path, status, headers or {}, times, after, detail))
+             headers: dict[str, str] | None = None, after: bool = False, detail: Any = None,
+             page: str | None = None) -> None:
+        """Answer the next ``times`` requests ``method path...`` with ``status`` (and
+        ``page`` as the body, when given)."""
+        self.faults.append(Fault(method, path, status, headers or {}, times, after, detail, page))
 
     def hold(self, method: str, path: str) -> tuple[threading.Event, threading.Event]:
         """Keep the answer to the next ``method path...`` until released: the request is
@@ -153,7 +157,8 @@ class Prolific:
                     standin.calls.append(call)
                 status, answer, headers = standin.answer(method, parts.path, query, raw,
                                                          self.headers, call)
-                data = b"" if answer is None else json.dumps(answer).encode()
+                data = (b"" if answer is None else answer if isinstance(answer, bytes)
+                        else json.dumps(answer).encode())
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
@@ -170,7 +175,9 @@ class Prolific:
             return 401, _error(401, "Unauthorized", "Invalid token."), {}
         fault = self._fault(method, path)
         if fault is not None and not fault.after:
-            return fault.status, _error(fault.status, "Injected", fault.detail), fault.headers
+            page = fault.page.encode() if fault.page is not None else None
+            return fault.status, page or _error(fault.status, "Injected", fault.detail), \
+                fault.headers
         try:
             body = json.loads(raw) if raw else None
         except ValueError:

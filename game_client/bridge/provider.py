@@ -37,13 +37,10 @@ from typing import Any
 
 import httpx
 
-from records.remote import Backoff, retry_after_seconds
+from records.remote import Backoff, NotWhole, WaitTooLong, request_whole, retry_after_seconds
 from records.schema import storable_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-MAX_REPLY_BYTES = 32 * 1024 * 1024
-"""A reply body longer than this is not a chat completion (a provider or a proxy gone
-wrong); it is given up on, and retried, instead of filling memory."""
 
 
 class ProviderError(RuntimeError):
@@ -247,7 +244,10 @@ class ChatProvider:
                 retry_after = retry_after_seconds(response.headers.get("retry-after"))
             if attempt == self.backoff.retries:
                 break
-            delay = self.backoff.delay(attempt, self.rng, retry_after)
+            try:
+                delay = self.backoff.delay(attempt, self.rng, retry_after)
+            except WaitTooLong as error:
+                raise ProviderError(f"{problem}; {error}: run the command again later") from None
             if response is not None and response.status_code == 429:
                 self.limiter.hold(delay)  # the next wait sleeps it, with every other request
             elif self.sleep(delay):
@@ -255,31 +255,13 @@ class ChatProvider:
         raise ProviderError(f"{problem} (gave up after {self.backoff.retries + 1} attempts)")
 
     def _post(self, body: dict[str, Any]) -> tuple[httpx.Response | None, str]:
-        """The response to one request, read whole within ``timeout`` seconds of sending
-        it. httpx's own timeout bounds each read, not the whole reply, and a provider or
-        proxy that keeps a slow request's connection open by sending a byte of
-        whitespace now and then would hold the attempt for as long as it likes: the
-        reply is read piece by piece and given up at the first piece after the
-        deadline, so a request ends within ``timeout`` plus the provider's longest
-        silence, itself at most ``timeout``."""
-        deadline = time.monotonic() + self.timeout
-        too_long = f"{self.base_url} sent a reply longer than {MAX_REPLY_BYTES // 2 ** 20} MB"
+        """The response to one request, read whole within ``timeout`` seconds
+        (:func:`records.remote.request_whole`), or None and what went wrong."""
         try:
-            with self.client.stream("POST", f"{self.base_url}/chat/completions",
-                                    json=body) as response:
-                raw = bytearray()
-                for piece in response.iter_raw():
-                    raw += piece
-                    if len(raw) > MAX_REPLY_BYTES:
-                        return None, too_long
-                    if time.monotonic() > deadline:
-                        return None, (f"{self.base_url} did not finish its reply within "
-                                      f"{self.timeout:g}s")
-            whole = httpx.Response(response.status_code, headers=response.headers,
-                                   stream=httpx.ByteStream(bytes(raw)), request=response.request)
-            if len(whole.read()) > MAX_REPLY_BYTES:  # decompressed
-                return None, too_long
-            return whole, ""
+            return request_whole(self.client, "POST", f"{self.base_url}/chat/completions",
+                                 timeout=self.timeout, json=body), ""
+        except NotWhole as error:
+            return None, f"{self.base_url} {error}"
         except httpx.TimeoutException:
             return None, f"{self.base_url} did not answer within {self.timeout:g}s"
         except httpx.TransportError as error:

@@ -68,11 +68,14 @@ CASES = {
         [Reply("\ud83d<action>go-to-test</action>", reasoning="r\ud83d"), *SOLVE[1:]], "done", 4,
         first={"raw_reply": "\ufffd<action>go-to-test</action>", "reasoning": "r\ufffd"}),
     "a reply trickled a byte at a time past the timeout ends the attempt as an error": Case(
-        [Trickle(12, 0.2)] * 3, "error", 3, reason="did not finish its reply within 0.5s"),
+        [Trickle(12, 0.2)] * 3, "error", 3, reason="did not finish its answer within 0.5 s"),
     "a reply trickled within the timeout is taken": Case(
         [Trickle(4, 0.05, SOLVE[0]), *SOLVE[1:]], "done", 4, first={"retries": 0}),
     "a reply over 32 MB is retried, not kept in memory": Case(
         [Trickle(33 * 2 ** 20, 0), *SOLVE], "done", 5, first={"retries": 1}),
+    "a 429 asking to wait a day ends the attempt as a resumable error at once": Case(
+        [Failure(429, {"Retry-After": "86400"})], "error", 1,
+        reason="it asks to wait 86400 s before trying again"),
     "a refused key stops the batch at once": Case(
         [Failure(401, body='{"error": {"message": "Incorrect API key provided"}}')],
         "interrupted", 1, runs=3, fatal="the provider refused the key"),

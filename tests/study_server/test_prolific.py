@@ -344,6 +344,21 @@ def test_429_and_5xx_are_retried_honouring_retry_after(app, db, standin):
     assert len(standin.called("GET", "/api/v1/submissions/")) == 4
 
 
+def test_a_wait_of_a_day_or_a_proxys_page_is_said_at_once(app, db, standin):
+    """A 429 asking to wait a day held the command for that day without a word; a proxy's
+    HTML page with status 200 was a traceback."""
+    publish(db)
+    standin.fail("GET", "/api/v1/submissions/", 429, headers={"Retry-After": "86400"})
+    started = time.monotonic()
+    output = gridstudy("sync", "--study", "pilot", "--db", str(db), ok=False)
+    assert time.monotonic() - started < 10
+    assert "it asks to wait 86400 s before trying again (longer than 600 s)" in output
+    standin.fail("GET", "/api/v1/submissions/", 200, page="<html><body>Gateway</body></html>")
+    output = gridstudy("sync", "--study", "pilot", "--db", str(db), ok=False)
+    assert "Prolific answered 200 with something that is not JSON" in output
+    assert "Traceback" not in output
+
+
 def test_a_validation_error_shows_prolifics_message(app, db, standin):
     standin.fail("POST", "/api/v1/studies/", 400,
                  detail={"reward": ["Reward is below the minimum hourly rate."]})
