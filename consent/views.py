@@ -13,6 +13,7 @@ The views are thin: the flow's state lives behind ``app.extensions["gridstudy.fl
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from typing import Any
 from urllib.parse import urlencode
@@ -78,9 +79,17 @@ REDIRECT_SECONDS = 5
 """Seconds the completion page shows its code before going to Prolific."""
 
 
+LINK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""What an id in the study's link may be (Prolific's are 24 hexadecimal digits, a local
+study's join codes are words): letters, digits, ``_``, ``.`` and ``-``, a letter or a
+digit first, at most 64. An id is written into the payment files and the export, which
+researchers open in spreadsheets: one starting with ``=``, ``+``, ``-`` or ``@`` would be
+run there as a formula (``=HYPERLINK(...)`` sends the sheet's data away)."""
+
+
 def _prolific(name: str) -> str | None:
-    """A Prolific id from the link, as kept: at most 64 characters, None when absent."""
-    return request.args.get(name, "").strip()[:64] or None
+    """A Prolific id from the link, None when absent."""
+    return request.args.get(name, "").strip() or None
 
 
 def _flow() -> Any:
@@ -94,11 +103,12 @@ def _key(study_id: str) -> str:
 @bp.get("/<study_id>")
 def enter(study_id: str) -> Any:
     """Prolific's link: find or create the participant, then show their current stage."""
-    pid = request.args.get("PROLIFIC_PID", "").strip()
+    pid = _prolific("PROLIFIC_PID")
     error = None
     if not pid:
         error = "This link must be opened from Prolific (it has no PROLIFIC_PID)."
-    elif len(pid) > 64:
+    elif not all(LINK_ID.fullmatch(value) for value in (pid, _prolific("STUDY_ID"),
+                                                         _prolific("SESSION_ID")) if value):
         error = "This Prolific id is not valid."
     if error is not None:
         return render_template("consent/error.html", error=error), 400

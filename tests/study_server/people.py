@@ -153,6 +153,14 @@ class Player:
         return [a for a in self.ledger if a.status == "queued"
                 and (before is None or (a.answered or 0) < before)]
 
+    def settle(self, timeout: float = 10.0) -> None:
+        """Wait until the server has answered every input sent (closing first would leave
+        an input the server acknowledged, and stored, missing from the ledger)."""
+        deadline = time.monotonic() + timeout
+        while any(a.answered is None for a in self.ledger) and self.client.connected:
+            assert time.monotonic() < deadline, "an input went unanswered"
+            time.sleep(0.02)
+
     def states_after(self, moment: float) -> list[dict]:
         return [state for at, state in self.states if at > moment]
 

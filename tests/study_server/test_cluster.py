@@ -491,6 +491,7 @@ def test_postgresql_stopped_for_ten_seconds_loses_nothing(servers, tmp_path):
         stop.set()
         presser.join()
         for player in players:
+            player.settle()
             player.close()
         deployment.stop()
         for player, episode_id in zip(players, episodes):

@@ -313,6 +313,7 @@ def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
         stop.set()
         presser.join()
         for player in players:
+            player.settle()
             player.close()
         served.stop()
         for player, episode_id in games:

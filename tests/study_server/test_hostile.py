@@ -121,6 +121,10 @@ HTTP = {
     "dashboard: participant 0": ("GET", "/dashboard/participant/0", None, 404, ""),
     "dashboard: login without a form": ("POST", "/dashboard/login", b"", 400, ""),
     "study: a NUL in the Prolific id": ("GET", "/study/nope?PROLIFIC_PID=%00a", None, 400, ""),
+    # an id lands in the payment files and the export, opened in spreadsheets
+    "study: a formula as the Prolific id": ("GET", "/study/nope?PROLIFIC_PID=%3DHYPERLINK(%22x%22)", None, 400, ""),
+    "study: a formula as the session id": ("GET", "/study/nope?PROLIFIC_PID=a1&SESSION_ID=%2B1%2B2", None, 400, ""),
+    "study: an id starting with @": ("GET", "/study/nope?PROLIFIC_PID=a1&STUDY_ID=%40SUM(1)", None, 400, ""),
     "preview: a NUL in the path": ("GET", "/play/a%00b", None, 400, ""),
 }
 
