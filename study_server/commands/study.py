@@ -8,7 +8,6 @@ instead of surfacing when the first participant arrives.
 from __future__ import annotations
 
 import json
-
 from typing import Any
 
 import click
