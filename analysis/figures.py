@@ -36,6 +36,7 @@ from matplotlib.figure import Figure
 
 from analysis.metrics.records import KINDS
 from analysis.readings import HUMAN, Row
+from records.flow import drop_note
 
 SIZE = (7.2, 3.6)
 DPI = 150
@@ -401,7 +402,7 @@ def flow_figure(rows: Sequence[Row]) -> Figure | None:
         axes.set_yticks(y, [r["step"] for r in mine], fontsize="small")
         top = max(r["participants"] for r in mine) or 1
         for at, row in zip(y, mine, strict=True):
-            note = f"{row['participants']}" + (f"  (-{row['dropped']}: {row['reason']})"
+            note = f"{row['participants']}" + (f"  ({drop_note(row, why=True)})"
                                                if row["dropped"] else "")
             axes.text(row["participants"] + top * 0.02, at, note, va="center", fontsize="x-small")
         axes.set_xlim(0, top * 2.2)  # room for the reasons, right of the bars

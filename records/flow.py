@@ -17,6 +17,9 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+ACTIVE = "active"
+"""The status of a participant still taking part (who has not left the flow)."""
+
 DROPS = (
     ("consented", "declined", "declined consent"),
     ("on a suitable device", "wrong-device", "ended on a device the study cannot be played on"),
@@ -27,7 +30,7 @@ DROPS = (
     ("passed the quiz", "failed-quiz", "failed the comprehension quiz"),
     ("passed the attention checks", "failed-attention", "ended at a failed attention check"),
     ("finished in time", "timed-out", "ran out of the study's time limit"),
-    ("finished", "active", "still taking part"),
+    ("finished", ACTIVE, "still taking part"),
 )
 """(step reached by those who stay, status of those who leave there, the reason in words),
 in the flow's order; exclusion comes last, one drop per reason."""
@@ -45,7 +48,7 @@ def flow_steps(people: Iterable[tuple[str | None, str | None]]) -> list[dict[str
     ...  if s["dropped"] or s["status"] is None]
     [('arrived', 3, None), ('consented', 2, 'declined consent'), ('not excluded', 1, 'failed 2 checks'), ('included', 1, None)]
     """
-    people = [(status or "active", reason) for status, reason in people]
+    people = [(status or ACTIVE, reason) for status, reason in people]
     statuses = Counter(status for status, _ in people)
     drops = [(step, status, why, statuses.pop(status, 0)) for step, status, why in DROPS]
     statuses.pop(COMPLETE, 0)
@@ -60,6 +63,17 @@ def flow_steps(people: Iterable[tuple[str | None, str | None]]) -> list[dict[str
         remaining -= n
         steps.append(_step(step, remaining, n, status, why))
     return [*steps, _step(INCLUDED, remaining, 0, None, None)]
+
+
+def drop_note(step: dict[str, Any], *, why: bool = False) -> str:
+    """How a figure labels those who left at ``step`` (one of :func:`flow_steps`): "-2"
+    (with ``why``, "-2: failed the comprehension quiz"), or "1 still taking part" for
+    those who have not finished yet, who did not leave; "" when nobody left there."""
+    if not step["dropped"]:
+        return ""
+    if step["status"] == ACTIVE:
+        return f"{step['dropped']} {step['reason']}"
+    return f"-{step['dropped']}" + (f": {step['reason']}" if why else "")
 
 
 def _step(step: str, remaining: int, dropped: int, status: str | None,

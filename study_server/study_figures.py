@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from records.flow import flow_steps
+from records.flow import drop_note, flow_steps
 from records.models import EpisodeRow, Participant
 from records.schema import as_utc
 
@@ -73,6 +73,7 @@ def participant_flow(db: Session, study_id: str) -> dict[str, Any]:
     steps = [s for s in flow_steps(people) if s["dropped"] or s["status"] is None]
     arrived = steps[0]["participants"] or 1
     return {"steps": [{**s, "width": round(FLOW_BARS * s["participants"] / arrived, 1),
-                       "y": i * (BAR + 2)} for i, s in enumerate(steps)],
+                       "y": i * (BAR + 2), "note": drop_note(s), "title": drop_note(s, why=True)}
+                      for i, s in enumerate(steps)],
             "height": len(steps) * (BAR + 2), "bar": BAR, "label_x": FLOW_LABELS,
-            "width": FLOW_LABELS + FLOW_BARS + 60}
+            "width": FLOW_LABELS + FLOW_BARS + 150}

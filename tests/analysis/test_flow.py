@@ -127,6 +127,8 @@ def test_the_flow_is_the_second_section_with_its_figure(written):
     assert page.index('<section id="participant_flow">') < page.index("<h2>Data used</h2>")
     svg = (written / "figures" / "participant_flow.svg").read_text()
     assert "Participant flow: pilot" in svg and "(-2: failed the colour-vision" in svg
+    # one participant is still playing: not a drop, and not written as one
+    assert "(1 still taking part)" in svg and "-1: still taking part" not in svg
 
 
 def test_an_export_has_no_payments_and_says_so(database):

@@ -170,7 +170,8 @@ def test_the_study_page_draws_its_fill_and_its_participant_flow(app):
     assert list(steps) == ["arrived", "passed screening", "finished", "not excluded", "included"]
     assert steps["arrived"][-1] == "5"  # the one who played (still active) and four more
     assert steps["passed screening"][-2:] == ["3", "(-2)"]
-    assert steps["finished"][-2:] == ["2", "(-1)"]  # the player, still taking part
+    # the player has not left: still taking part, not a drop
+    assert steps["finished"][-5:] == ["2", "(1", "still", "taking", "part)"]
     assert steps["included"][-1] == "1"
 
 
