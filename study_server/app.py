@@ -47,8 +47,10 @@ from typing import TYPE_CHECKING, Any
 from flask import Flask, abort, current_app, request, send_file
 from flask_socketio import SocketIO
 from sqlalchemy import exc as sa_exc
+from werkzeug.datastructures import ImmutableMultiDict
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from records.schema import storable_text
 from records.store import StorageUnavailable
 from study_server.workers import ROUTE_COOKIE
 
@@ -260,14 +262,17 @@ def storage_unavailable(error: Exception) -> Any:
 
 
 def refuse_nul() -> None:
-    """A NUL character in a path, a link's parameter or a form is nobody's input (and
-    PostgreSQL's text cannot hold it): 400 before any handler reads it. JSON bodies are
-    checked field by field where they are read."""
-    values = [request.path, *request.args.values()]
-    if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
-        values += request.form.values()
-    if any("\x00" in value for value in values):
+    """A NUL character in a path or a link's parameter is nobody's input (and PostgreSQL's
+    text cannot hold it): 400 before any handler reads it. In a form it is what a person
+    pasted, into a comment perhaps, on the last page of a study: the form is read with
+    it stored as U+FFFD (:func:`records.schema.storable_text`), as everywhere else (1.13).
+    JSON bodies are checked field by field where they are read."""
+    if any("\x00" in value for value in (request.path, *request.args.values())):
         abort(400, "the request holds a NUL character, which no field can take")
+    if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data") \
+            and any("\x00" in value for value in request.form.values()):
+        request.form = ImmutableMultiDict([(key, storable_text(value))
+                                           for key, value in request.form.items(multi=True)])
 
 
 def routing_headers(response: Any) -> Any:

@@ -85,6 +85,25 @@ def test_whole_flow_ends_on_the_completion_code_then_goes_to_prolific(app):
     assert {e.study_id for e in episodes} == {"pilot"}  # the tutorial belongs to the study too
 
 
+def test_a_nul_pasted_into_the_last_page_costs_nothing(app):
+    """A NUL in a form is stored as U+FFFD (guarantee 1.13): the participant pasted it
+    into the debrief's comment and gets the completion code; before, the page was a bare
+    400 and the visit stayed unfinished."""
+    client = app.test_client()
+    client.get(ENTRY)
+    while current(app, client).stage.name != "debrief":
+        assert answer(app, client).status_code == 302
+    response = post(client, {"feedback": "copied\x00from a PDF"})
+    assert response.status_code == 302, response.text
+    assert "DONE1234" in client.get("/study/pilot/flow").text
+    with app.extensions["gridstudy.store"].session() as db:
+        participant = db.exec(select(Participant)).one()
+    assert participant.status == "complete"
+    assert participant.data["records"][-1]["feedback"] == "copied\ufffdfrom a PDF"
+    # a NUL in the link is still refused: nobody types one into an address
+    assert client.get("/study/pilot?PROLIFIC_PID=%00a").status_code == 400
+
+
 def test_the_study_file_sets_the_order_of_the_stages(app):
     definition = make_definition(stages=["consent", "screening", "quiz", "tasks"], attention_checks=False)
     with app.extensions["gridstudy.store"].session() as db:
