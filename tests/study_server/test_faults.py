@@ -207,6 +207,17 @@ def test_a_damaged_database_is_refused_at_start_in_one_line(tmp_path):
     assert "--skip-check" in line
 
 
+def test_a_database_in_a_missing_folder_is_refused_in_one_line(tmp_path):
+    """A mistyped --db: the folder is named, not SQLite's 'unable to open database file'."""
+    gridstudy = str(Path(sys.executable).parent / "gridstudy")
+    refused = subprocess.run([gridstudy, "serve", "--db", str(tmp_path / "nowhere" / "g.db"),
+                              "--port", "0"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1, refused.stderr
+    [line] = [line for line in (refused.stdout + refused.stderr).splitlines() if line.strip()]
+    assert line.startswith("Error: no folder") and "nowhere" in line and "--db" in line
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_a_second_server_on_a_taken_address_says_so_in_one_line_and_starts_nothing(tmp_path):
     """The careless operator's second ``serve`` or ``demo`` (the first still running): one
     line, exit 1, before announcing or changing anything; the first server goes on
