@@ -54,6 +54,7 @@ from records.rebuild import stored_attempt
 from records.recorder import EpisodeRecorder, last_seen, merge_info, run_spending
 from records.store import PAGE_WAIT
 from study_server import cluster, tokens
+from study_server.app import DEFAULTS
 from tasks import registry
 from tasks.core import LONGEST_ACTION
 from tasks.worldtest.episode import Episode
@@ -71,8 +72,9 @@ from tasks.worldtest.turn import (
 bp = Blueprint("agent_api", __name__, url_prefix="/api/agent")
 ENDINGS = (ABANDONED, ERROR, INTERRUPTED)
 """How an agent may end its own attempt (the last two can be resumed)."""
-MAX_BODY = 1_000_000
-"""Largest request body, in bytes (a long reply is well under it)."""
+MAX_BODY = DEFAULTS["MAX_CONTENT_LENGTH"]
+"""Largest request body, in bytes (a long reply is well under it): the server's limit
+for every route, which refuses a longer body as it arrives (``study_server/app.py``)."""
 MAX_DEPTH = 32
 """Deepest nesting a request's JSON may have."""
 
@@ -153,19 +155,19 @@ class LiveEpisode:
 def init_app(app: Flask) -> None:
     app.extensions["gridstudy.agent_episodes"] = {}
     app.register_blueprint(bp)
-    for status in (404, 405):
-        app.register_error_handler(status, _json_for_api(app.handle_http_exception))
+    for status in (404, 405, 413):
+        app.register_error_handler(status, _json_for_api)
 
 
-def _json_for_api(default: Any) -> Any:
-    """Routing errors under ``/api/`` (an unknown route, a wrong method) answer JSON like
-    every other agent-API error; elsewhere Flask's page."""
-
-    def handle(error: Any) -> Any:
-        if request.path.startswith(bp.url_prefix):
-            return jsonify({"error": f"{error.name}: {request.method} {request.path}"}), error.code
+def _json_for_api(error: Any) -> Any:
+    """Routing errors under ``/api/`` (an unknown route, a wrong method) and a body over
+    the server's limit answer JSON like every other agent-API error; elsewhere Flask's
+    page."""
+    if not request.path.startswith(bp.url_prefix):
         return error
-    return handle
+    if error.code == 413:
+        return jsonify({"error": f"the request body is over {MAX_BODY} bytes"}), 413
+    return jsonify({"error": f"{error.name}: {request.method} {request.path}"}), error.code
 
 
 @bp.before_request

@@ -31,6 +31,9 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 ``BEHIND_PROXY``      true behind one reverse proxy (nginx): the client's address and
                       scheme come from its X-Forwarded-* headers
 ``ADDRESS``           where this worker listens, shown beside its sessions (cluster.py)
+``MAX_CONTENT_LENGTH``  the largest request body any route reads (1,000,000 bytes: the
+                      agent API's largest turn); a longer one is refused with 413 as it
+                      arrives, before it is held in memory or parsed on the loop
 ``SECRET_KEY``        signs session cookies; also read unprefixed. Without it, a random
                       secret is made once per installation and kept in the database's
                       ``setting`` table, so a restart keeps everybody signed in
@@ -81,6 +84,7 @@ DEFAULTS: dict[str, Any] = {
     "SESSION_COOKIE_SECURE": False,
     "BEHIND_PROXY": False,
     "ADDRESS": None,
+    "MAX_CONTENT_LENGTH": 1_000_000,
 }
 
 
