@@ -29,6 +29,12 @@ MIN_WINDOW = (1000, 500)
 """The smallest window, in CSS pixels, in which the games fit beside their controls."""
 MAX_SIGNALS = 50
 """Signals one request may carry."""
+SIGNALS_PER_SECOND, SIGNALS_AHEAD = 2, 200
+"""Signals a participant may have stored: :data:`SIGNALS_AHEAD`, and
+:data:`SIGNALS_PER_SECOND` more for every second since they arrived. A page sends one
+per event (a window switched away and back is two, key-mashing at most one a second);
+without a bound one made-up participant stored 1,800 rows a second, a disk filled at
+will."""
 LONGEST = 86400.0
 """The longest duration a signal may report, in seconds."""
 _VALUE_KEYS = {"device": ("user_agent", "screen", "window", "pixel_ratio", "touch"),

@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from flask import Flask
-from sqlmodel import Session, select
+from sqlmodel import Session, func, select
 
 from consent import exclusion, quality
 from consent.definition import StudyDefinition
@@ -223,6 +223,12 @@ class Flow:
         now = utcnow()
         with self.store.session() as db:
             participant, _ = self._load(db, study_id, participant_id)
+            seconds = (now - as_utc(participant.created_at)).total_seconds()
+            stored = db.exec(select(func.count()).select_from(Signal)
+                             .where(Signal.participant_id == participant_id)).one()
+            if stored + len(rows) > quality.SIGNALS_AHEAD + quality.SIGNALS_PER_SECOND * seconds:
+                raise quality.SignalError(f"more signals than a page sends: {stored + len(rows)} "
+                                          f"within {seconds:.0f} s of the visit")
             if episode_id is not None:
                 row = db.get(EpisodeRow, episode_id)
                 if row is None or row.participant_id != participant_id:

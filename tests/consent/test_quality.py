@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
@@ -118,6 +119,22 @@ def test_the_signal_route_stores_good_signals_and_refuses_bad_ones_whole(app):
     assert [(r.kind, r.stage, r.episode_id, r.study_id) for r in rows] == [
         ("device", "consent", None, "pilot"), ("blur", "consent", None, "pilot")]
     assert rows[0].value == {"window": [1280, 720]} and rows[1].client_time == 1.7e9
+
+
+def test_a_participant_stores_no_more_signals_than_a_page_sends(app):
+    """A made-up participant posting 50 signals a request as fast as answered stored
+    1,800 rows a second: the budget is SIGNALS_AHEAD and SIGNALS_PER_SECOND more for
+    every second of the visit, and a request beyond it is refused whole."""
+    client = app.test_client()
+    client.get(ENTRY)
+    replies = [send(client, [{"kind": "blur"}] * 50) for _ in range(6)]
+    assert [r.status_code for r in replies] == [200] * 4 + [400] * 2
+    assert "more signals than a page sends: 250 within 0 s" in replies[4].json["error"]
+    assert len(stored(app)) == quality.SIGNALS_AHEAD
+    with app.extensions["gridstudy.store"].session() as db:  # a minute into the visit
+        participant = db.exec(select(Participant)).one()
+        participant.created_at -= timedelta(minutes=1)
+    assert send(client, [{"kind": "focus"}]).status_code == 200
 
 
 def test_an_attempt_left_too_often_is_excluded_with_its_flags_kept(app):
