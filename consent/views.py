@@ -13,6 +13,7 @@ The views are thin: the flow's state lives behind ``app.extensions["gridstudy.fl
 from __future__ import annotations
 
 import json
+import math
 import re
 from functools import cache
 from typing import Any
@@ -31,6 +32,7 @@ from flask import (
 )
 
 from consent import quality
+from study_server.arrivals import TooManyArrivals
 from tasks import registry
 from tasks.worldtest import challenge
 from tasks.worldtest.episode import env_hint
@@ -111,13 +113,20 @@ def enter(study_id: str) -> Any:
                                                          _prolific("SESSION_ID")) if value):
         error = "This Prolific id is not valid."
     if error is not None:
-        return render_template("consent/error.html", error=error), 400
+        return render_template("consent/error.html", message=error), 400
     try:
-        participant_id = _flow().enter(study_id, pid, _prolific("STUDY_ID"), _prolific("SESSION_ID"))
+        participant_id = _flow().enter(study_id, pid, _prolific("STUDY_ID"), _prolific("SESSION_ID"),
+                                       request.remote_addr)
+    except TooManyArrivals as refusal:
+        minutes = max(1, math.ceil(refusal.retry_after / 60))
+        error = (f"Many people have just started this study from your network. Please try "
+                 f"again in {minutes} minute{'s' if minutes > 1 else ''}.")
+        return render_template("consent/error.html", message=error), 429, {
+            "Retry-After": str(math.ceil(refusal.retry_after))}
     except LookupError as refusal:
         definition = getattr(refusal, "definition", None)
         if definition is None:
-            return render_template("consent/error.html", error="This study is not open."), 404
+            return render_template("consent/error.html", message="This study is not open."), 404
         code = definition.code_for(refusal.status)
         return render_template("consent/end.html", status=refusal.status, study=definition,
                                code=code, link=prolific_url(code)), 200

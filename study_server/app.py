@@ -28,6 +28,9 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 ``LOGIN_FREE_PER_USER``, ``LOGIN_FREE_PER_ADDRESS``, ``LOGIN_FIRST_DELAY``  failed dashboard
                       logins allowed per (address, user name) (5) and per address (20)
                       before delays that double from the first (1 s); study_server/logins.py
+``ARRIVALS_PER_ADDRESS``, ``ARRIVALS_WINDOW``  new participants one address may bring
+                      into the studies (30) within that many seconds (600; 0 for no
+                      limit); the server's own machine is not limited (arrivals.py)
 ``BEHIND_PROXY``      true behind one reverse proxy (nginx): the client's address and
                       scheme come from its X-Forwarded-* headers
 ``ADDRESS``           where this worker listens, shown beside its sessions (cluster.py)
@@ -85,6 +88,8 @@ DEFAULTS: dict[str, Any] = {
     "BEHIND_PROXY": False,
     "ADDRESS": None,
     "MAX_CONTENT_LENGTH": 1_000_000,
+    "ARRIVALS_PER_ADDRESS": 30,
+    "ARRIVALS_WINDOW": 600.0,
 }
 
 

@@ -39,6 +39,7 @@ from records.recorder import merge_info
 from records.schema import as_utc
 from records.store import PAGE_WAIT
 from study_server import assignment, browser_play, cluster, engine
+from study_server.arrivals import Arrivals
 from tasks import registry
 
 FELL_BACK = "play_fallback"
@@ -93,6 +94,8 @@ def init_app(app: Flask) -> None:
 class Flow:
     def __init__(self, app: Flask) -> None:
         self.app = app
+        self.arrivals = Arrivals(int(app.config["ARRIVALS_PER_ADDRESS"]),
+                                 float(app.config["ARRIVALS_WINDOW"]))
         self.palettes: dict[str, list[str]] = {}
         self.round_trips: dict[str, float | None] = {}
 
@@ -106,8 +109,11 @@ class Flow:
 
     # -- entry ----------------------------------------------------------------------------
 
-    def enter(self, study_id: str, pid: str, prolific_study: str | None, prolific_session: str | None) -> int:
-        """The participant with this Prolific id (created on first arrival); their id."""
+    def enter(self, study_id: str, pid: str, prolific_study: str | None, prolific_session: str | None,
+              address: str | None = None) -> int:
+        """The participant with this Prolific id (created on first arrival, unless
+        ``address`` brought too many new participants lately: :mod:`study_server.arrivals`);
+        their id."""
         with self.store.session() as db:
             study, definition = assignment.load_study(db, study_id)
             found = db.exec(select(Participant).where(
@@ -115,6 +121,7 @@ class Flow:
             if found is None and study.status != "open":
                 raise StudyNotOpen(study.status, definition)
             if found is None:
+                self.arrivals.admit(address)
                 found = Participant(study_id=study_id, external_id=pid, prolific_study_id=prolific_study,
                                     prolific_session_id=prolific_session, data={"step": 0, "records": []})
                 db.add(found)

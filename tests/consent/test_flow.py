@@ -12,6 +12,7 @@ from consent.stages import FlowState
 from records.models import EpisodeRow, Participant, Study
 from records.store import StoreWriteError
 from study_server.app import shutdown
+from study_server.arrivals import Arrivals, TooManyArrivals
 from tests.consent.helpers import FLOW_PROBLEMS, make_definition, study_app
 
 PROBLEMS = FLOW_PROBLEMS
@@ -102,6 +103,45 @@ def test_a_nul_pasted_into_the_last_page_costs_nothing(app):
     assert participant.data["records"][-1]["feedback"] == "copied\ufffdfrom a PDF"
     # a NUL in the link is still refused: nobody types one into an address
     assert client.get("/study/pilot?PROLIFIC_PID=%00a").status_code == 400
+
+
+def test_one_address_brings_at_most_thirty_new_participants_in_ten_minutes(app):
+    """Made-up Prolific ids from one address: one client made 30 participants a second,
+    each counted as arrived and able to hold problems' slots. The 31st new one within
+    the window is asked to come back later; people already in, other addresses and the
+    server's own machine are not held up."""
+    def enter(pid, address):
+        return app.test_client().get(f"/study/pilot?PROLIFIC_PID={pid}",
+                                     environ_base={"REMOTE_ADDR": address})
+
+    bot, other = "203.0.113.7", "198.51.100.4"
+    assert [enter(f"made{i}", bot).status_code for i in range(30)] == [302] * 30
+    refused = enter("made30", bot)
+    assert refused.status_code == 429 and 0 < int(refused.headers["Retry-After"]) <= 600
+    assert refused.text.count("Please try again in 10 minutes") == 1  # said once
+    assert enter("made3", bot).status_code == 302  # already in: never counted again
+    assert enter("someone", other).status_code == 302
+    assert all(enter(f"local{i}", "127.0.0.1").status_code == 302 for i in range(40))
+    with app.extensions["gridstudy.store"].session() as db:
+        ids = set(db.exec(select(Participant.external_id)).all())
+    assert "made30" not in ids and len(ids) == 30 + 1 + 40
+
+
+def test_an_address_brings_new_participants_again_as_its_window_moves_on():
+    now = [0.0]
+    arrivals = Arrivals(limit=2, window=600.0, clock=lambda: now[0])
+    arrivals.admit("203.0.113.7")
+    now[0] = 100.0
+    arrivals.admit("203.0.113.7")
+    with pytest.raises(TooManyArrivals) as refused:
+        arrivals.admit("203.0.113.7")
+    assert refused.value.retry_after == 500.0
+    arrivals.admit("2001:db8::1")  # another address
+    now[0] = 600.0  # the first left the window
+    arrivals.admit("203.0.113.7")
+    assert len(arrivals.order) == 3 and list(arrivals.seen["203.0.113.7"]) == [100.0, 600.0]
+    arrivals.admit("::1")  # loopback: never counted
+    assert len(arrivals.order) == 3
 
 
 def test_the_study_file_sets_the_order_of_the_stages(app):
