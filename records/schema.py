@@ -131,6 +131,23 @@ def storable_text(value: str) -> str:
     return _UNSTORABLE.sub(STAND_IN, value)
 
 
+def kept(text: str | None, most: int) -> str | None:
+    """``text`` as a field of at most ``most`` characters keeps it: whole when it fits,
+    else its start and a note of its length.
+
+    >>> kept("abc", 5)
+    'abc'
+    >>> cut = kept("x" * 1000, 100)
+    >>> len(cut) <= 100, cut[-40:]
+    (True, 'xx [1,000 characters: the first 61 kept]')
+    """
+    if text is None or len(text) <= most:
+        return text
+    note = f"{len(text):,} characters: the first {{:,}} kept]"
+    start = most - len(note.format(most)) - 2
+    return f"{text[:start]} [{note.format(start)}"
+
+
 def storable(value: Any) -> Any:
     """Decoded JSON with every text in it, keys too, made storable (:func:`storable_text`):
     what a request from outside holds before any of it reaches a row."""
@@ -340,6 +357,11 @@ EVENT = Table("event", "One applied action, or one model turn that was refused."
 MODEL_TURN = ("raw_reply", "prompt", "system_prompt", "reasoning", "finish_reason", "retries",
               "trimmed", "prompt_tokens", "completion_tokens", "cost", "latency")
 """The event fields a model turn fills (the rest come from the episode and the step)."""
+TURN_TEXT_LIMITS = {"raw_reply": 200_000, "prompt": 400_000, "system_prompt": 200_000,
+                    "reasoning": 400_000, "finish_reason": 40, "error": 2000}
+"""The most characters a model turn's text fields keep (the agent API refuses more; the
+model bridge keeps the start of a longer text, :func:`kept`, in process and through
+the server alike)."""
 RECORDED_TURN = ("action", "applied", "parse_valid", "error", *MODEL_TURN)
 """What a resumed attempt's agent reads back of each of its recorded turns."""
 

@@ -54,7 +54,6 @@ from records.rebuild import stored_attempt
 from records.recorder import EpisodeRecorder, last_seen, merge_info, run_spending
 from records.store import PAGE_WAIT
 from study_server import cluster, tokens
-from study_server.app import DEFAULTS
 from tasks import registry
 from tasks.core import LONGEST_ACTION
 from tasks.worldtest.episode import Episode
@@ -72,9 +71,11 @@ from tasks.worldtest.turn import (
 bp = Blueprint("agent_api", __name__, url_prefix="/api/agent")
 ENDINGS = (ABANDONED, ERROR, INTERRUPTED)
 """How an agent may end its own attempt (the last two can be resumed)."""
-MAX_BODY = DEFAULTS["MAX_CONTENT_LENGTH"]
-"""Largest request body, in bytes (a long reply is well under it): the server's limit
-for every route, which refuses a longer body as it arrives (``study_server/app.py``)."""
+MAX_BODY = 6 * sum(schema.TURN_TEXT_LIMITS.values()) + 100_000
+"""Largest request body, in bytes: a turn whose texts all hold as much as they may, each
+character as long as JSON can write it (six bytes), and room for the rest. The agent
+API reads up to it; every other route only up to the server's ``MAX_CONTENT_LENGTH``
+(``study_server/app.py``). A longer body is refused as it arrives."""
 MAX_DEPTH = 32
 """Deepest nesting a request's JSON may have."""
 
@@ -116,13 +117,11 @@ RUN = {
     "config": Spec(schema.AGENT_RUN.field("config")),
     "study_id": Spec(schema.AGENT_RUN.field("study_id"), most=64),
 }
-TEXT_LIMITS = {"raw_reply": 200_000, "prompt": 400_000, "system_prompt": 200_000,
-               "reasoning": 400_000, "finish_reason": 40}
 NUMBER_LIMITS = {"cost": 10**6, "latency": 86_400}
 TURN = {
     "action": _event("action", most=LONGEST_ACTION),
-    "error": _event("error", most=2000),
-    **{name: _event(name, most=TEXT_LIMITS.get(name) or NUMBER_LIMITS.get(name, 10**9))
+    "error": _event("error", most=schema.TURN_TEXT_LIMITS["error"]),
+    **{name: _event(name, most=schema.TURN_TEXT_LIMITS.get(name) or NUMBER_LIMITS.get(name, 10**9))
        for name in schema.MODEL_TURN},
 }
 START = {"problem_id": Spec(schema.EPISODE.field("problem_id"), nullable=False, most=200)}
@@ -174,6 +173,7 @@ def _json_for_api(error: Any) -> Any:
 def require_token() -> None:
     """Every route needs ``Authorization: Bearer <token>`` (``gridstudy token create``);
     without a valid one nothing is read or written (401)."""
+    request.max_content_length = MAX_BODY  # before anything reads the body
     scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
     found = tokens.holder(_store().engine, presented.strip()) if scheme.lower() == "bearer" else None
     if found is None:
@@ -195,7 +195,7 @@ def _body(specs: dict[str, Spec], *, allowed: tuple[str, ...] = ()) -> dict[str,
     """The request's JSON object, every field checked against ``specs`` (a 400 names the
     first field that is unknown, of the wrong type or too large)."""
     data = request.get_data(cache=True)
-    if len(data) > MAX_BODY:
+    if len(data) >= MAX_BODY:  # a chunked body is read up to the limit, and no further
         raise ApiError(413, f"the request body is over {MAX_BODY} bytes")
     try:
         body = json.loads(data) if data else None

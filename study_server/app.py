@@ -34,9 +34,10 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 ``BEHIND_PROXY``      true behind one reverse proxy (nginx): the client's address and
                       scheme come from its X-Forwarded-* headers
 ``ADDRESS``           where this worker listens, shown beside its sessions (cluster.py)
-``MAX_CONTENT_LENGTH``  the largest request body any route reads (1,000,000 bytes: the
-                      agent API's largest turn); a longer one is refused with 413 as it
-                      arrives, before it is held in memory or parsed on the loop
+``MAX_CONTENT_LENGTH``  the largest request body a page reads (1,000,000 bytes; the
+                      agent API takes up to its largest turn, ``agent_api.MAX_BODY``); a
+                      longer one is refused with 413 as it arrives, before it is held in
+                      memory or parsed on the loop
 ``SECRET_KEY``        signs session cookies; also read unprefixed. Without it, a random
                       secret is made once per installation and kept in the database's
                       ``setting`` table, so a restart keeps everybody signed in

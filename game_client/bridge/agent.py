@@ -26,6 +26,7 @@ from game_client.bridge import images, prompts
 from game_client.bridge.memory import History, Scratchpad
 from game_client.bridge.parse import HARNESS, JSON, TAG, ReplyError, extract_action
 from game_client.bridge.provider import ChatProvider, Completion, ContextTooLong
+from records.schema import TURN_TEXT_LIMITS, kept
 from tasks.worldtest import protocol as protocols
 from tasks.worldtest.challenge import TASK_DAG_PROMPT, get
 from tasks.worldtest.problem import Problem
@@ -225,8 +226,11 @@ class LLMAgent:
             error = str(problem)
             if completion.finish_reason == "length":
                 error += " (the reply was cut off at the token limit: finish_reason length)"
-        return Decision(action, completion.text, error, completion.prompt_tokens,
-                        completion.completion_tokens, completion.cost, completion.latency,
-                        prompt=prompt, system_prompt=self.system if first else None,
-                        reasoning=completion.reasoning, finish_reason=completion.finish_reason,
-                        retries=completion.retries, trimmed=self.history.dropped or None)
+        texts = {"raw_reply": completion.text, "error": error, "prompt": prompt,
+                 "system_prompt": self.system if first else None,
+                 "reasoning": completion.reasoning, "finish_reason": completion.finish_reason}
+        texts = {name: kept(text, TURN_TEXT_LIMITS[name]) for name, text in texts.items()}
+        return Decision(action, prompt_tokens=completion.prompt_tokens,
+                        completion_tokens=completion.completion_tokens, cost=completion.cost,
+                        latency=completion.latency, retries=completion.retries,
+                        trimmed=self.history.dropped or None, **texts)

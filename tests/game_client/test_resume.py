@@ -9,6 +9,7 @@ from bench.standin import Failure, FakeOpenAI
 from game_client.api_client import AgentAPIClient
 from game_client.batch import Batch, LocalRecords, pending_jobs
 from game_client.evaluate import Limits, ModelSpec, llm_run
+from records.schema import TURN_TEXT_LIMITS, kept
 
 PROBLEM = "test/rt-walker-planning"
 PLAN = ["go-to-test", "click 4 4", "right", "I am not sure.", "right", "down", "down"]
@@ -163,7 +164,8 @@ MISBEHAVING = ["<action>click 999 999</action>", "<action>click 3</action>",
                "<action>up</action><action>down</action>", "I think I will go up",
                "<action></action>", "<action>" + "x" * 5000 + "</action>",
                "\ud83d<action>left</action>", "<action>submit_frame_99</action>",
-               "<ACTION>UP</ACTION>", "```<action>down</action>```", "<action>up" * 300]
+               "<ACTION>UP</ACTION>", "```<action>down</action>```", "<action>up" * 300,
+               "<action>left</action>" + " and on" * 40_000]
 """Replies a careless or broken model gives, each followed by a valid one (so that no
 streak of invalid turns abandons the attempt)."""
 
@@ -190,7 +192,12 @@ def test_a_misbehaving_model_leaves_the_same_record_in_process_and_through_the_s
     else:
         events = live_server.events(result.episode_id)
     assert [e.seq for e in events] == list(range(len(replies)))
-    assert [e.raw_reply for e in events] == [r.replace("\ud83d", "\ufffd") for r in replies]
+    # a model rambling past the record's limit: its action is played, its start kept
+    assert [e.raw_reply for e in events] == [
+        kept(r, TURN_TEXT_LIMITS["raw_reply"]).replace("\ud83d", "\ufffd") for r in replies]
+    rambling = events[2 * (len(MISBEHAVING) - 1)]
+    assert (rambling.action, rambling.parse_valid) == ("left", True)
+    assert rambling.raw_reply.endswith(" [280,021 characters: the first 199,955 kept]")
     invalid = [e for e in events if not e.parse_valid]
     assert len(invalid) >= 7 and all(0 < len(e.error) < 600 for e in invalid)
     assert "5000 characters long" in events[10].error

@@ -67,7 +67,7 @@ HTTP = {
     "runs: unknown field": ("POST", "/api/agent/runs", {"colour": 1}, 400, "unknown field 'colour'"),
     "runs: nested 100,000 deep": ("POST", "/api/agent/runs", DEEP.encode(), 400, "send a JSON object"),
     "runs: config nested 40 deep": ("POST", "/api/agent/runs", {"config": nested(40)}, 400, "nests deeper than 32"),
-    "runs: a 2 MB body": ("POST", "/api/agent/runs", {"model": "m" * 2_000_000}, 413, "over 1000000 bytes"),
+    "runs: an 8 MB body": ("POST", "/api/agent/runs", {"model": "m" * 8_000_000}, 413, "over 7312240 bytes"),
     "runs: PUT": ("PUT", "/api/agent/runs", None, 405, "Method Not Allowed: PUT /api/agent/runs"),
     # episodes
     "episodes: run id beyond 64 bits": ("POST", f"/api/agent/runs/{HUGE}/episodes", {"problem_id": PROBLEM}, 404, "no agent run"),
