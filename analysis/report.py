@@ -230,7 +230,7 @@ def data_used(dataset: Dataset) -> str:
     studies = sorted({e.study_id or "(none)" for e in dataset})
     return (f"<p>Studies: {html.escape(', '.join(studies) or 'none')}.</p>"
             + html_table(episode_counts(dataset))
-            + "<h3>How attempts ended</h3><p>A model's attempt it did not finish (invalid "
+            + "<h3>How attempts ended</h3><p>An attempt a model could not finish (invalid "
               "replies, turn limit, budget) is abandoned and scores 0; an incomplete one "
               "(error, interrupted, active) is left out of the scores until it is resumed.</p>"
             + html_table(tables.attempt_outcomes(dataset)) + published(dataset)
