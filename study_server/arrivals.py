@@ -13,8 +13,10 @@ participant (the same id) is never counted or refused.
 
 The server's own machine (a loopback address: the operator, the tests, the benchmarks)
 is not limited. Behind a proxy (``BEHIND_PROXY``) the address is the client's, from
-``X-Forwarded-For``. Each worker counts its own arrivals: with N workers an address may
-bring up to N times the limit. Addresses are kept in memory only, for the window.
+``X-Forwarded-For``. An IPv6 address counts with its /64 (a home network's prefix: a
+client may take any address in it). Each worker counts its own arrivals: with N workers
+an address may bring up to N times the limit. Addresses are kept in memory only, for the
+window.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ class Arrivals:
     def admit(self, address: str | None) -> None:
         """Count a new participant from ``address``, or raise :class:`TooManyArrivals`
         (nothing counted) when it brought ``limit`` within the window."""
-        if self.limit <= 0 or _local(address):
+        key = _network(address)
+        if self.limit <= 0 or key is None:
             return
         now = self.clock()
         with self.lock:
@@ -56,18 +59,30 @@ class Arrivals:
                 self.seen[gone].popleft()
                 if not self.seen[gone]:
                     del self.seen[gone]
-            times = self.seen.setdefault(address, deque())
+            times = self.seen.setdefault(key, deque())
             if len(times) >= self.limit:
                 raise TooManyArrivals(times[0] + self.window - now)
             times.append(now)
-            self.order.append((now, address))
+            self.order.append((now, key))
 
 
-def _local(address: str | None) -> bool:
-    """The server's own machine, or no address at all (a test client)."""
+def _network(address: str | None) -> str | None:
+    """What ``address`` counts as: itself, an IPv6 address its /64; None for the
+    server's own machine (or no address at all), which is not limited.
+
+    >>> _network("203.0.113.7"), _network("2001:db8:1:2:a::9"), _network("::1")
+    ('203.0.113.7', '2001:db8:1:2::/64', None)
+    """
     if not address:
-        return True
+        return None
     try:
-        return ipaddress.ip_address(address).is_loopback
+        ip = ipaddress.ip_address(address)
     except ValueError:
-        return False
+        return address
+    if ip.version == 6 and ip.ipv4_mapped is not None:  # ::ffff:203.0.113.7
+        ip = ip.ipv4_mapped
+    if ip.is_loopback:
+        return None
+    if ip.version == 6:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)

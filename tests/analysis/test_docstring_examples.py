@@ -17,6 +17,8 @@ MODULES = [
     "analysis.figures",
     "analysis.columns",
     "records.flow",
+    "records.schema",  # what a text the record cannot hold keeps
+    "study_server.arrivals",  # what an address counts as
     "tasks.autumn.render",  # which cell expressions the renderer may keep
 ]
 

@@ -137,11 +137,14 @@ def test_an_address_brings_new_participants_again_as_its_window_moves_on():
         arrivals.admit("203.0.113.7")
     assert refused.value.retry_after == 500.0
     arrivals.admit("2001:db8::1")  # another address
+    arrivals.admit("2001:db8::2")  # its /64: one home network
+    with pytest.raises(TooManyArrivals):
+        arrivals.admit("2001:db8::ffff:1")
     now[0] = 600.0  # the first left the window
     arrivals.admit("203.0.113.7")
-    assert len(arrivals.order) == 3 and list(arrivals.seen["203.0.113.7"]) == [100.0, 600.0]
+    assert len(arrivals.order) == 4 and list(arrivals.seen["203.0.113.7"]) == [100.0, 600.0]
     arrivals.admit("::1")  # loopback: never counted
-    assert len(arrivals.order) == 3
+    assert len(arrivals.order) == 4
 
 
 def test_the_study_file_sets_the_order_of_the_stages(app):
