@@ -94,8 +94,7 @@ def init_app(app: Flask) -> None:
 class Flow:
     def __init__(self, app: Flask) -> None:
         self.app = app
-        self.arrivals = Arrivals(int(app.config["ARRIVALS_PER_ADDRESS"]),
-                                 float(app.config["ARRIVALS_WINDOW"]))
+        self.arrivals = Arrivals(app.config["ARRIVALS_PER_ADDRESS"], app.config["ARRIVALS_WINDOW"])
         self.palettes: dict[str, list[str]] = {}
         self.round_trips: dict[str, float | None] = {}
 

@@ -218,6 +218,21 @@ def test_a_database_in_a_missing_folder_is_refused_in_one_line(tmp_path):
     assert not (tmp_path / "nowhere").exists()
 
 
+@pytest.mark.parametrize("setting, value, says", [
+    ("SOCKET_RATE", "fast", "SOCKET_RATE (GRIDSTUDY_SOCKET_RATE) must be a number, not 'fast'"),
+    ("ARRIVALS_PER_ADDRESS", "thirty", "must be a whole number, not 'thirty'"),
+])
+def test_a_setting_that_is_not_a_number_is_named_in_one_line(tmp_path, setting, value, says):
+    """It said only "could not convert string to float: 'fast'", naming no setting."""
+    gridstudy = str(Path(sys.executable).parent / "gridstudy")
+    refused = subprocess.run([gridstudy, "serve", "--db", str(tmp_path / "g.db"), "--port", "0"],
+                             capture_output=True, text=True, timeout=60,
+                             env={**os.environ, f"GRIDSTUDY_{setting}": value})
+    assert refused.returncode == 1, refused.stderr
+    [line] = [line for line in (refused.stdout + refused.stderr).splitlines() if line.strip()]
+    assert line.startswith("Error: the setting ") and says in line
+
+
 def test_a_second_server_on_a_taken_address_says_so_in_one_line_and_starts_nothing(tmp_path):
     """The careless operator's second ``serve`` or ``demo`` (the first still running): one
     line, exit 1, before announcing or changing anything; the first server goes on
