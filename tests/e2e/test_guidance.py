@@ -9,7 +9,7 @@ import pytest
 
 from tasks import registry
 from tasks.worldtest.challenge import EXPLORE_FREELY, get
-from tests.e2e.test_play import GAME, act, open_problem
+from tests.e2e.test_play import GAME, act, open_problem, press
 
 
 def guide(page) -> str:
@@ -74,6 +74,34 @@ def test_planning_shows_time_left_a_framed_goal_and_a_plain_refusal(page, live_s
     page.click("button[data-gs-action=quit]")
     page.wait_for_selector(f"{GAME}[data-phase=done]")
     assert page.inner_text("[data-gs=score]") == "0.0" or page.inner_text("[data-gs=score]") == "0"
+
+
+GOAL_AND_GRID = """() => ['goal', 'grid'].map(name => {
+    const canvas = document.querySelector(`canvas[data-gs=${name}]`);
+    return [canvas.width, canvas.height, canvas.toDataURL()]; })"""
+
+
+def test_the_goal_picture_keeps_its_picture_when_the_window_changes_size(page, live_server,
+                                                                         test_problems):
+    """The goal beside the grid is drawn at the grid's size over the first test frame
+    the page showed: a window made smaller kept the goal at its old size, and one redrawn
+    took the frame of that moment as its backdrop."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_problem(page, live_server, test_problems["planning"].id)
+    act(page, lambda: page.click("button[data-gs-action=go-to-test]"))
+    page.wait_for_selector("[data-gs=goal-panel]:not([hidden])")
+    (goal_w, goal_h, first), (grid_w, grid_h, _) = page.evaluate(GOAL_AND_GRID)
+    assert (goal_w, goal_h) == (grid_w, grid_h)
+    press(page, "ArrowRight")  # the world moves on
+    page.set_viewport_size({"width": 1000, "height": 560})
+    page.wait_for_function("document.querySelector('canvas[data-gs=grid]').width < "
+                           f"{grid_w}", timeout=5000)
+    (goal_w2, goal_h2, _), (grid_w2, grid_h2, _) = page.evaluate(GOAL_AND_GRID)
+    assert (goal_w2, goal_h2) == (grid_w2, grid_h2) != (grid_w, grid_h)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.wait_for_function(f"document.querySelector('canvas[data-gs=goal]').width == {goal_w}",
+                           timeout=5000)
+    assert page.evaluate(GOAL_AND_GRID)[0][2] == first  # the same picture as at first
 
 
 def test_giving_up_asks_first(page, live_server, test_problems):

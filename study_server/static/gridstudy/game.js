@@ -116,7 +116,8 @@
     this.mfpInflight = null;
     this.pick = null;  // the answer chosen on this page (a frame, an option): sent at Submit
     this.cdFrames = {};  // change detection: the test frames this page has shown, by index
-    this.goalDrawn = false;
+    this.goalBase = null;  // the first test frame this page showed: the goal's backdrop
+    this.goalCell = null;  // the cell size the goal was drawn at
     this.held = {};
     if (root.dataset.play === "browser") { this.connectBrowser(); } else { this.connect(); }
     this.bindControls();
@@ -581,19 +582,20 @@
     var picked = state.phase === "select" && this.cdFrames[this.pick];
     for (var fit = 0; fit < 3; fit++) {  // the guess may leave too little room: shrink to fit
       drawFrame(this.el.grid, picked || state.frame, this.cell);
-      if (planning && !this.goalDrawn) { this.drawGoal(state); }
+      if (planning && this.goalCell !== this.cell) { this.drawGoal(state); }
       var last = document.querySelector("[data-continue]") || this.root;  // the lowest control
       var over = last.getBoundingClientRect().bottom + window.scrollY + 8 - window.innerHeight;
       if (over <= 0 || this.cell <= 4) { break; }
       this.cell = Math.max(4, this.cell - Math.ceil(over / state.size[1]));
-      this.goalDrawn = false;
     }
   };
 
   /* The planning goal on a static grid: target cells in their goal colours, the rest of
-   * the first test frame shaded out. */
+   * the first test frame this page showed shaded out (the same picture when the window
+   * changes size: it used to keep its old size, or take the frame of that moment). */
   Game.prototype.drawGoal = function (state) {
-    var test = state.test, goal = state.frame.map(function (row) { return row.slice(); });
+    this.goalBase = this.goalBase || state.frame;
+    var test = state.test, goal = this.goalBase.map(function (row) { return row.slice(); });
     var targets = {};
     test.goal_cells.forEach(function (c, i) { goal[c[1]][c[0]] = test.goal_colours[i]; targets[c[0] + "," + c[1]] = true; });
     drawFrame(this.el.goal, goal, this.cell, function (x, y) { return !targets[x + "," + y]; });
@@ -604,7 +606,7 @@
       ctx.lineWidth = 2; ctx.strokeStyle = "#d00000";
       ctx.strokeRect(c[0] * cell + 4, c[1] * cell + 4, cell - 8, cell - 8);
     });
-    this.goalDrawn = true;
+    this.goalCell = this.cell;
   };
 
   Game.prototype.buildOptions = function (test) {
