@@ -32,7 +32,6 @@ from flask import (
 )
 
 from consent import quality
-from study_server.arrivals import TooManyArrivals
 from tasks import registry
 from tasks.worldtest import challenge
 from tasks.worldtest.episode import env_hint
@@ -117,13 +116,14 @@ def enter(study_id: str) -> Any:
     try:
         participant_id = _flow().enter(study_id, pid, _prolific("STUDY_ID"), _prolific("SESSION_ID"),
                                        request.remote_addr)
-    except TooManyArrivals as refusal:
-        minutes = max(1, math.ceil(refusal.retry_after / 60))
-        error = (f"Many people have just started this study from your network. Please try "
-                 f"again in {minutes} minute{'s' if minutes > 1 else ''}.")
-        return render_template("consent/error.html", message=error), 429, {
-            "Retry-After": str(math.ceil(refusal.retry_after))}
-    except LookupError as refusal:
+    except LookupError as refusal:  # the study is not open, or too many from one address
+        retry_after = getattr(refusal, "retry_after", None)
+        if retry_after is not None:
+            minutes = max(1, math.ceil(retry_after / 60))
+            error = (f"Many people have just started this study from your network. Please "
+                     f"try again in {minutes} minute{'s' if minutes > 1 else ''}.")
+            return render_template("consent/error.html", message=error), 429, {
+                "Retry-After": str(math.ceil(retry_after))}
         definition = getattr(refusal, "definition", None)
         if definition is None:
             return render_template("consent/error.html", message="This study is not open."), 404

@@ -28,8 +28,10 @@ from collections import deque
 from typing import Any
 
 
-class TooManyArrivals(Exception):
-    """A new participant from an address that brought its limit within the window."""
+class TooManyArrivals(LookupError):
+    """A new participant from an address that brought its limit within the window. The
+    flow's pages (``consent/views.py``, which import nothing of the server's) know it by
+    its ``retry_after``."""
 
     def __init__(self, retry_after: float) -> None:
         super().__init__(f"too many new participants from one address; retry in {retry_after:.0f} s")

@@ -124,19 +124,3 @@ def test_the_command_says_when_nothing_is_sampled(tmp_path):
                                        "--csv", str(tmp_path / "x.csv")])
     assert result.exit_code == 2
     assert "none of the selected problems has a random baseline that is sampled" in result.output
-
-
-def test_the_command_shapes_its_table_without_the_analysis():
-    """``game_client`` never imports ``analysis`` (docs/architecture.md): the table comes
-    from ``tasks.worldtest.baseline``, which the report re-exports."""
-    import ast
-    from pathlib import Path
-
-    import game_client
-
-    for path in Path(game_client.__file__).parent.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                assert node.module.split(".")[0] != "analysis", path
-            elif isinstance(node, ast.Import):
-                assert all(a.name.split(".")[0] != "analysis" for a in node.names), path
