@@ -47,6 +47,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, current_app, g, jsonify, request
 from sqlmodel import select
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from records import schema
 from records.models import AgentRun, EpisodeRow, Study
@@ -196,7 +197,7 @@ def _body(specs: dict[str, Spec], *, allowed: tuple[str, ...] = ()) -> dict[str,
     first field that is unknown, of the wrong type or too large)."""
     data = request.get_data(cache=True)
     if len(data) >= MAX_BODY:  # a chunked body is read up to the limit, and no further
-        raise ApiError(413, f"the request body is over {MAX_BODY} bytes")
+        raise RequestEntityTooLarge()  # answered as one announced too large
     try:
         body = json.loads(data) if data else None
     except (ValueError, RecursionError):
