@@ -9,7 +9,7 @@ import pytest
 
 from records.models import EpisodeRow
 from records.store import Store
-from study_server.scheduler import Scheduler
+from study_server.scheduler import EARLY, Scheduler
 from study_server.session import GameSession
 from tasks import registry
 from tasks.worldtest.problem import Problem
@@ -72,6 +72,36 @@ def test_one_scheduler_ticks_each_session_at_its_own_frame_rate(store, problems)
     for token in counts:
         assert [d[1] for d in deliveries if d[0] == token] == list(range(counts[token]))
     assert len(started) == 1  # one loop for every session, not a thread per session
+
+
+def test_ticks_due_within_two_milliseconds_run_in_one_wakeup_never_counted_late(
+        store, problems):
+    deliveries: list = []
+    wakeups = [0]
+
+    def sleep(seconds):
+        wakeups[0] += 1
+        time.sleep(seconds)
+
+    scheduler = Scheduler(lambda session, tick: deliveries.append((session.token, wakeups[0])),
+                          start_task=lambda target: threading.Thread(
+                              target=target, daemon=True).start(), sleep=sleep)
+    first = scheduler.add(GameSession.create(problems["mfp"], store))
+    second = scheduler.add(GameSession.create(problems["mfp"], store))
+    scheduler.start(first.token)
+    begun = time.monotonic()
+    while time.monotonic() < begun + EARLY / 2:  # the second due a millisecond later
+        pass
+    scheduler.start(second.token)
+    (due_first, *_), (due_second, *_) = sorted(scheduler.heap)
+    assert 0 < due_second - due_first < EARLY
+    while len(deliveries) < 16:
+        time.sleep(0.01)
+    scheduler.stop()
+    passes = {token: [w for t, w in deliveries if t == token][:8]
+              for token in (first.token, second.token)}
+    assert passes[first.token] == passes[second.token]  # each pair in one pass of the loop
+    assert min(second.lateness) == 0.0 <= min(first.lateness)  # early counts as on time
 
 
 def test_a_paused_session_stops_ticking_and_a_finished_one_is_unscheduled(store, problems):
