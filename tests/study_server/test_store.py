@@ -334,6 +334,25 @@ def test_frames_are_stored_once_across_batches_and_stores(tmp_path):
     assert hashes == [frame_hash(palette[n % 3]) for n in range(120)] + [frame_hash(palette[2])]
 
 
+
+def test_each_tick_is_stored_with_its_own_frames_hash_when_attempts_interleave(tmp_path):
+    # Most ticks repeat the frame before: the store reuses that frame's hash, and must
+    # never reuse it for a frame that changed, or for another attempt's frame.
+    frames = {1: [solid("black"), solid("black"), solid("gold"), solid("gold"), solid("black")],
+              2: [solid("gold"), solid("black"), solid("black"), solid("red"), solid("red")]}
+    frames[1][1][3][4] = "blue"  # one cell of an equal-looking frame
+    with Store(f"sqlite:///{tmp_path / 'g.db'}") as store:
+        for seq in range(5):
+            for episode in (1, 2):
+                store.write_event(event_record(episode, seq, frames[episode][seq]))
+        store.flush()
+        with store.session() as session:
+            stored = session.exec(select(Event.episode_id, Event.frame_hash)
+                                  .order_by(Event.id)).all()
+    assert stored == [(episode, frame_hash(frames[episode][seq]))
+                      for seq in range(5) for episode in (1, 2)]
+
+
 # -- engines ------------------------------------------------------------------------------
 
 
