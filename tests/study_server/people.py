@@ -99,6 +99,10 @@ class Ack:
     answered: float | None = None
 
 
+LIVE: list[Player] = []
+"""The players not closed yet: ``conftest.py`` closes them after each test."""
+
+
 @dataclass
 class Player:
     """A python-socketio client playing one session, rejoining after every reconnection
@@ -114,6 +118,7 @@ class Player:
     """The whole view, rebuilt from the state messages (``states`` holds each)."""
 
     def __post_init__(self) -> None:
+        LIVE.append(self)
         self.client = socketio.Client(reconnection=True, reconnection_delay=0.2,
                                       reconnection_delay_max=1)
         self.client.on("state", self._state)
@@ -165,7 +170,11 @@ class Player:
         return [state for at, state in self.states if at > moment]
 
     def close(self) -> None:
-        self.client.disconnect()
+        """Disconnect, or stop reconnecting to a server that is gone: a client left
+        reconnecting outlives its test, and once a later test's server takes the port,
+        joins it with a stale token (its refusals counted there)."""
+        self.client.shutdown()
+        LIVE[:] = [player for player in LIVE if player is not self]
 
 
 def keep_pressing(players: list[Player], rate: float, stop: threading.Event,
