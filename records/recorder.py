@@ -117,10 +117,12 @@ class EpisodeRecorder:
             status="queued", reason="waiting for its tick", input_seq=input_seq))
 
     def applied(self, step: Any, *, source: str, input_seq: int | None = None,
-                **fields: Any) -> None:
+                **fields: Any) -> str:
+        """Record an applied step; the hash its frame is recorded under."""
         self.store.write_event(step_row(step, source=source, **self._next(), **fields),
                                checked=True)
         self._resolved(input_seq)
+        return self.store.frame_key(self.episode_id, step.observation.frame)
 
     def failed(self, action: str, *, phase: str, source: str, error: str,
                input_seq: int | None = None, **fields: Any) -> None:

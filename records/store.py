@@ -302,13 +302,15 @@ class Store:
             row = dict(record)
             frame = row.pop("frame", None)
             if frame is not None:
-                key = row["frame_hash"] = self._frame_key(row.get("episode_id"), frame)
+                key = row["frame_hash"] = self.frame_key(row.get("episode_id"), frame)
                 if not self._writer.has_frame(key):
                     frames[key] = frame
             rows.append(row)
         self._enqueue(EVENT, rows, frames)
 
-    def _frame_key(self, episode_id: Any, frame: Any) -> str:
+    def frame_key(self, episode_id: Any, frame: Any) -> str:
+        """The hash the record keeps for ``frame``, a frame of attempt ``episode_id``
+        (``tasks.core.frame_hash``; the attempt's last one's when they are equal)."""
         last = self._last_frames.get(episode_id)
         if last is not None and (last[0] is frame or last[0] == frame):
             return last[1]

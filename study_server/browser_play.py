@@ -30,7 +30,7 @@ from typing import Any
 from records.recorder import EpisodeRecorder
 from records.schema import as_utc
 from records.store import PAGE_WAIT
-from tasks.core import frame_hash, parse_action
+from tasks.core import parse_action
 from tasks.limits import StepLimitExceeded
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.tick import AUTO, ERROR, INPUT
@@ -168,8 +168,7 @@ class BrowserAttempt:
             self._failed(entry, action, source, error, client_time)
             return
         self.actions.append(action)
-        self.recorder.applied(step, source=source, client_time=client_time)
-        shown = frame_hash(step.observation.frame)
+        shown = self.recorder.applied(step, source=source, client_time=client_time)
         if "error" in entry or entry["hash"] != shown or entry["tick"] != step.index:
             self._differs(tick, entry, "the frame differs" if "hash" in entry
                           else "the browser's step failed and the server's did not",
