@@ -119,10 +119,10 @@ class EpisodeRecorder:
     def applied(self, step: Any, *, source: str, input_seq: int | None = None,
                 **fields: Any) -> str:
         """Record an applied step; the hash its frame is recorded under."""
-        self.store.write_event(step_row(step, source=source, **self._next(), **fields),
-                               checked=True)
+        key = self.store.write_event(step_row(step, source=source, **self._next(), **fields),
+                                     checked=True)
         self._resolved(input_seq)
-        return self.store.frame_key(self.episode_id, step.observation.frame)
+        return key
 
     def failed(self, action: str, *, phase: str, source: str, error: str,
                input_seq: int | None = None, **fields: Any) -> None:

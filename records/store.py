@@ -286,11 +286,13 @@ class Store:
 
     # -- the batching writer ------------------------------------------------------------
 
-    def write_event(self, record: dict[str, Any], *, checked: bool = False) -> None:
-        """Enqueue one event record (Event's fields, optionally ``frame``); never blocks."""
-        self.write_events([record], checked=checked)
+    def write_event(self, record: dict[str, Any], *, checked: bool = False) -> str | None:
+        """Enqueue one event record (Event's fields, optionally ``frame``); never blocks.
+        The hash its frame is recorded under (None without a frame)."""
+        return self.write_events([record], checked=checked)[0]
 
-    def write_events(self, records: Iterable[dict[str, Any]], *, checked: bool = False) -> None:
+    def write_events(self, records: Iterable[dict[str, Any]], *,
+                     checked: bool = False) -> list[str | None]:
         """Enqueue event records in order; checked here so that mistakes fail at once,
         unless ``checked`` says they come straight from :mod:`records.rows`, which checks
         every row it builds (the recorder's, one a tick: checking twice cost 3 % of a
@@ -302,15 +304,16 @@ class Store:
             row = dict(record)
             frame = row.pop("frame", None)
             if frame is not None:
-                key = row["frame_hash"] = self.frame_key(row.get("episode_id"), frame)
+                key = row["frame_hash"] = self._frame_key(row.get("episode_id"), frame)
                 if not self._writer.has_frame(key):
                     frames[key] = frame
             rows.append(row)
         self._enqueue(EVENT, rows, frames)
+        return [row.get("frame_hash") for row in rows]
 
-    def frame_key(self, episode_id: Any, frame: Any) -> str:
-        """The hash the record keeps for ``frame``, a frame of attempt ``episode_id``
-        (``tasks.core.frame_hash``; the attempt's last one's when they are equal)."""
+    def _frame_key(self, episode_id: Any, frame: Any) -> str:
+        """``tasks.core.frame_hash`` of ``frame``, a frame of attempt ``episode_id``: the
+        attempt's last one's when they are equal."""
         last = self._last_frames.get(episode_id)
         if last is not None and (last[0] is frame or last[0] == frame):
             return last[1]

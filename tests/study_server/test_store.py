@@ -342,15 +342,14 @@ def test_each_tick_is_stored_with_its_own_frames_hash_when_attempts_interleave(t
               2: [solid("gold"), solid("black"), solid("black"), solid("red"), solid("red")]}
     frames[1][1][3][4] = "blue"  # one cell of an equal-looking frame
     with Store(f"sqlite:///{tmp_path / 'g.db'}") as store:
-        for seq in range(5):
-            for episode in (1, 2):
-                store.write_event(event_record(episode, seq, frames[episode][seq]))
+        answered = [(episode, store.write_event(event_record(episode, seq, frames[episode][seq])))
+                    for seq in range(5) for episode in (1, 2)]
         store.flush()
         with store.session() as session:
             stored = session.exec(select(Event.episode_id, Event.frame_hash)
                                   .order_by(Event.id)).all()
-    assert stored == [(episode, frame_hash(frames[episode][seq]))
-                      for seq in range(5) for episode in (1, 2)]
+    assert stored == answered == [(episode, frame_hash(frames[episode][seq]))
+                                  for seq in range(5) for episode in (1, 2)]
 
 
 # -- engines ------------------------------------------------------------------------------
