@@ -200,10 +200,12 @@ class Challenge:
                 "keys": {key: verb for key, verb in self.keys.items() if verb in allowed}}
 
 
-EXPLORE_FREELY = ("Explore freely: try the arrow keys and click on cells to find out how this "
-                  "world works. Nothing is scored yet. Reset starts the world again. When you "
-                  "think you understand it, press Go to test.")
-"""What every challenge with an interaction phase says during it."""
+EXPLORE_FREELY = ("Explore freely: try the controls named above to find out how this world "
+                  "works. Nothing is scored yet. Reset starts the world again. When you think "
+                  "you understand it, press Go to test.")
+"""What every challenge with an interaction phase says during it. It names no key: the
+status line above it names those the world reacts to (``Episode.hint``), and a world
+that reacts to clicks alone was told to try the arrow keys."""
 GIVE_UP = "Give up"
 """The label of the button that ends a test early (the ``quit`` verb; it scores 0)."""
 

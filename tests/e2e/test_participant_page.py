@@ -64,6 +64,9 @@ def test_the_hint_names_only_what_the_program_reacts_to(live_server, page, probl
     page.wait_for_selector(f"{GAME}[data-phase=interaction]")
     page.wait_for_function(f"document.querySelector('[data-gs=message]').textContent === {hint!r}")
     assert page.get_attribute("canvas[data-gs=grid]", "aria-label") == f"The grid. {hint}"
+    guide = page.text_content("[data-gs=guide]")  # names no control, so never contradicts
+    assert guide.startswith("Explore freely") and "arrow" not in guide
+    assert "click" not in guide.lower()
 
 
 def test_every_test_kind_keeps_its_buttons_on_screen(live_server, page, tmp_path):
