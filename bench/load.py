@@ -16,8 +16,13 @@ decoded, so the generator costs a small part of what the server it measures does
 CPU is printed beside the server's). Each participant carries its own route cookie, so
 that nginx spreads them over the workers as it spreads browsers.
 
+Participants join evenly over ``--arrivals`` seconds (1 by default), then all play on
+for ``--seconds``. A launch on Prolific brings people over minutes; joining costs the
+server several times what a second of play does, so the arrival second is what a
+one-second burst of 200 strains.
+
 It prints, per run: tick lateness p50/p99 (from the stored events; the p99 again over
-the ticks once everyone has joined, since all join within the first second), frames delivered per
+the ticks from a second after the last join, when the arrivals' cost is over), frames delivered per
 frames expected (the ticks from the first state a participant received to its last, so
 that idle ticks, which send a state only now and then, count as shown), events persisted per ticks run, gaps in ``seq``, inputs accounted for,
 the CPU of the workers, of nginx/PostgreSQL/Redis and of the generator, and the workers'
@@ -445,9 +450,9 @@ def delivery(results: list[dict], rows: list, raw: int) -> dict[str, Any]:
     """Lateness, delivery and the record's completeness for some participants: their
     results, their event rows (episode, seq, latency, source, server time) and rawinput
     row count. Lateness is given over every tick and, apart, over the ticks from a second
-    after the last participant joined to the first one's leaving: every participant joins
-    within the run's first second, a burst that costs the server more than their play
-    and makes most of the whole run's tail."""
+    after the last participant joined to the first one's leaving: the arrivals cost the
+    server more than the play, and a burst of them (every participant within one second,
+    the default) makes most of the whole run's tail."""
     by_episode: dict[int, list[int]] = {}
     for episode_id, seq, *_ in rows:
         by_episode.setdefault(episode_id, []).append(seq)
@@ -497,13 +502,14 @@ def busy(processes: int, seconds: float) -> Iterator[None]:
 def measure(sessions: int, seconds: float, async_mode: str, problem: str | list[str],
             nice: int = 10, workers: int = 1, db: str | None = None,
             busy_processes: int = 0, browser: bool = False,
-            profile: str | None = None) -> dict[str, Any]:
-    """One run: N participants joining over 1 s, playing ``seconds``, then the figures.
-    Given a list of problems, participant i plays problem i modulo its length."""
+            profile: str | None = None, arrivals: float = 1.0) -> dict[str, Any]:
+    """One run: N participants joining evenly over ``arrivals`` seconds, all playing on
+    ``seconds`` after the last has joined, then the figures. Given a list of problems,
+    participant i plays problem i modulo its length."""
     problems = [problem] if isinstance(problem, str) else problem
-    with busy(busy_processes, seconds + 120):
+    with busy(busy_processes, arrivals + seconds + 120):
         return _measure(sessions, seconds, async_mode, problems, nice, workers, db, browser,
-                        profile)
+                        profile, arrivals)
 
 
 def mix_problems() -> list[str]:
@@ -512,16 +518,28 @@ def mix_problems() -> list[str]:
     return [spec.id for spec in registry.list_problems()]
 
 
+def arrival_plan(problems: list[str], sessions: int, seconds: float, arrivals: float,
+                 start: float) -> list[tuple[str, float, float, int]]:
+    """(problem, join at, leave at, seed) of each participant: problem i modulo the list,
+    joins evenly spread over ``arrivals`` seconds from ``start``, and everyone leaving
+    together ``seconds`` after the arrivals end.
+
+    >>> [(p, round(j, 2), leave) for p, j, leave, _ in arrival_plan(["a", "b"], 3, 10, 1.5, 0)]
+    [('a', 0.0, 11.5), ('b', 0.5, 11.5), ('a', 1.0, 11.5)]
+    """
+    return [(problems[i % len(problems)], start + arrivals * i / max(1, sessions),
+             start + arrivals + seconds, i) for i in range(sessions)]
+
+
 def _measure(sessions: int, seconds: float, async_mode: str, problems: list[str], nice: int,
              workers: int, db: str | None, browser: bool = False,
-             profile: str | None = None) -> dict[str, Any]:
+             profile: str | None = None, arrivals: float = 1.0) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(db, async_mode, workers, Path(tmp), profile)
         try:
             start = time.time() + 3.0
-            plan = [(problems[i % len(problems)], start + i / max(1, sessions),
-                     start + 1 + seconds, i) for i in range(sessions)]
+            plan = arrival_plan(problems, sessions, seconds, arrivals, start)
             pids, helpers = server.worker_pids(), server.helper_pids()
             cpu0 = tree_cpu_seconds(pids), tree_cpu_seconds(helpers)
             wall0 = time.monotonic()
@@ -621,6 +639,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--search-resolution", type=int, default=10)
     parser.add_argument("--search-seconds", type=float, default=8.0)
     parser.add_argument("--search-limit", type=int, default=600)
+    parser.add_argument("--arrivals", type=float, default=1.0, metavar="SECONDS",
+                        help="the participants join evenly over this many seconds (a "
+                             "launch's arrivals), then play --seconds together")
     parser.add_argument("--mode", choices=("server", "browser"), default="server",
                         help="where the games tick: the server (the default), or each "
                              "participant's page, the server only storing and replaying "
@@ -635,12 +656,15 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("several workers run gevent only (Flask-SocketIO's deployment)")
     if args.workers > 1 and args.profile:
         parser.error("--profile samples one server process: leave out --workers")
-    print(f"{args.sessions} participants x {args.seconds:.0f} s on {args.problem}, "
+    if args.arrivals <= 0:
+        parser.error("--arrivals: a number of seconds above 0")
+    print(f"{args.sessions} participants joining over {args.arrivals:g} s, then "
+          f"{args.seconds:.0f} s together on {args.problem}, "
           f"{args.workers} worker(s), generator at nice {args.client_nice}, "
           f"{args.busy} busy process(es) beside the server (load average: 1-minute, "
           "before->after each run)", flush=True)
     options = {"workers": args.workers, "db": args.db, "busy_processes": args.busy,
-               "browser": args.mode == "browser"}
+               "browser": args.mode == "browser", "arrivals": args.arrivals}
     mix = mix_problems() if args.mix else []
     if mix:
         print(f"the mix: {len(mix)} problems ({', '.join(sorted({challenge(p) for p in mix}))})",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.load import search
+from bench.load import arrival_plan, search
 
 
 @pytest.mark.parametrize(("capacity", "expected", "counts"), [
@@ -21,6 +21,16 @@ def test_steps_up_then_bisects_to_the_resolution(capacity, expected, counts):
 
     assert search(measure_count, step=50, limit=400, resolution=5) == expected
     assert measured == counts
+
+
+def test_arrivals_spread_the_joins_and_everyone_plays_on_together():
+    plan = arrival_plan(["a", "b", "c"], 200, seconds=15, arrivals=10, start=100.0)
+    joins = [join for _, join, _, _ in plan]
+    assert joins == sorted(joins) and joins[0] == 100.0 and joins[-1] < 110.0
+    assert max(b - a for a, b in zip(joins, joins[1:])) == pytest.approx(0.05)
+    assert {leave for _, _, leave, _ in plan} == {125.0}
+    assert [problem for problem, *_ in plan[:4]] == ["a", "b", "c", "a"]
+    assert len({seed for *_, seed in plan}) == 200
 
 
 def test_the_generator_plays_a_session_over_its_own_socket_io_client(live_server, test_problems):
