@@ -42,6 +42,11 @@ Deliver = Callable[[GameSession, Tick | None], None]
 """Sends a session's state after a tick (None: it stopped or went on; see ``paused``)."""
 
 
+def _preview(session: GameSession) -> bool:
+    """Whether ``session`` is outside the participant flow (a preview, a script)."""
+    return session.participant_id is None
+
+
 class Scheduler:
     """The one background task that ticks every live session at its frame rate.
 
@@ -78,6 +83,10 @@ class Scheduler:
         self.max_sleep = max_sleep
         self.early = early
         self.sessions: dict[str, GameSession] = {}
+        self.previews = 0
+        """Sessions outside the participant flow in :attr:`sessions`, counted as they come
+        and go (a count over every session on each preview opened made a burst of them
+        cost the square of its size)."""
         self.heap: list[tuple[float, int, str]] = []
         self.scheduled: dict[str, int] = {}
         """token -> the heap entry number that is current (older entries are stale)."""
@@ -92,13 +101,14 @@ class Scheduler:
     def add(self, session: GameSession) -> GameSession:
         """Keep ``session`` under its token (it ticks once :meth:`start` is called)."""
         with self.lock:
+            replaced = self.sessions.get(session.token)
             self.sessions[session.token] = session
+            self.previews += _preview(session) - (replaced is not None and _preview(replaced))
         return session
 
     def preview_count(self) -> int:
         """Live sessions outside the participant flow (previews, scripts)."""
-        with self.lock:
-            return sum(s.participant_id is None for s in self.sessions.values())
+        return self.previews
 
     def get(self, token: Any) -> GameSession | None:
         return self.sessions.get(token) if isinstance(token, str) else None
@@ -126,7 +136,9 @@ class Scheduler:
     def remove(self, token: str) -> GameSession | None:
         with self.lock:
             self.scheduled.pop(token, None)
-            return self.sessions.pop(token, None)
+            session = self.sessions.pop(token, None)
+            self.previews -= session is not None and _preview(session)
+            return session
 
     def _push(self, token: str, deadline: float) -> None:
         number = next(self.counter)

@@ -188,6 +188,11 @@ def test_a_preview_nobody_joins_is_abandoned_and_a_participants_session_kept(sto
     time.sleep(0.3)
     scheduler._sweep_idle()
     assert set(scheduler.sessions) == {participant.token, joined.token}
+    assert scheduler.preview_count() == 1
+    scheduler.add(joined)  # the same session again (a resumed one replaces its token's)
+    assert scheduler.preview_count() == 1
+    assert scheduler.remove(joined.token) is joined and scheduler.remove(joined.token) is None
+    assert scheduler.preview_count() == 0
     store.flush(timeout=10)
     with store.session() as db:
         row = db.get(EpisodeRow, preview.episode_id)
