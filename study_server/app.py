@@ -194,7 +194,6 @@ def init_realtime(app: Flask) -> None:
         idle_timeout=float(app.config["IDLE_TIMEOUT"]),
         unjoined_timeout=float(app.config["UNJOINED_TIMEOUT"]),
         holding=lambda: session.holding(store),
-        spawn=_spawn if app.config["ASYNC_MODE"] == "gevent" else None,
     )
     if app.config["ASYNC_MODE"] == "gevent":
         _share_time_under_gevent(app.extensions["gridstudy.realtime"])
@@ -224,14 +223,6 @@ def _share_time_under_gevent(scheduler: Scheduler) -> None:
             last[0] = time.monotonic()
 
     share_time(cooperate=cooperate)
-
-
-def _spawn(function: Any, *args: Any) -> None:
-    """A bare greenlet for the scheduler's ticks (gevent mode only): nobody joins or
-    links it, and what it runs catches its own errors."""
-    import gevent
-
-    gevent.spawn_raw(function, *args)
 
 
 def shutdown(app: Flask) -> None:

@@ -43,8 +43,8 @@ def run_scheduler(deliveries, started=None):
     def deliver(session, tick):
         deliveries.append((session.token, tick.step.index))
 
-    def start_task(target):
-        thread = threading.Thread(target=target, daemon=True)
+    def start_task(target, *args):
+        thread = threading.Thread(target=target, args=args, daemon=True)
         thread.start()
         if started is not None:
             started.append(thread)
@@ -84,8 +84,8 @@ def test_ticks_due_within_two_milliseconds_run_in_one_wakeup_never_counted_late(
         time.sleep(seconds)
 
     scheduler = Scheduler(lambda session, tick: deliveries.append((session.token, wakeups[0])),
-                          start_task=lambda target: threading.Thread(
-                              target=target, daemon=True).start(), sleep=sleep)
+                          start_task=lambda target, *args: threading.Thread(
+                              target=target, args=args, daemon=True).start(), sleep=sleep)
     first = scheduler.add(GameSession.create(problems["mfp"], store))
     second = scheduler.add(GameSession.create(problems["mfp"], store))
     scheduler.start(first.token)
@@ -125,8 +125,8 @@ def test_a_paused_session_stops_ticking_and_a_finished_one_is_unscheduled(store,
 
 def test_a_tick_due_behind_a_long_step_goes_on_while_that_step_yields(store, problems):
     """A long Autumn step yields now and then (``tasks.limits.Host.cooperate``); the
-    server's ``cooperate`` first lets the scheduler hand the ticks due behind it to
-    another task. Here tasks are threads, and the loop's first sleep is long, so that
+    server's ``cooperate`` first lets the scheduler make another task its loop, which
+    ticks those due behind the step. Here tasks are threads, and the loop's first sleep is long, so that
     both sessions fall due in one turn, the heavy one first: the walker's tick must be
     delivered while the heavy step still computes, not after it."""
     from tasks.limits import share_time
@@ -145,11 +145,15 @@ def test_a_tick_due_behind_a_long_step_goes_on_while_that_step_yields(store, pro
     def deliver(session, tick):
         delivered.setdefault(session.token, time.monotonic())
 
-    def spawn(function, *args):
-        threading.Thread(target=function, args=args, daemon=True).start()
+    loops: list[threading.Thread] = []
 
-    scheduler = Scheduler(deliver, start_task=lambda target: spawn(target), sleep=sleep,
-                          spawn=spawn)
+    def spawn(function, *args):
+        thread = threading.Thread(target=function, args=args, daemon=True)
+        thread.start()
+        loops.append(thread)
+        return thread
+
+    scheduler = Scheduler(deliver, start_task=spawn, sleep=sleep)
     heavy = scheduler.add(GameSession.create(heavy_problem, store))
     walker = scheduler.add(GameSession.create(problems["mfp"], store))
     heavy.enqueue_action("left")
@@ -160,6 +164,9 @@ def test_a_tick_due_behind_a_long_step_goes_on_while_that_step_yields(store, pro
         deadline = time.monotonic() + 20
         while len(delivered) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
+        time.sleep(0.3)
+        # the step handed the loop to a second task once, and its own task ended with it
+        assert len(loops) == 2 and [loop.is_alive() for loop in loops] == [False, True]
     finally:
         scheduler.stop()
         share_time(None)
