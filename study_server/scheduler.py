@@ -203,9 +203,9 @@ class Scheduler:
         become the loop (which takes the rest)."""
         due = self.due
         while due and self.turn == turn:
-            token, *rest = due.popleft()
+            token, deadline, held = due.popleft()
             try:
-                self._tick(token, *rest)
+                self._tick(token, deadline, held)
             except Exception:  # a mistake in one tick must not stop the loop of them all
                 log.exception("session %s: the tick failed", label(token))
 
@@ -213,7 +213,7 @@ class Scheduler:
         """A step is about to yield (``tasks.limits.Host.cooperate``). When it is the
         loop's, a new task becomes the loop: it takes the ticks still due and those that
         fall due, so none waits behind the long step, whose task ends with its tick."""
-        if self.ticking is not None and self.ticking == threading.get_ident():
+        if self.ticking == threading.get_ident():
             self.ticking = None
             self._start_loop()
 

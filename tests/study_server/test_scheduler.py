@@ -126,9 +126,9 @@ def test_a_paused_session_stops_ticking_and_a_finished_one_is_unscheduled(store,
 def test_a_tick_due_behind_a_long_step_goes_on_while_that_step_yields(store, problems):
     """A long Autumn step yields now and then (``tasks.limits.Host.cooperate``); the
     server's ``cooperate`` first lets the scheduler make another task its loop, which
-    ticks those due behind the step. Here tasks are threads, and the loop's first sleep is long, so that
-    both sessions fall due in one turn, the heavy one first: the walker's tick must be
-    delivered while the heavy step still computes, not after it."""
+    ticks those due behind the step. Here tasks are threads, and the loop's first sleep
+    is long, so that both sessions fall due in one turn, the heavy one first: the
+    walker's tick must be delivered while the heavy step still computes, not after it."""
     from tasks.limits import share_time
     from tests.envs import heavy_env
 
