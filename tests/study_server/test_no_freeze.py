@@ -6,17 +6,19 @@ section 2), on ``gridstudy serve`` itself (gevent, one process):
   frames, a page keeps answering, the log stays short, memory comes back;
 * a participant joining, or taking over, another participant's game with their own
   cookie is refused, and no session token is ever written to the log;
-* a step that runs to its budget, and a researcher exporting a large study, while
-  another participant plays: that participant's frames stay on time.
+* a step that runs to its budget, and a researcher exporting a large study or reading
+  its dashboard, while another participant plays: that participant's frames stay on time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +50,28 @@ class Victim:
 
     def __init__(self, url: str) -> None:
         self.frames: list[float] = []
-        self.token = httpx.post(f"{url}/play/{PROBLEM}/session", timeout=30).json()["token"]
+        self.ticks: list[tuple[float, int]] = []
+        opened = httpx.post(f"{url}/play/{PROBLEM}/session", timeout=30).json()
+        self.token, self.period = opened["token"], 1.0 / opened["frame_rate"]
         self.client = socketio.Client(reconnection=False)
-        self.client.on("state", lambda state: self.frames.append(time.monotonic()))
+        self.client.on("state", self._state)
         self.client.on("ping", lambda m: self.client.emit(
             "pong", {"sent": m["sent"], "client_time": time.time()}))
         self.client.connect(url, transports=["websocket"], wait_timeout=30)
         assert self.client.call("join", {"token": self.token}, timeout=30)["ok"]
+
+    def _state(self, state: dict[str, Any]) -> None:
+        self.frames.append(time.monotonic())
+        if "tick" in state:
+            self.ticks.append((self.frames[-1], state["tick"]))
+
+    def worst_lateness(self, since: float, until: float) -> float:
+        """The latest a state came within [since, until], measured against the schedule of
+        its tick (the earliest state of the game is taken as on time): a loop held for
+        0.2 s makes the tick due meanwhile 0.2 s late, whether or not an idle tick sends."""
+        offsets = [arrived - tick * self.period for arrived, tick in self.ticks]
+        return max(offset for offset, (arrived, _) in zip(offsets, self.ticks)
+                   if since <= arrived <= until) - min(offsets)
 
     def close(self) -> None:
         self.client.disconnect()
@@ -225,34 +242,77 @@ def many_events(db: Path, count: int) -> None:
         store.flush()
 
 
-def test_a_researchers_export_of_a_large_study_freezes_no_game(tmp_path):
-    """A researcher downloads the dashboard's export of a database holding 40,000 events
-    while someone plays: the export is read and zipped off the event loop, so the
-    player's longest wait for a frame stays under half a second (on the loop it was 1.3 s
-    for 49,000 events, and grows with the study)."""
+@contextlib.contextmanager
+def researcher_beside_a_player(db: Path) -> Iterator[tuple[httpx.Client, Victim]]:
+    """``gridstudy serve`` on ``db``, a researcher signed in to its dashboard and a
+    participant playing a preview: ``(dashboard, player)``, the player a second into the
+    game; the player stops half a second after the block, the server after that."""
     from records.store import Store
     from study_server import auth
-    from tests.study_server.people import PASSWORD, csrf, researcher
+    from tests.study_server.people import PASSWORD, researcher
 
-    db = tmp_path / "g.db"
-    many_events(db, 40_000)
     with Store(str(db)) as store:
         auth.create_admin(store.engine, "researcher", PASSWORD)
     process, url = start_serve(db, env={"GRIDSTUDY_PREVIEW": "open"})
     try:
-        board = researcher(url)
-        victim = Victim(url)
+        board, victim = researcher(url), Victim(url)
         time.sleep(1)
-        token = csrf(board, "/dashboard/")
-        started = time.monotonic()
-        download = board.post("/dashboard/export", data={"study": "", "csrf_token": token},
-                              timeout=300)
-        ended = time.monotonic()
+        yield board, victim
         time.sleep(0.5)
         victim.close()
     finally:
         process.terminate()
         process.wait(60)
+
+
+def test_a_researchers_export_of_a_large_study_freezes_no_game(tmp_path):
+    """A researcher downloads the dashboard's export of a database holding 40,000 events
+    while someone plays: the export is read and zipped off the event loop, so the
+    player's longest wait for a frame stays under half a second (on the loop it was 1.3 s
+    for 49,000 events, and grows with the study)."""
+    from tests.study_server.people import csrf
+
+    many_events(tmp_path / "g.db", 40_000)
+    with researcher_beside_a_player(tmp_path / "g.db") as (board, victim):
+        token = csrf(board, "/dashboard/")
+        started = time.monotonic()
+        download = board.post("/dashboard/export", data={"study": "", "csrf_token": token},
+                              timeout=300)
+        ended = time.monotonic()
     assert download.status_code == 200 and download.content[:2] == b"PK"
     assert ended - started > 0.5  # an export long enough to have frozen the games
     assert largest_gap(victim.frames, started, ended + 0.5) <= 0.5
+
+
+def many_participants(db: Path, count: int) -> None:
+    """The demo study with ``count`` participants who completed it, as the flow stores
+    them (a large study's dashboard lists every one)."""
+    from consent.definition import load_definition
+    from records.models import Participant, Study
+    from records.store import Store
+
+    definition = load_definition(Path(__file__).parents[2] / "examples" / "demo-study.yaml")
+    with Store(str(db)) as store, store.session() as session:
+        session.add(Study(id=definition.id, title=definition.title,
+                          definition=definition.to_dict()))
+        session.add_all(Participant(study_id=definition.id, external_id=f"5f{n:022x}",
+                                    stage="complete", status="complete",
+                                    code=definition.completion_code) for n in range(count))
+        session.commit()
+
+
+def test_a_researcher_reading_a_large_studys_dashboard_freezes_no_game(tmp_path):
+    """A researcher loads the dashboard of a server whose study holds 16,000 participants
+    (a lab's studies add up on one server), then one participant's page, while someone
+    plays: the pages are read and rendered off the event loop, so no tick of the game is
+    late by more than 0.1 s (measured: 8 to 18 ms; on the loop, 0.27 to 0.45 s)."""
+    many_participants(tmp_path / "g.db", 16_000)
+    with researcher_beside_a_player(tmp_path / "g.db") as (board, victim):
+        started = time.monotonic()
+        pages = [board.get("/dashboard/") for _ in range(2)]
+        pages.append(board.get("/dashboard/participant/16000"))
+        ended = time.monotonic()
+    assert [page.status_code for page in pages] == [200, 200, 200]
+    assert pages[0].text.count("<tr data-participant=") == 16_000
+    assert f"5f{15_999:022x}" in pages[2].text
+    assert victim.worst_lateness(started, ended + 0.5) <= 0.1
