@@ -141,6 +141,14 @@ def index() -> str:
                            tokens=tokens.listed(_store().engine), changes=changes)
 
 
+INDEX_PARTICIPANTS = 50
+"""Participants a study's section of the index lists: the last to arrive. The study's
+participant list has them all, :data:`PAGE_PARTICIPANTS` a page (a large study's index
+listed every one: 3.7 MB and a second to build at 16,000)."""
+PAGE_PARTICIPANTS = 500
+"""Participants a page of a study's participant list shows."""
+
+
 def study_summary(db: Session, study: Study) -> dict[str, Any]:
     definition = from_stored(study.definition)
     problems = list(definition.problems)
@@ -149,8 +157,6 @@ def study_summary(db: Session, study: Study) -> dict[str, Any]:
         select(EpisodeRow.problem_id, func.count()).where(
             EpisodeRow.study_id == study.id, EpisodeRow.status == "done", EpisodeRow.included)
         .group_by(EpisodeRow.problem_id)).all())
-    participants = db.exec(select(Participant).where(Participant.study_id == study.id)
-                           .order_by(Participant.id.desc())).all()
     excluded = db.exec(select(EpisodeRow).where(
         EpisodeRow.study_id == study.id, EpisodeRow.included.is_(False),
         EpisodeRow.problem_id.in_(problems))).all()  # practice rounds are not listed
@@ -160,14 +166,37 @@ def study_summary(db: Session, study: Study) -> dict[str, Any]:
         "prolific_statuses": prolific.statuses(db, study.id),
         "prolific_batches": db.exec(select(prolific.ProlificBatch).where(
             prolific.ProlificBatch.study_id == study.id).order_by(prolific.ProlificBatch.id)).all(),
-        "study": study, "definition": definition, "participants": participants, "excluded": excluded,
+        "study": study, "definition": definition, "excluded": excluded,
         "fill": [(p, done.get(p, 0), fill[p], definition.attempts_per_problem) for p in problems],
         "payments": payments, "bonus_total": sum(row.bonus for row in payments),
+        "recent": list(reversed(payments[-INDEX_PARTICIPANTS:])),
         "figures": {"fill": study_figures.fill_over_time(db, study.id, problems,
                                                          definition.attempts_per_problem),
                     "flow": study_figures.participant_flow(db, study.id)},
         "definition_yaml": yaml.safe_dump(study.definition, sort_keys=False, allow_unicode=True),
     }
+
+
+@bp.get("/study/<study_id>/participants")
+@built_off_loop
+@auth.login_required
+def study_participants(study_id: str) -> str:
+    """Every participant of the study with their payment decision, in arrival order,
+    :data:`PAGE_PARTICIPANTS` a page (``?page=N``, from 1)."""
+    with _store().session() as db:
+        try:
+            _, rows = payment_rows(db, study_id)
+        except LookupError:
+            abort(404, f"no study {study_id}")
+        statuses = prolific.statuses(db, study_id)
+    pages = max(1, math.ceil(len(rows) / PAGE_PARTICIPANTS))
+    page = request.args.get("page", 1, type=int)
+    if not 1 <= page <= pages:
+        abort(404, f"the participant list of {study_id} has {pages} page(s)")
+    first = (page - 1) * PAGE_PARTICIPANTS
+    return render_template("dashboard/participants.html", study_id=study_id, rows=rows[
+        first:first + PAGE_PARTICIPANTS], statuses=statuses, page=page, pages=pages,
+        first=first + 1, total=len(rows))
 
 
 @bp.get('/study/<study_id>/<any("decisions.csv", "approve.txt", "bonuses.csv"):name>')

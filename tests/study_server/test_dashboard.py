@@ -193,3 +193,52 @@ def test_the_episode_page_says_the_phase_an_attempt_being_played_is_in(app):
     log_in(client)
     page = client.get(f"/dashboard/episode/{first}").text
     assert "still being played" in page and "; phase test;" in page
+
+
+def test_a_large_studys_index_lists_the_last_arrivals_and_its_list_pages_them_all(app):
+    """1,100 participants: the index shows the 50 who arrived last, newest first, and
+    links the study's participant list, which shows them all in arrival order, 500 a
+    page; a page past the last is a 404, a study nobody made too."""
+    from study_server.dashboard import INDEX_PARTICIPANTS, PAGE_PARTICIPANTS
+
+    store = app.extensions["gridstudy.store"]
+    with store.session() as db:
+        db.add_all(Participant(study_id="pilot", external_id=f"pid-{n}") for n in range(1, 1101))
+    client = app.test_client()
+    assert client.get("/dashboard/study/pilot/participants").status_code == 302  # log in first
+    log_in(client)
+    rows = re.compile(r'<tr data-participant="(\d+)">')
+
+    index = client.get("/dashboard/").text
+    assert INDEX_PARTICIPANTS == 50 and PAGE_PARTICIPANTS == 500
+    assert [int(n) for n in rows.findall(index)] == list(range(1100, 1050, -1))
+    assert "The 50 who arrived last, newest first; all 1100 on" in index
+    assert 'href="/dashboard/study/pilot/participants"' in index
+    assert "1100 participants;" in index  # the counts are the whole study's
+
+    pages = [client.get(f"/dashboard/study/pilot/participants?page={k}") for k in (1, 2, 3)]
+    assert [page.status_code for page in pages] == [200, 200, 200]
+    shown = [[int(n) for n in rows.findall(page.text)] for page in pages]
+    assert shown == [list(range(1, 501)), list(range(501, 1001)), list(range(1001, 1101))]
+    assert "1001 to 1100 of 1100, in arrival order; page 3 of 3." in pages[2].text
+    assert 'rel="prev"' in pages[2].text and 'rel="next"' not in pages[2].text
+    assert 'rel="next"' in pages[0].text and 'rel="prev"' not in pages[0].text
+    assert client.get("/dashboard/study/pilot/participants").text == pages[0].text
+    assert client.get("/dashboard/study/pilot/participants?page=4").status_code == 404
+    assert client.get("/dashboard/study/pilot/participants?page=0").status_code == 404
+    assert client.get("/dashboard/study/nope/participants").status_code == 404
+
+
+def test_a_small_studys_index_lists_everyone_and_its_list_says_nobody_yet(app):
+    store = app.extensions["gridstudy.store"]
+    with store.session() as db:
+        db.add_all(Participant(study_id="pilot", external_id=f"pid-{n}") for n in range(1, 4))
+    client = app.test_client()
+    log_in(client)
+    index = client.get("/dashboard/").text
+    assert re.findall(r'<tr data-participant="(\d+)">', index) == ["3", "2", "1"]
+    assert "who arrived last" not in index
+    with store.session() as db:
+        db.add(Study(id="empty", title="nobody", definition=make_definition(id="empty").to_dict()))
+    listed = client.get("/dashboard/study/empty/participants").text
+    assert "Nobody yet." in listed and "nobody yet" in listed
