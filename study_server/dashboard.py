@@ -41,7 +41,7 @@ from records.offload import off_loop
 from records.store import PAGE_WAIT
 from study_server import assignment, auth, logins, monitor, prolific, study_figures, tokens
 from study_server.commands.study import PROLIFIC_QUERY
-from study_server.payments import approve_list, bonuses_csv, decisions_csv, payment_rows
+from study_server.payments import APPROVE, approve_list, bonuses_csv, decisions_csv, payment_rows
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 ROW_ID_MAX = schema.INT_LIMIT - 1
@@ -169,6 +169,7 @@ def study_summary(db: Session, study: Study) -> dict[str, Any]:
         "study": study, "definition": definition, "excluded": excluded,
         "fill": [(p, done.get(p, 0), fill[p], definition.attempts_per_problem) for p in problems],
         "payments": payments, "bonus_total": sum(row.bonus for row in payments),
+        "to_approve": sum(row.decision == APPROVE for row in payments),
         "recent": list(reversed(payments[-INDEX_PARTICIPANTS:])),
         "figures": {"fill": study_figures.fill_over_time(db, study.id, problems,
                                                          definition.attempts_per_problem),
