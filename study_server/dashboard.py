@@ -36,7 +36,16 @@ from sqlmodel import Session, func, select
 from consent import quality
 from consent.definition import from_stored
 from records import schema
-from records.models import Audit, EpisodeRow, Event, Frame, Participant, Signal, Study
+from records.models import (
+    Audit,
+    EpisodeRow,
+    Event,
+    Frame,
+    LiveSession,
+    Participant,
+    Signal,
+    Study,
+)
 from records.offload import off_loop
 from records.store import PAGE_WAIT
 from study_server import assignment, auth, logins, monitor, prolific, study_figures, tokens
@@ -229,13 +238,17 @@ def participant(participant_id: int) -> str:
                            .order_by(EpisodeRow.id)).all()
         signals = db.exec(select(Signal).where(Signal.participant_id == participant_id)
                           .order_by(Signal.id)).all()
+        leased = set(db.exec(select(LiveSession.episode_id).where(
+            LiveSession.episode_id.in_([e.id for e in episodes]))).all())
+    # what the monitor would list: an attempt that holds its slot with a session playing
+    live = {e.id for e in episodes if e.status in assignment.HOLDING and e.id in leased}
     per_attempt = {e.id: quality.summarise(s for s in signals if s.episode_id == e.id)
                    for e in episodes}
     return render_template("dashboard/participant.html", participant=row, episodes=episodes,
                            records=timed_records((row.data or {}).get("records", [])),
                            flags=quality.summarise(signals), per_attempt=per_attempt,
                            signals=signals[-200:], signal_count=len(signals),
-                           idle_after=quality.IDLE_AFTER)
+                           idle_after=quality.IDLE_AFTER, live=live)
 
 
 def timed_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

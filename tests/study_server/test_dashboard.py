@@ -7,6 +7,7 @@ import re
 import zipfile
 
 import pytest
+from sqlmodel import select
 
 from analysis.load import load
 from records.models import Participant, Study
@@ -242,3 +243,34 @@ def test_a_small_studys_index_lists_everyone_and_its_list_says_nobody_yet(app):
         db.add(Study(id="empty", title="nobody", definition=make_definition(id="empty").to_dict()))
     listed = client.get("/dashboard/study/empty/participants").text
     assert "Nobody yet." in listed and "nobody yet" in listed
+
+
+def test_a_participants_live_attempt_is_ended_from_their_page(app):
+    """The monitor lists at most 100 of those playing: a researcher who looks a participant
+    up ends their attempt from the participant's page, with a reason, as from the monitor."""
+    from records.models import Audit, EpisodeRow
+    from study_server import assignment, cluster
+
+    store = app.extensions["gridstudy.store"]
+    with store.session() as db:
+        person = Participant(study_id="pilot", external_id="pid-live")
+        db.add(person)
+        db.flush()
+        participant_id = person.id
+    first, _ = assignment.assign(store.engine, "pilot", participant_id)
+    scheduler = app.extensions["gridstudy.realtime"]
+    assert scheduler.get(cluster.live_token(app, first)) is not None
+    client = app.test_client()
+    log_in(client)
+    page = client.get(f"/dashboard/participant/{participant_id}").text
+    assert page.count("End session") == 1 and f'/dashboard/session/{first}/end"' in page
+    token = csrf(client, f"/dashboard/participant/{participant_id}")
+    ended = client.post(f"/dashboard/session/{first}/end",
+                        data={"reason": "stuck on a frozen tab", "csrf_token": token},
+                        headers={"Referer": f"/dashboard/participant/{participant_id}"})
+    assert ended.status_code == 302 and ended.location.endswith(f"/participant/{participant_id}")
+    with store.session() as db:
+        assert db.get(EpisodeRow, first).status == "abandoned"
+        assert [a.reason for a in db.exec(select(Audit)).all()] == ["stuck on a frozen tab"]
+    assert all(s.episode_id != first for s in scheduler.sessions.values())
+    assert "End session" not in client.get(f"/dashboard/participant/{participant_id}").text
