@@ -41,6 +41,9 @@ HOLDING = (ASSIGNED, ACTIVE)
 ERROR = "error"
 """The environment could not go on (a step over its limit): the attempt is over."""
 OVER = (DONE, ERROR)
+ENDED = (*OVER, ABANDONED)
+"""An attempt its participant can no longer play: over, or abandoned with no unseen
+problem to replace it (its page says it was ended, and Continue goes on)."""
 """Statuses after which a participant moves on: nothing more can be played."""
 
 

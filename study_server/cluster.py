@@ -340,7 +340,7 @@ def heartbeat(app: Any, socketio: Any) -> None:
     for token in recorded - held:
         log.warning("session %s: another worker holds it now; stopped here", label(token))
         _drop(app, socketio, token)
-    _stop_abandoned(app)
+    _stop_abandoned(app, socketio)
     gone = held - recorded - pending
     cluster.release(gone & cluster.gone)  # gone at two heartbeats in a row
     cluster.gone = gone
@@ -350,9 +350,12 @@ def heartbeat(app: Any, socketio: Any) -> None:
         cluster.sweep()
 
 
-def _stop_abandoned(app: Any) -> None:
-    """Stop the sessions whose attempts were abandoned elsewhere: by a researcher on the
-    dashboard of another worker, or by the assignment's abandon timeout."""
+def _stop_abandoned(app: Any, socketio: Any) -> None:
+    """Stop the sessions whose attempts were abandoned elsewhere, telling their pages: by
+    a researcher on the dashboard of another worker, or by the assignment's abandon
+    timeout (a participant away from an open tab for that long)."""
+    from study_server.sockets import game_ended
+
     scheduler = app.extensions["gridstudy.realtime"]
     live = {s.episode_id: s for s in list(scheduler.sessions.values()) if s.episode_id}
     if not live:
@@ -361,6 +364,7 @@ def _stop_abandoned(app: Any) -> None:
         session = scheduler.remove(live[episode_id].token)
         if session is not None:
             session.engine.drain("the attempt was ended before this input's tick")
+            game_ended(socketio, session)
 
 
 @blocking

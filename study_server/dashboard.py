@@ -51,6 +51,7 @@ from records.store import PAGE_WAIT
 from study_server import assignment, auth, logins, monitor, prolific, study_figures, tokens
 from study_server.commands.study import PROLIFIC_QUERY
 from study_server.payments import APPROVE, approve_list, bonuses_csv, decisions_csv, payment_rows
+from study_server.sockets import game_ended
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 ROW_ID_MAX = schema.INT_LIMIT - 1
@@ -351,18 +352,20 @@ def end_session(episode_id: int) -> Any:
     attempt abandoned (``study_server/cluster.py``)."""
     reason = _reason()
     why = f"ended by {g.admin}: {reason}"
-    scheduler = current_app.extensions["gridstudy.realtime"]
-    live = next((s for s in list(scheduler.sessions.values()) if s.episode_id == episode_id), None)
-    if live is not None:
-        scheduler.remove(live.token)
-        live.abandon(why)
     _store().wait(PAGE_WAIT)
+    # marked before the live session is ended: its end makes the row stop holding a slot,
+    # and the mark, which changes only such rows, then left it included and without why
     with _store().session() as db:
         row = db.get(EpisodeRow, episode_id) or abort(404, f"no episode {episode_id}")
         before = {"status": row.status}
         if row.status in assignment.HOLDING:
             assignment.mark_abandoned(db, [episode_id], why)
         audit(db, "end-session", f"episode {episode_id}", reason, before, {"status": "abandoned"})
+    scheduler = current_app.extensions["gridstudy.realtime"]
+    live = next((s for s in list(scheduler.sessions.values()) if s.episode_id == episode_id), None)
+    if live is not None and scheduler.remove(live.token) is not None:
+        live.abandon(why)
+        game_ended(current_app.extensions["socketio"], live)
     return redirect(request.referrer or url_for("dashboard.index"))
 
 

@@ -325,7 +325,7 @@ class Flow:
                                         events[-1].server_time,
                                         solved=(row.score or 0.0) >= 1.0) \
             or exclusion.quality_reason(rules, flags)
-        if reason:
+        if reason and row.included:  # an attempt excluded already keeps why (ended, by hand)
             row.included, row.exclusion_reason = False, reason
 
     def _judge_participant(self, db: Session, participant: Participant, page: Page) -> None:
@@ -364,9 +364,10 @@ class Flow:
             if row.status == assignment.ASSIGNED:
                 row.status, row.started_at = assignment.ACTIVE, utcnow()
             problem = registry.get_problem(row.problem_id)
-            done, episode_id = row.status in assignment.OVER, row.id
-        context = {"episode_done": done, "problem": problem, "episode_id": episode_id,
-                   "problem_id": problem.id, "play": "server"}
+            done, episode_id = row.status in assignment.ENDED, row.id
+            ended = row.status == assignment.ABANDONED
+        context = {"episode_done": done, "episode_ended": ended, "problem": problem,
+                   "episode_id": episode_id, "problem_id": problem.id, "play": "server"}
         if done:
             return {**context, "token": None}
         if page.definition.play == "browser" and not page.participant.data.get(FELL_BACK) \
@@ -408,5 +409,5 @@ class Flow:
         if page.stage.plays is None:
             return False
         with self.store.session() as db:
-            return self._played_row(db, page).status in assignment.OVER
+            return self._played_row(db, page).status in assignment.ENDED
 

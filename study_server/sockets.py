@@ -16,6 +16,9 @@ this protocol:
 * server -> ``refused {reason}``: a message that was not acted on.
 * server -> ``visit-ended {url}``: the participant's visit ended (a connection slower
   than the study's ``max_round_trip_ms``); the page opens ``url``, its ending.
+* server -> ``game-ended {url}``: the attempt was ended while its page was open (by a
+  researcher, or by the study's abandon timeout), and its session stopped; the page says
+  so and opens ``url``, the flow's page, which goes on from there (:func:`game_ended`).
 
 What a connection may send, and how much, is judged before any of this runs
 (``study_server/door.py``). A session is joined only by its participant's connection
@@ -153,6 +156,15 @@ def _one_message(name: str, handler: Callable, sender: Callable) -> Callable:
     receive.__name__ = receive.__qualname__ = handler.__name__
     receive.__doc__ = handler.__doc__
     return receive
+
+
+def game_ended(socketio: SocketIO, session: GameSession) -> None:
+    """Tell the page of ``session``, just stopped because its attempt was ended, that it
+    was: without a word, its game stood still for good, a key refused, a reload showing
+    the same still game. A preview's page reloads itself (``url`` None)."""
+    if session.sid is not None:
+        url = f"/study/{session.study_id}/flow" if session.study_id else None
+        socketio.emit("game-ended", {"url": url}, to=session.sid, ignore_queue=True)
 
 
 def make_deliver(socketio: SocketIO):

@@ -358,3 +358,60 @@ def test_a_study_file_without_codes_keeps_the_two_codes():
     definition = make_definition()
     assert [definition.code_for(s) for s in ("complete", "declined", "failed-quiz", "full")] == [
         "DONE1234", "SCREEN99", "SCREEN99", "SCREEN99"]
+
+
+def away_past_the_abandon_timeout(app, client):
+    """The participant at their first game leaves it, and the abandon timeout releases
+    the attempt as it does a silent one: the attempt's id and problem."""
+    from datetime import timedelta
+
+    from records.models import utcnow
+    from study_server import assignment
+
+    client.get(ENTRY)
+    while current(app, client).stage.name != "task":
+        answer(app, client)
+    page = current(app, client)
+    store = app.extensions["gridstudy.store"]
+    store.flush()
+    with store.session() as db:
+        _, definition = assignment.load_study(db, "pilot")
+        released = assignment.release_stale(db, "pilot", definition, utcnow() + timedelta(hours=1))
+    assert page.context["episode_id"] in released
+    return page.context["episode_id"], page.context["problem_id"]
+
+
+def test_a_participant_back_after_the_abandon_timeout_plays_an_unseen_problem(app):
+    client = app.test_client()
+    released, problem = away_past_the_abandon_timeout(app, client)
+    page = current(app, client)
+    assert page.stage.name == "task" and page.context["token"] is not None
+    assert page.context["episode_id"] != released
+    with app.extensions["gridstudy.store"].session() as db:
+        seen = {row.problem_id for row in assigned(db) if row.id != page.context["episode_id"]}
+    assert page.context["problem_id"] not in seen  # a problem the participant had not met
+    answer(app, client)
+    assert current(app, client).stage.name == "attention"
+    with app.extensions["gridstudy.store"].session() as db:
+        rows = {row.id: row for row in assigned(db)}
+    assert (rows[released].status, rows[released].included) == ("abandoned", False)
+    assert rows[page.context["episode_id"]].status == "done"
+
+
+def test_a_participant_back_with_no_problem_left_to_play_goes_on(tmp_path):
+    """Every problem is the participant's already: the released game cannot be replaced.
+    The page says the game was ended and Continue goes on; before, it showed a game
+    that could not start ("please reload"), Continue disabled, on every reload."""
+    app = study_app(tmp_path / "flow.db", problems_per_participant=3)
+    try:
+        client = app.test_client()
+        released, _ = away_past_the_abandon_timeout(app, client)
+        shown = client.get("/study/pilot/flow").text
+        assert "This game was ended, and there is no other to play in its place." in shown
+        assert "data-continue >" in shown and 'class="gs-game"' not in shown
+        assert post(client, {}).status_code == 302
+        assert current(app, client).stage.name == "attention"
+        with app.extensions["gridstudy.store"].session() as db:
+            assert db.get(EpisodeRow, released).status == "abandoned"
+    finally:
+        shutdown(app)

@@ -157,3 +157,37 @@ def test_a_second_tab_offers_to_continue_here_and_takes_over(make_live_server, p
             f"Number(document.querySelector('section.gs-game').dataset.tick) > {start_tick + 2}")
     finally:
         second.close()
+
+
+def test_a_game_the_researcher_ends_says_so_and_the_page_goes_on(make_live_server, page):
+    """A researcher ends the attempt of a participant whose page is open (End session on
+    the monitor or the participant's page): the page says the game was ended, then opens
+    the flow's page, which says there is no other game in its place (each of the study's
+    two problems is the participant's already), and Continue goes on. Before, the game
+    stood still for good without a word, and a reload showed a game that never started,
+    Continue disabled."""
+    from study_server import auth
+    from tests.study_server.people import PASSWORD, csrf, researcher
+
+    live = start(make_live_server)
+    auth.create_admin(live.store.engine, "researcher", PASSWORD)
+    walk_to_first_task(page, live, "walker-ended")
+    page.wait_for_function("document.querySelector('.gs-game').dataset.phase === 'interaction'")
+    token = page.locator(".gs-game").get_attribute("data-token")
+    ended = live.app.extensions["gridstudy.realtime"].get(token).episode_id
+    board = researcher(live.url)
+    answer = board.post(f"/dashboard/session/{ended}/end", data={
+        "reason": "looked stuck", "csrf_token": csrf(board, "/dashboard/")})
+    assert answer.status_code == 200
+    page.wait_for_function("document.querySelector('.gs-game').dataset.ended === '1'")
+    assert "This game was ended by the study" in page.inner_text(".gs-game")
+    page.keyboard.press("ArrowRight")  # a key pressed meanwhile does not hide why
+    assert "This game was ended by the study" in page.inner_text(".gs-game")
+    page.locator("[data-episode-done]").wait_for(timeout=15_000)
+    assert "no other to play in its place" in page.inner_text("[data-episode-done]")
+    page.locator("[data-continue]:enabled").click()
+    page.locator("body[data-stage=attention]").wait_for()
+    with live.store.session() as db:
+        row = db.get(EpisodeRow, ended)
+    assert (row.status, row.included) == ("abandoned", False)
+    assert row.exclusion_reason == "ended by researcher: looked stuck"

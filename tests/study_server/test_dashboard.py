@@ -270,7 +270,9 @@ def test_a_participants_live_attempt_is_ended_from_their_page(app):
                         headers={"Referer": f"/dashboard/participant/{participant_id}"})
     assert ended.status_code == 302 and ended.location.endswith(f"/participant/{participant_id}")
     with store.session() as db:
-        assert db.get(EpisodeRow, first).status == "abandoned"
+        row = db.get(EpisodeRow, first)
+        assert (row.status, row.included) == ("abandoned", False)
+        assert row.exclusion_reason == "ended by researcher: stuck on a frozen tab"
         assert [a.reason for a in db.exec(select(Audit)).all()] == ["stuck on a frozen tab"]
     assert all(s.episode_id != first for s in scheduler.sessions.values())
     assert "End session" not in client.get(f"/dashboard/participant/{participant_id}").text

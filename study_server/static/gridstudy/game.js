@@ -129,6 +129,7 @@
     socket.on("connect", function () { socket.emit("join", { token: self.token }); });
     socket.on("ping", function (m) { socket.emit("pong", { sent: m.sent, client_time: now() }); });
     socket.on("visit-ended", function (m) { window.location.assign(m.url); });  // its ending page
+    socket.on("game-ended", function (m) { self.ended(m.url); });
     socket.on("state", function (message) { self.receive(message); });
     socket.on("refused", function (m) {
       if (/another connection/.test(m.reason || "")) { self.offerTakeover(); return; }
@@ -332,6 +333,18 @@
 
   Game.prototype.say = function (text) { this.el.message.textContent = text; };
 
+  /* The server stopped this game: its attempt was ended (by the study's team, or after
+   * the participant was away too long). Say so, then open what comes next. */
+  var ENDED_WAIT = 4000;
+  Game.prototype.ended = function (url) {
+    clearTimeout(this.sayTimer);
+    this.root.dataset.ended = "1";
+    this.say("This game was ended by the study. What comes next opens in a moment.");
+    setTimeout(function () {
+      if (url) { window.location.assign(url); } else { window.location.reload(); }
+    }, ENDED_WAIT);
+  };
+
   /* A refusal in plain words, shown briefly; the hint for the controls comes back after. */
   var REFUSALS = [
     [/^dropped/, "Too fast: that was skipped. Press it again."],
@@ -343,6 +356,7 @@
   ];
   Game.prototype.refused = function (reason) {
     var text = "That was not accepted.", self = this;
+    if (this.root.dataset.ended) { return; }  // keys pressed after the end: it says why
     REFUSALS.forEach(function (pair) { if (pair[0].test(reason)) { text = pair[1]; } });
     this.say(text);
     clearTimeout(this.sayTimer);
