@@ -240,7 +240,9 @@ def test_the_dashboard_on_one_worker_sees_a_participant_playing_on_the_other(dep
         watcher.disconnect()
         assert pushed and f'data-live-episode="{episode_id}"' in pushed[-1]
 
-        # ending it there stops it here, at this worker's next heartbeat
+        # ending it there stops it here, at this worker's next heartbeat, which tells its page
+        told: list[dict] = []
+        player.client.on("game-ended", told.append)
         page = researcher.get("/dashboard/").text
         csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
         ended = researcher.post(f"/dashboard/session/{episode_id}/end",
@@ -250,8 +252,10 @@ def test_the_dashboard_on_one_worker_sees_a_participant_playing_on_the_other(dep
         count = len(player.states)
         time.sleep(1)
         assert len(player.states) == count  # no more ticks
-        assert deployment.sql("SELECT status FROM episode WHERE id = :e",
-                              e=episode_id)[0][0] == "abandoned"
+        assert [message["url"] for message in told] == ["/study/crowd/flow"]
+        assert deployment.sql("SELECT status, included, exclusion_reason FROM episode "
+                              "WHERE id = :e", e=episode_id) == [
+            ("abandoned", False, "ended by researcher: stuck")]
         time.sleep(2)  # its lease goes once it was gone at two heartbeats
         assert deployment.sql("SELECT 1 FROM livesession WHERE token = :t", t=token) == []
     finally:
