@@ -31,6 +31,10 @@ class Case:
     """Fields of the attempt's first event row (a substring for text)."""
     runs: int = 1
     fatal: str | None = None
+    timeout: float = 5.0
+    """Seconds a whole reply may take: 0.5 for the cases about the timeout only. With 0.5
+    for every case, a reply the stand-in was slow to send on a loaded machine (the whole
+    suite running) became a timeout and its retries, in a case about something else."""
 
 
 CASES = {
@@ -63,14 +67,16 @@ CASES = {
     "5xx on every retry ends the attempt as a resumable error": Case(
         [Failure(500)] * 3, "error", 3, reason="the model's provider failed"),
     "a reply slower than the timeout ends the attempt as an error": Case(
-        [Stall(1.5)] * 3, "error", 3, reason="did not answer within"),
+        [Stall(1.5)] * 3, "error", 3, reason="did not answer within", timeout=0.5),
     "a reply cut inside an emoji is kept with U+FFFD and sent back so": Case(
         [Reply("\ud83d<action>go-to-test</action>", reasoning="r\ud83d"), *SOLVE[1:]], "done", 4,
         first={"raw_reply": "\ufffd<action>go-to-test</action>", "reasoning": "r\ufffd"}),
     "a reply trickled a byte at a time past the timeout ends the attempt as an error": Case(
-        [Trickle(12, 0.2)] * 3, "error", 3, reason="did not finish its answer within 0.5 s"),
+        [Trickle(12, 0.2)] * 3, "error", 3, reason="did not finish its answer within 0.5 s",
+        timeout=0.5),
     "a reply trickled within the timeout is taken": Case(
-        [Trickle(4, 0.05, SOLVE[0]), *SOLVE[1:]], "done", 4, first={"retries": 0}),
+        [Trickle(4, 0.05, SOLVE[0]), *SOLVE[1:]], "done", 4, first={"retries": 0},
+        timeout=1.0),
     "a reply over 32 MB is retried, not kept in memory": Case(
         [Trickle(33 * 2 ** 20, 0), *SOLVE], "done", 5, first={"retries": 1}),
     "a 429 asking to wait a day ends the attempt as a resumable error at once": Case(
@@ -92,11 +98,12 @@ CASES = {
 }
 
 
-def run_batch(fake: FakeOpenAI, store: Any, runs: int = 1, **spec: Any):
+def run_batch(fake: FakeOpenAI, store: Any, runs: int = 1, timeout: float = 5.0,
+              **spec: Any):
     """One model on the planning problem through the real batch, without waiting
-    between retries."""
+    between retries; ``timeout``: seconds a whole reply may take."""
     model = ModelSpec("fake-model", base_url=fake.base_url, api_key_env="FAKE_KEY",
-                      retries=2, timeout=0.5, prices={"input": 1.0, "output": 2.0}, **spec)
+                      retries=2, timeout=timeout, prices={"input": 1.0, "output": 2.0}, **spec)
     run = llm_run(model, Limits(), sleep=lambda seconds: False)
     records = LocalRecords(store)
     run.agent_run_id = records.create_run(run.kind, run.model, run.config)
@@ -116,7 +123,7 @@ def test_each_fault_has_its_outcome(name, store, registered, monkeypatch):
     case = CASES[name]
     monkeypatch.setenv("FAKE_KEY", "sk-test")
     with FakeOpenAI(case.script) as fake:
-        outcome = run_batch(fake, store, runs=case.runs)
+        outcome = run_batch(fake, store, runs=case.runs, timeout=case.timeout)
     episodes, events = stored(store)
     assert len(fake.requests) == case.requests
     assert fake.keys[0] == "Bearer sk-test"
