@@ -41,10 +41,10 @@ HOLDING = (ASSIGNED, ACTIVE)
 ERROR = "error"
 """The environment could not go on (a step over its limit): the attempt is over."""
 OVER = (DONE, ERROR)
+"""Statuses after which a participant moves on: nothing more can be played."""
 ENDED = (*OVER, ABANDONED)
 """An attempt its participant can no longer play: over, or abandoned with no unseen
 problem to replace it (its page says it was ended, and Continue goes on)."""
-"""Statuses after which a participant moves on: nothing more can be played."""
 
 
 class StudyFull(RuntimeError):
