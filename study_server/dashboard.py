@@ -74,7 +74,9 @@ def built_off_loop(view: Any) -> Any:
     every few milliseconds). On the loop, with 16,000 participants on the server, reading
     the dashboard made every game's ticks 0.27 to 0.45 s late (measured), and it grows
     with the studies. The pages that act on a live session (ending it, excluding) stay on
-    the loop, which owns the sessions."""
+    the loop, which owns the sessions. Put it above ``auth.login_required``, so that the
+    signed-in researcher (``g.admin``) is found in the thread's context, where the
+    template reads it."""
 
     @functools.wraps(view)
     def page(*args: Any, **kwargs: Any) -> Any:
