@@ -154,11 +154,33 @@ def index() -> str:
 
 
 INDEX_PARTICIPANTS = 50
-"""Participants a study's section of the index lists: the last to arrive. The study's
-participant list has them all, :data:`PAGE_PARTICIPANTS` a page (the index listed every
-one: 1.9 MB at 5,000 participants)."""
+"""Participants a study's section of the index lists: the last to arrive; and excluded
+attempts: the last excluded. The study's participant list and its list of excluded
+attempts have them all, :data:`PAGE_PARTICIPANTS` a page (the index listed every one:
+1.9 MB at 5,000 participants)."""
 PAGE_PARTICIPANTS = 500
-"""Participants a page of a study's participant list shows."""
+"""Rows a page of a study's participant list, or of its excluded attempts, shows."""
+
+
+def _excluded(study_id: str, problems: list[str]) -> Any:
+    """The study's excluded attempts, practice rounds aside (they are not listed): the
+    columns a list shows, in the order they were made."""
+    return select(EpisodeRow.id, EpisodeRow.problem_id, EpisodeRow.participant_id,
+                  EpisodeRow.exclusion_reason).where(
+        EpisodeRow.study_id == study_id, EpisodeRow.included.is_(False),
+        EpisodeRow.problem_id.in_(problems))
+
+
+def _page_of(total: int, what: str) -> dict[str, int]:
+    """The page of a list of ``total`` rows asked for (``?page=N``, from 1): its number,
+    how many pages the list has (:data:`PAGE_PARTICIPANTS` rows each), the offset of its
+    first row and the total; a 404 for a page past the last."""
+    pages = max(1, math.ceil(total / PAGE_PARTICIPANTS))
+    page = request.args.get("page", 1, type=int)
+    if not 1 <= page <= pages:
+        abort(404, f"{what} has {pages} page(s)")
+    return {"page": page, "pages": pages, "offset": (page - 1) * PAGE_PARTICIPANTS,
+            "total": total}
 
 
 def study_summary(db: Session, study: Study) -> dict[str, Any]:
@@ -169,16 +191,17 @@ def study_summary(db: Session, study: Study) -> dict[str, Any]:
         select(EpisodeRow.problem_id, func.count()).where(
             EpisodeRow.study_id == study.id, EpisodeRow.status == "done", EpisodeRow.included)
         .group_by(EpisodeRow.problem_id)).all())
-    excluded = db.exec(select(EpisodeRow).where(
-        EpisodeRow.study_id == study.id, EpisodeRow.included.is_(False),
-        EpisodeRow.problem_id.in_(problems))).all()  # practice rounds are not listed
+    excluded = _excluded(study.id, problems)
     _, payments = payment_rows(db, study.id)
     return {
         "prolific": db.get(prolific.ProlificStudy, study.id),
         "prolific_statuses": prolific.statuses(db, study.id),
         "prolific_batches": db.exec(select(prolific.ProlificBatch).where(
             prolific.ProlificBatch.study_id == study.id).order_by(prolific.ProlificBatch.id)).all(),
-        "study": study, "definition": definition, "excluded": excluded,
+        "study": study, "definition": definition,
+        "excluded": db.exec(excluded.order_by(EpisodeRow.id.desc())
+                            .limit(INDEX_PARTICIPANTS)).all(),
+        "excluded_count": db.exec(select(func.count()).select_from(excluded.subquery())).one(),
         "fill": [(p, done.get(p, 0), fill[p], definition.attempts_per_problem) for p in problems],
         "payments": payments, "bonus_total": sum(row.bonus for row in payments),
         "to_approve": sum(row.decision == APPROVE for row in payments),
@@ -202,15 +225,26 @@ def study_participants(study_id: str) -> str:
         except LookupError:
             abort(404, f"no study {study_id}")
         statuses = prolific.statuses(db, study_id)
-    pages = max(1, math.ceil(len(rows) / PAGE_PARTICIPANTS))
-    page = request.args.get("page", 1, type=int)
-    if not 1 <= page <= pages:
-        abort(404, f"the participant list of {study_id} has {pages} page(s)")
-    first = (page - 1) * PAGE_PARTICIPANTS
-    shown = rows[first:first + PAGE_PARTICIPANTS]
+    paging = _page_of(len(rows), f"the participant list of {study_id}")
+    shown = rows[paging["offset"]:paging["offset"] + PAGE_PARTICIPANTS]
     return render_template("dashboard/participants.html", study_id=study_id, rows=shown,
-                           statuses=statuses, page=page, pages=pages, first=first + 1,
-                           total=len(rows))
+                           statuses=statuses, **paging)
+
+
+@bp.get("/study/<study_id>/excluded")
+@built_off_loop
+@auth.login_required
+def study_excluded(study_id: str) -> str:
+    """Every excluded attempt of the study with why, in the order the attempts were made,
+    :data:`PAGE_PARTICIPANTS` a page (``?page=N``, from 1)."""
+    with _store().session() as db:
+        study = db.get(Study, study_id) or abort(404, f"no study {study_id}")
+        excluded = _excluded(study_id, list(from_stored(study.definition).problems))
+        total = db.exec(select(func.count()).select_from(excluded.subquery())).one()
+        paging = _page_of(total, f"the excluded attempts of {study_id}")
+        rows = db.exec(excluded.order_by(EpisodeRow.id).offset(paging["offset"])
+                       .limit(PAGE_PARTICIPANTS)).all()
+    return render_template("dashboard/excluded.html", study_id=study_id, rows=rows, **paging)
 
 
 @bp.get('/study/<study_id>/<any("decisions.csv", "approve.txt", "bonuses.csv"):name>')

@@ -230,6 +230,49 @@ def test_a_large_studys_index_lists_the_last_arrivals_and_its_list_pages_them_al
     assert client.get("/dashboard/study/nope/participants").status_code == 404
 
 
+def test_a_large_studys_index_lists_the_last_excluded_attempts_and_its_list_pages_them_all(app):
+    """620 excluded attempts, and excluded practice rounds: the index shows the 50 most
+    recent attempts, newest first, and links the study's excluded attempts, 500 a page,
+    in the order they were made; practice rounds are on neither (the index listed every
+    excluded attempt, the way it listed every participant)."""
+    from records.models import EpisodeRow
+
+    store = app.extensions["gridstudy.store"]
+    with store.session() as db:
+        person = Participant(study_id="pilot", external_id="pid-1")
+        db.add(person)
+        db.flush()
+        db.add_all(EpisodeRow(study_id="pilot", participant_id=person.id, status="done",
+                              problem_id="test/tutorial" if n % 7 == 0 else f"test/p{n % 3}",
+                              env_id="test/walker", challenge="planning", seed=n,
+                              included=n % 2 == 1, exclusion_reason=f"reason {n}")
+                   for n in range(1, 1500))
+    with store.session() as db:
+        excluded = [row.id for row in db.exec(select(EpisodeRow).order_by(EpisodeRow.id))
+                    if not row.included and row.problem_id != "test/tutorial"]
+    assert len(excluded) == 642
+    client = app.test_client()
+    assert client.get("/dashboard/study/pilot/excluded").status_code == 302  # log in first
+    log_in(client)
+    rows = re.compile(r'<tr data-excluded="(\d+)">')
+
+    index = client.get("/dashboard/").text
+    assert [int(n) for n in rows.findall(index)] == excluded[::-1][:50]
+    assert "The 50 most recent attempts, newest first; all 642 on" in index
+    assert 'href="/dashboard/study/pilot/excluded"' in index
+
+    pages = [client.get(f"/dashboard/study/pilot/excluded?page={k}") for k in (1, 2)]
+    assert [int(n) for page in pages for n in rows.findall(page.text)] == excluded
+    assert "501 to 642 of 642, in the order they were made; page 2 of 2." in pages[1].text
+    assert f"reason {excluded[-1]}" in pages[1].text
+    assert 'href="/dashboard/participant/1"' in pages[0].text
+    assert client.get("/dashboard/study/pilot/excluded?page=3").status_code == 404
+    assert client.get("/dashboard/study/nope/excluded").status_code == 404
+    with store.session() as db:
+        db.add(Study(id="empty", title="nobody", definition=make_definition(id="empty").to_dict()))
+    assert "None yet." in client.get("/dashboard/study/empty/excluded").text
+
+
 def test_a_small_studys_index_lists_everyone_and_its_list_says_nobody_yet(app):
     store = app.extensions["gridstudy.store"]
     with store.session() as db:
