@@ -154,13 +154,17 @@ class EpisodeRecorder:
         """How the attempt ended (written once): its status, last phase, score (0 when
         it did not finish) and outcome. The end is queued behind the attempt's events, so
         a process killed in between leaves it ``active`` with every turn it recorded (a
-        rerun continues it), never ended without its last turns."""
+        rerun continues it), never ended without its last turns. A person's attempt that
+        ends abandoned is excluded, with why (a model's counts: it gave up)."""
         if self.done:
             return
         self.done = True
+        excluded = None
+        if status == "abandoned" and self.ids["participant_id"] is not None:
+            excluded = f"abandoned: {info.get('reason', 'nobody played on')}"
         self.store.finish_episode(self.episode_id, status=status, phase=episode.phase,
-                                  score=episode.final_score,
-                                  info={**episode.outcome(), **info}, wait=self.wait_for_end)
+                                  score=episode.final_score, info={**episode.outcome(), **info},
+                                  excluded=excluded, wait=self.wait_for_end)
 
     def reopened(self) -> None:
         """The attempt continues after it was ended (a resumed model attempt)."""

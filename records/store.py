@@ -240,18 +240,21 @@ class Store:
         phase: str,
         score: float | None,
         info: dict[str, Any] | None = None,
+        excluded: str | None = None,
         wait: bool = True,
     ) -> None:
-        """Record how an attempt ended; ``info`` is merged into the episode's info. Queued
-        behind the attempt's events, then waited for (an unknown episode raises
-        :class:`StoreWriteError`); with ``wait`` false it returns at once (a real-time
-        tick, which must never wait on the disk), and the next :meth:`flush` reports an
-        unknown episode."""
+        """Record how an attempt ended; ``info`` is merged into the episode's info, and
+        ``excluded`` says why the attempt is excluded from now on (one excluded already
+        keeps its reason). Queued behind the attempt's events, then waited for (an unknown
+        episode raises :class:`StoreWriteError`); with ``wait`` false it returns at once (a
+        real-time tick, which must never wait on the disk), and the next :meth:`flush`
+        reports an unknown episode."""
         ended_at = utcnow()
         self._last_frames.pop(episode_id, None)
 
         def run(connection: Any) -> None:
-            found = connection.execute(select(EpisodeRow.info).where(EpisodeRow.id == episode_id))
+            found = connection.execute(select(EpisodeRow.info, EpisodeRow.included)
+                                       .where(EpisodeRow.id == episode_id))
             row = found.first()
             if row is None:
                 raise LookupError(f"no episode {episode_id} in {self!r}; start_episode first")
@@ -259,6 +262,8 @@ class Store:
                                       "ended_at": ended_at}
             if info:
                 values["info"] = {**(row.info or {}), **info}
+            if excluded and row.included:
+                values |= {"included": False, "exclusion_reason": excluded}
             connection.execute(update(EpisodeRow).where(EpisodeRow.id == episode_id)
                                .values(values))
 

@@ -296,4 +296,4 @@ class Scheduler:
                 session.abandon("nobody joined the preview")
             elif now - session.idle_since > self.idle_timeout:
                 self.remove(session.token)
-                session.abandon()
+                session.abandon(f"nobody was connected for {self.idle_timeout:g} s")

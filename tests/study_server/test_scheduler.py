@@ -214,6 +214,29 @@ def test_a_preview_nobody_joins_is_abandoned_and_a_participants_session_kept(sto
     assert (row.status, row.score, row.info["reason"]) == ("abandoned", 0.0, "nobody joined the preview")
 
 
+def test_a_session_nobody_returns_to_is_abandoned_and_a_persons_attempt_excluded_with_why(
+        store, problems):
+    """The idle timeout abandons a participant's session as a recorded preview's; the
+    person's attempt is excluded, with why (it stayed included, without a reason, unlike
+    one the abandon timeout released); a recorded preview is nobody's to exclude."""
+    scheduler = run_scheduler([])
+    scheduler.idle_timeout = 0.2
+    person = scheduler.add(GameSession.create(problems["mfp"], store, participant_id=7))
+    preview = scheduler.add(GameSession.create(problems["mfp"], store))
+    preview.joined = True
+    time.sleep(0.3)
+    scheduler._sweep_idle()
+    assert scheduler.sessions == {}
+    store.flush(timeout=10)
+    with store.session() as db:
+        rows = [db.get(EpisodeRow, session.episode_id) for session in (person, preview)]
+    assert [(row.status, row.included, row.exclusion_reason, row.info["reason"])
+            for row in rows] == [
+        ("abandoned", False, "abandoned: nobody was connected for 0.2 s",
+         "nobody was connected for 0.2 s"),
+        ("abandoned", True, None, "nobody was connected for 0.2 s")]
+
+
 def test_previews_are_capped(make_live_server, test_problems):
     import httpx
 

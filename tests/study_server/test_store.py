@@ -283,6 +283,22 @@ def test_a_failing_table_surfaces_on_flush_and_keeps_the_rows(store, tmp_path):
     assert len(store.failed) == 1
 
 
+def test_finish_episode_excludes_with_why_and_an_attempt_excluded_before_keeps_its_reason(store):
+    first = store.start_episode(problem=PLAN, study_id="pilot", participant_id=7)
+    second = store.start_episode(problem=PLAN, study_id="pilot", participant_id=7)
+    with store.session() as session:
+        row = session.get(EpisodeRow, second)
+        row.included, row.exclusion_reason = False, "ended by researcher: left the room"
+    for episode_id in (first, second):
+        store.finish_episode(episode_id, status="abandoned", phase="test", score=None,
+                             excluded="abandoned: nobody was connected for 600 s")
+    with store.session() as session:
+        rows = [session.get(EpisodeRow, episode_id) for episode_id in (first, second)]
+    assert [(row.status, row.included, row.exclusion_reason) for row in rows] == [
+        ("abandoned", False, "abandoned: nobody was connected for 600 s"),
+        ("abandoned", False, "ended by researcher: left the room")]
+
+
 def test_a_nul_or_a_lone_surrogate_is_stored_as_a_replacement_character(store, tmp_path):
     """Half an emoji (a model's reply cut inside one, a page's message) is valid JSON but
     no database stores it; neither text nor JSON fields refuse the row for it."""
