@@ -55,6 +55,7 @@ from flask import Flask, abort, current_app, request, send_file
 from flask_socketio import SocketIO
 from sqlalchemy import exc as sa_exc
 from werkzeug.datastructures import ImmutableMultiDict
+from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from records.schema import storable_text
@@ -114,7 +115,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     if app.config["BEHIND_PROXY"]:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1, x_host=1)
     app.after_request(routing_headers)
-    app.before_request(refuse_nul)
+    app.before_request(refuse_bad_input)
     for error in STORAGE_ERRORS:
         app.register_error_handler(error, storage_unavailable)
     app.add_url_rule("/vendor/socket.io.min.js", "socketio_client", socketio_client)
@@ -278,16 +279,26 @@ def storage_unavailable(error: Exception) -> Any:
     return page, 503, headers
 
 
-def refuse_nul() -> None:
+FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def refuse_bad_input() -> None:
     """A NUL character in a path or a link's parameter is nobody's input (and PostgreSQL's
     text cannot hold it): 400 before any handler reads it. In a form it is what a person
     pasted, into a comment perhaps, on the last page of a study: the form is read with
     it stored as U+FFFD (:func:`records.schema.storable_text`), as everywhere else (1.13).
-    JSON bodies are checked field by field where they are read."""
+    A form sent in chunks (its length not announced) is read up to ``MAX_CONTENT_LENGTH``
+    and no further: one that reaches it is refused, 413, as one announced too long is
+    (before, it was parsed from its start, lacked its CSRF token and was refused, 400,
+    for that). JSON bodies are checked field by field where they are read."""
     if any("\x00" in value for value in (request.path, *request.args.values())):
         abort(400, "the request holds a NUL character, which no field can take")
-    if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data") \
-            and any("\x00" in value for value in request.form.values()):
+    if request.mimetype not in FORMS:
+        return
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    if limit and request.content_length is None and len(request.get_data(cache=True)) >= limit:
+        raise RequestEntityTooLarge()
+    if any("\x00" in value for value in request.form.values()):
         request.form = ImmutableMultiDict([(key, storable_text(value))
                                            for key, value in request.form.items(multi=True)])
 
