@@ -110,15 +110,28 @@ def located(source: str | Path) -> tuple[str | None, Path]:
     return None, path
 
 
+PLAYS = "recorded plays"
+""":func:`study_counts`' key for the attempts recorded outside any study and any agent
+run: a preview played with ``?record=1``, a local play with ``--record`` (no study's id
+holds a space)."""
+
+
+def _outside(study_id: str | None, agent_run_id: Any) -> str | None:
+    """The key :func:`study_counts` counts an episode under."""
+    return study_id or (None if agent_run_id not in (None, "") else PLAYS)
+
+
 def study_counts(source: str | Path) -> dict[str | None, int]:
     """Episodes per study in ``source`` (a database or an export directory), without
-    loading them; ``None`` counts the model runs recorded outside any study."""
+    loading them; ``None`` counts the model runs recorded outside any study, and
+    :data:`PLAYS` the plays recorded outside any study and any run."""
     url, path = located(source)
     if url is None:
         if not (path / "episodes.csv").is_file():
             raise FileNotFoundError(f"{path} is not a gridstudy export: missing episodes.csv")
         with (path / "episodes.csv").open(newline="") as rows:
-            found = Counter(row.get("study_id") or None for row in csv.DictReader(rows))
+            found = Counter(_outside(row.get("study_id") or None, row.get("agent_run_id"))
+                            for row in csv.DictReader(rows))
         return dict(found)
     from sqlalchemy import MetaData, Table, func, select
     from sqlalchemy.exc import NoSuchTableError
@@ -130,8 +143,12 @@ def study_counts(source: str | Path) -> dict[str | None, int]:
                 episode = Table("episode", MetaData(), autoload_with=connection)
             except NoSuchTableError:
                 raise ValueError(f"{url} is not a gridstudy database: no table episode") from None
-            query = select(episode.c.study_id, func.count()).group_by(episode.c.study_id)
-            return {study: n for study, n in connection.execute(query).all()}
+            run = episode.c.agent_run_id.is_not(None)
+            query = select(episode.c.study_id, run, func.count()).group_by(episode.c.study_id, run)
+            found: Counter = Counter()
+            for study, with_run, n in connection.execute(query).all():
+                found[_outside(study, 1 if with_run else None)] += n
+            return dict(found)
     finally:
         engine.dispose()
 

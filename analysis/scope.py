@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.load import PLAYS
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -25,7 +27,8 @@ class Scope:
 def choose(counts: dict[str | None, int], study: Iterable[str] = (), all_studies: bool = False,
            agent_runs: Iterable[int] = (), outside: bool = False) -> Scope:
     """The scope of a report over a source with ``counts`` episodes per study (``None``:
-    runs outside any study, see :func:`analysis.load.study_counts`).
+    model runs outside any study; ``analysis.load.PLAYS``: plays recorded outside any
+    study and run; see :func:`analysis.load.study_counts`).
 
     One study in the source is reported alone; several need ``study`` or
     ``all_studies``; runs outside studies join only through ``agent_runs`` or
@@ -39,7 +42,7 @@ def choose(counts: dict[str | None, int], study: Iterable[str] = (), all_studies
     ('Study: a.', 'Left out: 4 episodes of model runs outside any study (add them with --agent-run ID or --runs-outside-studies).')
     """
     study, runs = sorted(set(study)), sorted(set(agent_runs))
-    studies = sorted(s for s in counts if s is not None)
+    studies = sorted(s for s in counts if s not in (None, PLAYS))
     held = ", ".join(f"{s}: {episodes(counts[s])}" for s in studies) or "none"
     if study and all_studies:
         raise ValueError("--study and --all-studies contradict each other: give one of them")
@@ -53,12 +56,18 @@ def choose(counts: dict[str | None, int], study: Iterable[str] = (), all_studies
     outside = outside or not studies
     lines = [f"Pooled studies (--all-studies): {held}." if len(chosen) > 1
              else f"Study: {chosen[0]}." if chosen else "No study in the source."]
-    unstudied = counts.get(None, 0)
+    unstudied, plays = counts.get(None, 0), counts.get(PLAYS, 0)
     if unstudied and outside:
         lines.append(f"Included: {episodes(unstudied)} of model runs outside any study.")
     elif unstudied:
         lines.append(f"Left out: {episodes(unstudied)} of model runs outside any study (add them "
                      "with --agent-run ID or --runs-outside-studies).")
+    played = (f"{episodes(plays)} played outside any study and any model run: previews "
+              "recorded with ?record=1, local play with --record")
+    if plays and outside:
+        lines.append(f"Included: {played}; their agent is unknown.")
+    elif plays:
+        lines.append(f"Left out: {played} (add them with --runs-outside-studies).")
     if runs:
         lines.append(f"Included: agent run(s) {', '.join(map(str, runs))} (--agent-run).")
     options = {"study": chosen or None, "outside": outside, "agent_runs": runs or None}

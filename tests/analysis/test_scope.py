@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from analysis.cli import report
-from analysis.load import load, study_counts
+from analysis.load import PLAYS, load, study_counts
 from records.models import AgentRun, Participant, Study
 from records.store import Store
 from tests.analysis.report_study import EASY, PROBLEMS, fill, play
@@ -15,8 +15,8 @@ from tests.analysis.report_study import EASY, PROBLEMS, fill, play
 
 @pytest.fixture(scope="module")
 def database(tmp_path_factory):
-    """The report study, a pilot study with one participant's attempt, and an agent run
-    recorded outside any study (two attempts)."""
+    """The report study, a pilot study with one participant's attempt, an agent run
+    recorded outside any study (two attempts) and a preview recorded with ?record=1."""
     path = tmp_path_factory.mktemp("scope") / "gridstudy.db"
     with Store(f"sqlite:///{path}") as store:
         fill(store)
@@ -29,6 +29,7 @@ def database(tmp_path_factory):
         for _ in range(2):
             play(store, PROBLEMS[EASY], ["go-to-test", "left"], study_id=None,
                  source="agent", agent_run_id=9)
+        play(store, PROBLEMS[EASY], ["go-to-test"], study_id=None, source="input")
         store.flush()
     return path
 
@@ -43,8 +44,13 @@ def first_screen(tmp_path) -> str:
     return page[:page.index('<section id="task_type_scores">')]
 
 
-def test_counts_per_study(database):
-    assert study_counts(database) == {"report": 17, "pilot": 1, None: 2}
+def test_counts_per_study(database, tmp_path):
+    """Per study; outside any: the model runs, and apart the plays no run made."""
+    from study_server.export import export
+
+    assert study_counts(database) == {"report": 17, "pilot": 1, None: 2, PLAYS: 1}
+    export(f"sqlite:///{database}", tmp_path / "export")
+    assert study_counts(tmp_path / "export") == study_counts(database)
 
 
 def test_refuses_to_pool_without_a_flag(database, tmp_path):
@@ -63,6 +69,9 @@ def test_one_study_leaves_out_the_others_and_says_so(database, tmp_path):
     assert '<p class="scope">Study: pilot.</p>' in screen
     assert ("Left out: 2 episodes of model runs outside any study (add them with --agent-run "
             "ID or --runs-outside-studies).") in screen
+    assert ("Left out: 1 episode played outside any study and any model run: previews "
+            "recorded with ?record=1, local play with --record (add them with "
+            "--runs-outside-studies).") in screen  # it was counted among the model runs
 
 
 def test_all_studies_is_said_first(database, tmp_path):
@@ -73,11 +82,12 @@ def test_all_studies_is_said_first(database, tmp_path):
             'episodes.</p>') in first_screen(tmp_path)
 
 
-@pytest.mark.parametrize("options", [("--agent-run", "9"), ("--runs-outside-studies",)])
-def test_runs_outside_studies_join_by_choice(database, tmp_path, options):
+@pytest.mark.parametrize(("options", "episodes"), [
+    (("--agent-run", "9"), 3), (("--runs-outside-studies",), 4)])
+def test_runs_outside_studies_join_by_choice(database, tmp_path, options, episodes):
     result = run(database, tmp_path, "--study", "pilot", *options)
     assert result.exit_code == 0, result.output
-    assert result.stdout.endswith("(3 episodes)\n")
+    assert result.stdout.endswith(f"({episodes} episodes)\n")
 
 
 @pytest.mark.parametrize(("options", "message"), [
@@ -93,6 +103,6 @@ def test_bad_choice_is_explained(database, tmp_path, options, message):
 
 def test_load_keeps_runs_outside_studies_only_when_asked(database):
     assert {e.study_id for e in load(database, study="pilot")} == {"pilot"}
-    assert len(load(database, study="pilot", outside=True)) == 3
+    assert len(load(database, study="pilot", outside=True)) == 4  # the preview too
     assert len(load(database, study="pilot", agent_runs=[9])) == 3
-    assert len(load(database)) == 20
+    assert len(load(database)) == 21
