@@ -11,6 +11,7 @@ from sqlmodel import select
 
 from records.models import EpisodeRow
 from tasks import registry
+from tasks.worldtest.episode import Episode
 from tasks.worldtest.verify import frame_hashes
 
 GAME = "section.gs-game"
@@ -63,6 +64,41 @@ def test_a_problem_played_in_the_browser_is_the_servers_record_frame_for_frame(l
     assert any(e.source == "auto" for e in events)  # the automatic no-ops, as the server's
     replayed = frame_hashes(registry.get_problem(PROBLEM), [e.action for e in events])
     assert [e.frame_hash for e in events] == replayed[1:]
+
+
+def held_for(page, seconds: float) -> tuple[int, float]:
+    """Hold the page's thread for ``seconds`` (as a background tab's slowed timers, or a
+    busy computer, do), then let it run half a second: the ticks the page ran meanwhile
+    and the periods of its frame rate that passed."""
+    before = page.evaluate(f"[+document.querySelector('{GAME}').dataset.tick, performance.now()]")
+    page.evaluate(f"() => {{ const end = performance.now() + {seconds * 1000}; "
+                  "while (performance.now() < end) {} }")
+    page.wait_for_timeout(500)
+    after = page.evaluate(f"[+document.querySelector('{GAME}').dataset.tick, performance.now()]")
+    period = 1000 / Episode(registry.get_problem(PROBLEM)).frame_rate
+    return after[0] - before[0], (after[1] - before[1]) / period
+
+
+def test_a_page_whose_timer_fell_behind_runs_the_ticks_it_missed(live_server, page):
+    """A tab in the background has its timers slowed (to once a second, and once a
+    minute after five minutes). Its world moved on at that pace, where the server's moves
+    on at the frame rate for a page connected but not looked at: the two modes recorded
+    different attempts. The ticks missed are now run when the timer comes, up to
+    ``catchUp`` seconds of them (a computer asleep goes on from where it stopped, as a
+    session on the server pauses when its connection is lost); all are stored, verified."""
+    open_game(page, live_server)
+    page.wait_for_function(f"+document.querySelector('{GAME}').dataset.tick >= 3")
+    ran, due = held_for(page, 2.5)
+    assert abs(ran - due) <= 2  # before: eight ticks fewer
+    page.evaluate(f"document.querySelector('{GAME}').gridstudy.catchUp = 1")
+    ran, due = held_for(page, 3.0)
+    assert abs(due - ran - 2.0 * 4) <= 2  # the two seconds beyond catchUp are not run
+    shown = int(page.locator(GAME).get_attribute("data-tick"))
+    page.wait_for_function(f"+document.querySelector('{GAME}').dataset.stored > {shown}",
+                           timeout=10000)
+    assert page.locator(GAME).get_attribute("data-verified") == "true"
+    events = live_server.events(attempt(live_server).id)
+    assert [e.tick for e in events] == list(range(len(events))) and len(events) > shown
 
 
 # -- in a study: reload, a tampered log, a browser that cannot run the engine ---------------

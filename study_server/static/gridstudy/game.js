@@ -243,16 +243,25 @@
   };
 
   /* Tick at the frame rate, each tick at its own time (a late tick does not push the
-     next ones later), drawing the new frame at once. */
+     next ones later), drawing the new frame at once. A tab in the background has its
+     timers slowed (to once a second, and once a minute after five minutes): the ticks
+     they missed are run when one comes, so the world moves on as the server's does for
+     a page that is connected but not looked at. After more than `catchUp` seconds
+     without a tick (a computer asleep) the world goes on from where it stopped, as a
+     session on the server pauses when its connection is lost. */
+  Game.prototype.catchUp = 120;
   Game.prototype.startTicking = function (period) {
     var self = this, next = performance.now() + period;
     var step = function () {
       if (self.ticking === null) { return; }
-      var state = self.view(self.local.tick());
+      var now = performance.now();
+      var due = Math.min(1 + Math.max(0, Math.floor((now - next) / period)),
+                         Math.ceil(self.catchUp * 1000 / period));
+      var state = self.view(self.local.tick(due));
       self.update(state);
       if (state.phase === "done" || state.stopped) { self.stopTicking(); self.flush(); return; }
-      next += period;
-      var now = performance.now();
+      next += due * period;
+      now = performance.now();
       if (next < now) { next = now; }
       self.ticking = setTimeout(step, next - now);
     };
