@@ -32,7 +32,7 @@ from records.schema import as_utc
 from records.store import PAGE_WAIT
 from tasks.core import parse_action
 from tasks.limits import StepLimitExceeded
-from tasks.worldtest.episode import Episode
+from tasks.worldtest.episode import DONE, Episode
 from tasks.worldtest.tick import AUTO, ERROR, INPUT
 
 BROWSER = "browser"
@@ -88,6 +88,8 @@ class BrowserAttempt:
         self.ended_at: float | None = None
         self.actions: list[str] = []
         """The actions applied so far, in order: what a page that left rebuilds from."""
+        self.last_input_at: float | None = None
+        """When the server took the last entry a person made (the live monitor's idle)."""
         self.lock = threading.Lock()
 
     @property
@@ -108,6 +110,18 @@ class BrowserAttempt:
                 self._take(entry)
                 self.next += 1
             return Taken(self.next, self.verified)
+
+    def stop(self) -> None:
+        """Take nothing more: the attempt was ended elsewhere (its row says how)."""
+        with self.lock:
+            if not self.ended:
+                self.ended, self.ended_at = True, time.time()
+
+    def abandon(self, reason: str) -> None:
+        """End the attempt here, ``abandoned`` for ``reason``; nothing after is taken."""
+        with self.lock:
+            if not self.ended:
+                self._end("abandoned", {"reason": reason})
 
     def _on_time(self, new: list[dict[str, Any]]) -> None:
         """A :class:`LogError` unless the log, with ``new``, keeps to the clock."""
@@ -168,6 +182,8 @@ class BrowserAttempt:
             self._failed(entry, action, source, error, client_time)
             return
         self.actions.append(action)
+        if source != AUTO:
+            self.last_input_at = time.time()
         shown = self.recorder.applied(step, source=source, client_time=client_time)
         if "error" in entry or entry["hash"] != shown or entry["tick"] != step.index:
             self._differs(tick, entry, "the frame differs" if "hash" in entry
@@ -356,6 +372,13 @@ def find(app: Any, token: str) -> BrowserSession | None:
     if found is None:
         return None
     return sessions(app).get(browser_token(app, found, token))
+
+
+def playing(app: Any) -> list[BrowserSession]:
+    """The participants' attempts this process takes the logs of, unfinished or done (an
+    attempt ended otherwise is over for the page too)."""
+    return [played for played in list(sessions(app).values()) if played.participant_id
+            and (not played.attempt.ended or played.attempt.episode.phase == DONE)]
 
 
 def drop(app: Any, participant_id: int) -> list[int]:

@@ -354,13 +354,19 @@ def _stop_abandoned(app: Any, socketio: Any) -> None:
     """Stop the sessions whose attempts were abandoned elsewhere, telling their pages: by
     a researcher on the dashboard of another worker, or by the assignment's abandon
     timeout (a participant away from an open tab for that long)."""
+    from study_server import browser_play
     from study_server.sockets import game_ended
 
     scheduler = app.extensions["gridstudy.realtime"]
     live = {s.episode_id: s for s in list(scheduler.sessions.values()) if s.episode_id}
-    if not live:
+    played = {p.episode_id: p for p in browser_play.playing(app) if not p.attempt.ended}
+    if not live and not played:
         return
-    for episode_id in _abandoned(app.extensions["gridstudy.cluster"].engine, list(live)):
+    for episode_id in _abandoned(app.extensions["gridstudy.cluster"].engine, [*live, *played]):
+        if episode_id in played:  # played in the browser: nothing more of its log is taken
+            played[episode_id].attempt.stop()
+            game_ended(socketio, played[episode_id])
+            continue
         session = scheduler.remove(live[episode_id].token)
         if session is not None:
             session.engine.drain("the attempt was ended before this input's tick")

@@ -48,7 +48,16 @@ from records.models import (
 )
 from records.offload import off_loop
 from records.store import PAGE_WAIT
-from study_server import assignment, auth, logins, monitor, prolific, study_figures, tokens
+from study_server import (
+    assignment,
+    auth,
+    browser_play,
+    logins,
+    monitor,
+    prolific,
+    study_figures,
+    tokens,
+)
 from study_server.commands.study import PROLIFIC_QUERY
 from study_server.payments import APPROVE, approve_list, bonuses_csv, decisions_csv, payment_rows
 from study_server.sockets import game_ended
@@ -278,8 +287,10 @@ def participant(participant_id: int) -> str:
                           .order_by(Signal.id)).all()
         leased = set(db.exec(select(LiveSession.episode_id).where(
             LiveSession.episode_id.in_([e.id for e in episodes]))).all())
-    # what the monitor would list: an attempt that holds its slot with a session playing
-    live = {e.id for e in episodes if e.status in assignment.HOLDING and e.id in leased}
+    # what the monitor would list: an attempt that holds its slot with a session playing,
+    # or played in the browser (whichever worker takes its log stops it at its heartbeat)
+    live = {e.id for e in episodes if e.status in assignment.HOLDING
+            and (e.id in leased or (e.info or {}).get("play") == browser_play.BROWSER)}
     per_attempt = {e.id: quality.summarise(s for s in signals if s.episode_id == e.id)
                    for e in episodes}
     return render_template("dashboard/participant.html", participant=row, episodes=episodes,
@@ -400,11 +411,15 @@ def end_session(episode_id: int) -> Any:
         if row.status in assignment.HOLDING:
             assignment.mark_abandoned(db, [episode_id], why)
         audit(db, "end-session", f"episode {episode_id}", reason, before, {"status": "abandoned"})
-    scheduler = current_app.extensions["gridstudy.realtime"]
+    scheduler, socketio = current_app.extensions["gridstudy.realtime"], current_app.extensions["socketio"]
     live = next((s for s in list(scheduler.sessions.values()) if s.episode_id == episode_id), None)
     if live is not None and scheduler.remove(live.token) is not None:
         live.abandon(why)
-        game_ended(current_app.extensions["socketio"], live)
+        game_ended(socketio, live)
+    played = next((p for p in browser_play.playing(current_app) if p.episode_id == episode_id), None)
+    if played is not None and not played.attempt.ended:  # played in the browser: nothing
+        played.attempt.abandon(why)                       # more of its log is taken
+        game_ended(socketio, played)
     return redirect(request.referrer or url_for("dashboard.index"))
 
 

@@ -28,7 +28,7 @@ from records.models import Participant
 from records.offload import blocking, off_loop
 from records.schema import as_utc
 from records.writer import unavailable
-from study_server import auth
+from study_server import auth, browser_play
 
 NAMESPACE = "/monitor"
 PUSH_EVERY = 1.0
@@ -116,7 +116,8 @@ def local_view(app: Flask, now: float | None = None) -> dict[str, Any]:
     now = time.time() if now is None else now
     sessions = list(app.extensions["gridstudy.realtime"].sessions.values())
     worker = app.extensions["gridstudy.cluster"].address or ""
-    return {"sessions": [_session_row(s, now, worker) for s in sessions if s.participant_id],
+    return {"sessions": [_session_row(s, now, worker) for s in sessions if s.participant_id]
+            + [_browser_row(played, now, worker) for played in browser_play.playing(app)],
             "previews": sum(s.participant_id is None for s in sessions),
             "models": [_model_row(live, now) for live in
                        list(app.extensions.get("gridstudy.agent_episodes", {}).values())
@@ -175,14 +176,31 @@ def _participants(app: Flask, ids: set[int]) -> dict[int, Participant]:
 
 
 def _session_row(session: Any, now: float, worker: str) -> dict[str, Any]:
-    late = sorted(session.lateness)
+    return _playing_row(session, session.episode, session.last_input_at, session.lateness,
+                        now, worker)
+
+
+def _browser_row(played: Any, now: float, worker: str) -> dict[str, Any]:
+    """A participant's attempt played in their browser (``study_server/browser_play.py``),
+    as far as the server has taken its log (a second behind the page at most). How late
+    the page's ticks are is the page's own: never late here."""
+    attempt = played.attempt
+    return {**_playing_row(played, attempt.episode, attempt.last_input_at, [], now, worker),
+            "play": "browser"}
+
+
+def _playing_row(session: Any, episode: Any, last_input_at: float | None,
+                 lateness: Any, now: float, worker: str) -> dict[str, Any]:
+    """The monitor's row of a participant's attempt being played (``session``: the live
+    session or the browser attempt, which name it alike)."""
+    late = sorted(lateness)
     p95 = late[int(0.95 * (len(late) - 1))] if late else 0.0
-    since_input = now - session.last_input_at if session.last_input_at else None
+    since_input = now - last_input_at if last_input_at else None
     return {
         "episode_id": session.episode_id, "study_id": session.study_id,
         "participant_id": session.participant_id, "worker": worker,
-        "problem_id": session.problem_id, "phase": session.episode.phase,
-        "tick": len(session.episode.history), "connected": session.sid is not None,
+        "problem_id": session.problem_id, "phase": episode.phase,
+        "tick": len(episode.history), "connected": session.sid is not None,
         "idle_seconds": None if since_input is None else round(since_input),
         "idle": since_input is None or since_input > IDLE_AFTER,
         "late_ms": round(1000 * p95), "late_mean_ms": round(1000 * statistics.fmean(late)) if late else 0,

@@ -166,6 +166,81 @@ def test_a_reload_mid_game_resumes_on_the_stored_frame(make_live_server, page):
     assert [e.seq for e in events] == list(range(len(events)))
 
 
+def test_a_game_played_in_the_browser_is_on_the_monitor_and_ended_from_it(make_live_server,
+                                                                        page):
+    """A participant's game played in their browser is on the live monitor, as one the
+    server ticks; End session stops it: the page says so, ticks and sends no more, and
+    goes on. Before, the monitor did not list it, and an attempt ended otherwise (from a
+    participant's page, or released by the abandon timeout) was left to a page that
+    played on, its log stored into the ended attempt, without a word."""
+    from study_server import auth, monitor
+    from tests.e2e.test_walkthrough import simulate
+    from tests.study_server.people import PASSWORD, csrf, researcher
+
+    live = browser_study(make_live_server)
+    auth.create_admin(live.store.engine, "researcher", PASSWORD)
+    to_practice(page, live)
+    page.wait_for_selector(f"{GAME}[data-engine=ready]", timeout=60000)
+    page.get_by_role("button", name="Go to test").click()  # the practice, given up
+    page.wait_for_selector(f"{GAME}[data-phase=test]")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Give up").click()
+    page.locator("[data-continue]:enabled").click()
+    simulate(page, live, "Check my answers")
+    page.wait_for_selector(f"{GAME}[data-engine=ready]", timeout=60000)
+    page.locator("[data-gs=grid]").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.stored) > 3")
+    from study_server.browser_play import sessions
+
+    def played_here() -> int:
+        return sessions(live.app)[page.get_attribute(GAME, "data-token")].episode_id
+
+    ended, token = played_here(), page.get_attribute(GAME, "data-token")
+    with live.app.app_context():
+        [row] = [r for r in monitor.snapshot(live.app)["playing"] if r["episode_id"] == ended]
+    assert row["play"] == "browser" and row["connected"] and row["idle_seconds"] is not None
+    board = researcher(live.url)
+    shown = board.get("/dashboard/").text
+    assert f'/dashboard/session/{ended}/end"' in shown and "in the browser" in shown
+    person = participant(live).id  # ended from the participant's page too
+    assert f'/dashboard/session/{ended}/end"' in board.get(f"/dashboard/participant/{person}").text
+    answer = board.post(f"/dashboard/session/{ended}/end", data={
+        "reason": "looked stuck", "csrf_token": csrf(board, "/dashboard/")})
+    assert answer.status_code == 200
+    page.wait_for_function(f"document.querySelector('{GAME}').dataset.ended === '1'")
+    assert "This game was ended by the study" in page.inner_text(GAME)
+    stopped = page.evaluate(f"document.querySelector('{GAME}').gridstudy.ticking")
+    assert stopped is None  # the page ticks no more
+    page.wait_for_selector(f"{GAME}[data-engine=ready]:not([data-token='{token}'])",
+                           timeout=60000)
+    assert played_here() != ended  # an unseen problem in its place
+    live.store.flush(timeout=10)
+    with live.store.session() as db:
+        row = db.get(EpisodeRow, ended)
+    assert (row.status, row.included) == ("abandoned", False)
+    assert row.exclusion_reason == "ended by researcher: looked stuck"
+    assert row.info["reason"] == "ended by researcher: looked stuck"
+    # the game in its place released by the abandon timeout, as for a participant away:
+    # the page is told at the server's next heartbeat, and its log is taken no more
+    from datetime import timedelta
+
+    from records.models import utcnow
+    from study_server import assignment
+
+    page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.stored) > 2")
+    replaced = played_here()
+    with live.store.session() as db:
+        _, definition = assignment.load_study(db, "demo")
+        assert replaced in assignment.release_stale(db, "demo", definition,
+                                                    utcnow() + timedelta(hours=1))
+    page.wait_for_function(f"document.querySelector('{GAME}').dataset.ended === '1'",
+                           timeout=15_000)
+    assert sessions(live.app)[page.get_attribute(GAME, "data-token")].attempt.ended
+    page.locator("[data-episode-done]").wait_for(timeout=15_000)
+    assert "no other to play in its place" in page.inner_text("[data-episode-done]")
+
+
 def test_a_tampered_log_marks_the_attempt_unverified_and_excludes_it(make_live_server, page):
     live = browser_study(make_live_server)
     to_practice(page, live)

@@ -201,6 +201,7 @@
     socket.on("connect", function () { self.rejoin(false); });
     socket.on("ping", function (m) { socket.emit("pong", { sent: m.sent, client_time: now() }); });
     socket.on("visit-ended", function (m) { window.location.assign(m.url); });
+    socket.on("game-ended", function (m) { self.ended(m.url); });
     socket.on("refused", function (m) {
       if (/another connection/.test(m.reason || "")) { self.offerTakeover(); return; }
       if (/^join: saving/.test(m.reason || "")) {  // the database is away: join again soon
@@ -346,6 +347,8 @@
    * the participant was away too long). Say so, then open what comes next. */
   var ENDED_WAIT = 4000;
   Game.prototype.ended = function (url) {
+    this.stopTicking();  // browser play: the page ticks no more, and sends no more
+    clearInterval(this.logging);
     clearTimeout(this.sayTimer);
     this.root.dataset.ended = "1";
     this.say("This game was ended by the study. What comes next opens in a moment.");
