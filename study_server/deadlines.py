@@ -6,8 +6,8 @@ server process ends the visits whose ``time_limit_minutes`` have passed (the
 ``timed-out`` ending, its code, the slots freed: ``Flow.end_overdue``; the deadline is
 the participant's arrival, stored, so a restart changes nothing), then closes the live
 games it holds of any visit that is over, however it ended (here or on another worker,
-by the time limit or a connection too slow): the game stops, and a connected page is
-sent to its ending (``visit-ended``). A participant who is away sees the ending on their
+by the time limit or a connection too slow), played by the server or in the browser: the
+game stops, and a connected page is sent to its ending (``visit-ended``). A participant who is away sees the ending on their
 next load.
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 from flask import Flask
 
 from records.offload import off_loop
+from study_server import browser_play
 from study_server.session import GameSession, label
 
 log = logging.getLogger(__name__)
@@ -57,10 +58,15 @@ class Deadlines:
             log.info("%d visit(s) ended at their time limit", ended)
         scheduler = self.app.extensions["gridstudy.realtime"]
         live = [s for s in list(scheduler.sessions.values()) if s.participant_id is not None]
-        over = off_loop(flow.ended_of, sorted({s.participant_id for s in live}))
+        played = [p for p in browser_play.playing(self.app) if not p.attempt.ended]
+        over = off_loop(flow.ended_of, sorted({s.participant_id for s in [*live, *played]}))
         for session in live:
             if session.participant_id in over:
                 close(self.app, self.socketio, session, over[session.participant_id])
+        for game in played:  # played in the browser: its log is taken no more
+            if game.participant_id in over:
+                game.attempt.abandon(ENDED)
+                _to_ending(self.socketio, game, over[game.participant_id])
 
 
 def close(app: Flask, socketio: Any, session: GameSession, study_id: str) -> None:
@@ -69,5 +75,11 @@ def close(app: Flask, socketio: Any, session: GameSession, study_id: str) -> Non
         return  # closed already
     log.info("%s: %s; the game stops", label(session.token), ENDED)
     session.abandon(ENDED)
+    _to_ending(socketio, session, study_id)
+
+
+def _to_ending(socketio: Any, session: Any, study_id: str) -> None:
+    """Send the page of ``session`` (a live game, or one played in the browser), if one is
+    connected, to the ending of its visit."""
     if session.sid is not None:
         socketio.emit("visit-ended", {"url": f"/study/{study_id}/flow"}, to=session.sid)

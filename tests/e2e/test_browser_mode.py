@@ -104,7 +104,7 @@ def test_a_page_whose_timer_fell_behind_runs_the_ticks_it_missed(live_server, pa
 # -- in a study: reload, a tampered log, a browser that cannot run the engine ---------------
 
 
-def browser_study(make_live_server, **changes):
+def browser_study(make_live_server, config=None, **changes):
     from dataclasses import replace
 
     from consent.definition import load_definition
@@ -113,7 +113,7 @@ def browser_study(make_live_server, **changes):
 
     definition = replace(load_definition(DEMO, {p.id for p in registry.list_problems()}),
                          play="browser", **changes)
-    live = make_live_server()
+    live = make_live_server(config)
     with live.store.session() as db:
         db.add(Study(id="demo", title=definition.title, definition=definition.to_dict()))
     return live
@@ -239,6 +239,28 @@ def test_a_game_played_in_the_browser_is_on_the_monitor_and_ended_from_it(make_l
     assert sessions(live.app)[page.get_attribute(GAME, "data-token")].attempt.ended
     page.locator("[data-episode-done]").wait_for(timeout=15_000)
     assert "no other to play in its place" in page.inner_text("[data-episode-done]")
+
+
+def test_a_participant_playing_in_the_browser_at_the_limit_is_sent_to_the_ending(
+        make_live_server, page):
+    """The visit's time limit passes while the page plays the practice in the browser:
+    the page is sent to the timed-out ending, as in server play, and the server takes no
+    more of its log. Before, the page played on, its log stored into an ended visit."""
+    from consent.definition import load_definition
+    from tests.e2e.test_walkthrough import DEMO
+
+    live = browser_study(make_live_server, {"DEADLINE_SWEEP": 0.3}, time_limit_minutes=0.5)
+    to_practice(page, live)
+    page.wait_for_selector(f"{GAME}[data-engine=ready]", timeout=60000)
+    token = page.get_attribute(GAME, "data-token")
+    page.locator("[data-gs=grid]").focus()
+    page.keyboard.press("ArrowRight")
+    page.locator("[data-code]").wait_for(timeout=45_000)  # no reload: the server sends it
+    assert page.inner_text("[data-code]") == load_definition(DEMO).code_for("timed-out")
+    assert participant(live).status == "timed-out"
+    from study_server.browser_play import sessions
+
+    assert sessions(live.app)[token].attempt.ended
 
 
 def test_a_tampered_log_marks_the_attempt_unverified_and_excludes_it(make_live_server, page):
