@@ -24,7 +24,7 @@ import re
 import secrets
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from records.recorder import EpisodeRecorder
@@ -254,6 +254,10 @@ class BrowserSession:
     owner: str | None = None
     token: str = ""
     sid: str | None = None
+    joined: bool = False
+    """A page joined it once (a preview no page joins goes sooner, as the scheduler's)."""
+    idle_since: float | None = field(default_factory=time.time)
+    """Since when no page is connected to it (None while one is)."""
 
     def __post_init__(self) -> None:
         self.token = self.token or secrets.token_urlsafe(16)
@@ -285,15 +289,41 @@ its last batch again), before the next new attempt forgets it."""
 
 
 def keep(app: Any, played: BrowserSession) -> BrowserSession:
-    """Hold ``played`` in this process (its page joins it by token), forgetting the
-    attempts that ended over :data:`ENDED_KEPT` seconds ago: their record is stored."""
-    held = sessions(app)
-    now = time.time()
-    for token, old in list(held.items()):
-        if old.attempt.ended_at is not None and now - old.attempt.ended_at > ENDED_KEPT:
-            held.pop(token, None)
-    held[played.token] = played
+    """Hold ``played`` in this process (its page joins it by token), after a
+    :func:`sweep`."""
+    sweep(app)
+    sessions(app)[played.token] = played
     return played
+
+
+def sweep(app: Any, now: float | None = None) -> None:
+    """Forget the attempts that ended over :data:`ENDED_KEPT` seconds ago (their record is
+    stored), and end ``abandoned`` the ones no page came to, as the scheduler does with
+    the games it ticks: a preview no page joined within ``UNJOINED_TIMEOUT`` seconds, and
+    any attempt no page was connected to for ``IDLE_TIMEOUT``. Without it, the previews
+    opened and left were held for good, and once ``MAX_PREVIEWS`` of them had been opened
+    no page could open another until the server restarted."""
+    from study_server.scheduler import NOT_JOINED, nobody_connected
+
+    now = time.time() if now is None else now
+    unjoined, idle = (float(app.config[key]) for key in ("UNJOINED_TIMEOUT", "IDLE_TIMEOUT"))
+    held = sessions(app)
+    for token, played in list(held.items()):
+        attempt = played.attempt
+        if attempt.ended_at is not None:
+            if now - attempt.ended_at > ENDED_KEPT:
+                held.pop(token, None)
+            continue
+        away = None if played.idle_since is None else now - played.idle_since
+        if away is None:
+            continue
+        if not played.joined and played.participant_id is None and away > unjoined:
+            attempt.abandon(NOT_JOINED)
+        elif away > idle:
+            attempt.abandon(nobody_connected(idle))
+        else:
+            continue
+        held.pop(token, None)
 
 
 TOKEN_KEY = "browser_token"

@@ -322,11 +322,13 @@ def init_cluster(app: Any, socketio: Any) -> Cluster:
 
 def heartbeat(app: Any, socketio: Any) -> None:
     """Refresh this worker's row, hand over the sessions others asked for, stop the ones
-    whose lease another worker took, and release the leases of sessions gone."""
-    from study_server import monitor
+    whose lease another worker took, and release the leases of sessions gone; end the
+    games played in the browser that no page came to (``browser_play.sweep``)."""
+    from study_server import browser_play, monitor
 
     cluster: Cluster = app.extensions["gridstudy.cluster"]
     scheduler = app.extensions["gridstudy.realtime"]
+    browser_play.sweep(app)  # the games played in the browser that no page came to
     cluster.beat(monitor.local_view(app))
     for token, by, takeover in cluster.wanted():
         _hand_over(app, socketio, token, by, takeover)

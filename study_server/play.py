@@ -24,7 +24,7 @@ from flask import (
 )
 
 from study_server import auth, cluster
-from study_server.browser_play import BrowserSession, keep, open_browser_session, sessions
+from study_server.browser_play import BrowserSession, keep, open_browser_session, sessions, sweep
 from study_server.session import GameSession, limits
 from tasks import registry
 from tasks.worldtest.challenge import challenges, get
@@ -104,6 +104,7 @@ def open_browser(problem: Problem, *, study_id: str | None = None,
     checked by the server (``study_server/browser_play.py``)."""
     owner = None
     if participant_id is None:
+        sweep(current_app)  # the previews no page came to are let go first
         held = sessions(current_app).values()
         limit = int(current_app.config["MAX_PREVIEWS"])
         if sum(played.participant_id is None for played in held) >= limit:

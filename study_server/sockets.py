@@ -397,7 +397,7 @@ def on_disconnect(peer: Peer, reason: Any = None) -> None:
         session.sid, session.idle_since = None, time.time()
     for played in browser_play.sessions(peer.app).values():
         if played.sid == peer.sid:
-            played.sid = None
+            played.sid, played.idle_since = None, time.time()
 
 
 def on_join_browser(peer: Peer, message: Any = None) -> dict[str, Any]:
@@ -420,7 +420,7 @@ def on_join_browser(peer: Peer, message: Any = None) -> dict[str, Any]:
         if message.get("takeover") is not True:
             return peer.refuse("join: this session is open in another connection")
         peer.emit("taken-over", {"token": session.token}, to=session.sid)
-    session.sid = peer.sid
+    session.sid, session.joined, session.idle_since = peer.sid, True, None
     peer.app.extensions["gridstudy.door"].joined(peer.sid)
     return {"ok": True, "problem_id": session.problem_id, "frame_rate": session.frame_rate,
             "record": session.attempt.record(), "verified": session.attempt.verified}

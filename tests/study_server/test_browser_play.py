@@ -248,3 +248,44 @@ def test_ended_browser_attempts_are_forgotten_and_previews_are_bounded(tmp_path)
         assert set(held) == {made[1]["token"]}
     finally:
         live.stop()
+
+
+def test_previews_and_attempts_no_page_came_to_are_let_go(tmp_path):
+    """A preview played in the browser that no page joins within UNJOINED_TIMEOUT, and an
+    attempt no page has been connected to for IDLE_TIMEOUT, end abandoned and are let go,
+    as the games the server ticks are. Before, they were held for good: once MAX_PREVIEWS
+    previews had been opened, no page could open another until the server restarted."""
+    import httpx
+    import socketio
+
+    from study_server import browser_play
+    from tests.conftest import start_live_server
+
+    live = start_live_server(tmp_path / "held.db", {"MAX_PREVIEWS": 2, "UNJOINED_TIMEOUT": 0.5,
+                                                    "IDLE_TIMEOUT": 2.0})
+
+    def open_preview() -> httpx.Response:
+        return httpx.post(f"{live.url}/play/lamp_grid/planning/session",
+                          params={"play": "browser"})
+
+    try:
+        made = [open_preview().json() for _ in range(2)]
+        assert open_preview().status_code == 503
+        page = socketio.Client(reconnection=False)
+        page.connect(live.url, transports=["websocket"])
+        assert page.call("join-browser", {"token": made[1]["token"]}, timeout=10)["ok"]
+        page.disconnect()  # joined, then left
+        time.sleep(0.7)
+        assert open_preview().status_code == 200  # the one no page joined was let go
+        held = browser_play.sessions(live.app)
+        assert made[0]["token"] not in held and made[1]["token"] in held
+        deadline = time.monotonic() + 10
+        while made[1]["token"] in held and time.monotonic() < deadline:
+            time.sleep(0.2)  # the heartbeat lets it go after the idle timeout
+        assert made[1]["token"] not in held
+        ended = [row(live.store, made[k]["episode_id"]) for k in (0, 1)]
+        assert [(r.status, r.info["reason"]) for r in ended] == [
+            ("abandoned", "nobody joined the preview"),
+            ("abandoned", "nobody was connected for 2 s")]
+    finally:
+        live.stop()
