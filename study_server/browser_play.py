@@ -297,13 +297,18 @@ def keep(app: Any, played: BrowserSession) -> BrowserSession:
 
 
 def sweep(app: Any, now: float | None = None) -> None:
-    """Forget the attempts that ended over :data:`ENDED_KEPT` seconds ago (their record is
-    stored), and end ``abandoned`` the ones no page came to, as the scheduler does with
-    the games it ticks: a preview no page joined within ``UNJOINED_TIMEOUT`` seconds, and
-    any attempt no page was connected to for ``IDLE_TIMEOUT``. Without it, the previews
-    opened and left were held for good, and once ``MAX_PREVIEWS`` of them had been opened
-    no page could open another until the server restarted."""
-    from study_server.scheduler import NOT_JOINED, nobody_connected
+    """Let go of the attempts no page needs here, as the scheduler lets go of the games it
+    ticks: forget those that ended over :data:`ENDED_KEPT` seconds ago (their record is
+    stored); end ``abandoned`` a preview no page joined within ``UNJOINED_TIMEOUT``
+    seconds; forget any other no page was connected to for ``IDLE_TIMEOUT``.
+
+    The last is only forgotten, its row left as it is: its page may play it on another
+    worker, which rebuilds it by its token and has no lease to tell this one (a page that
+    comes back here is rebuilt the same way), and in a study the abandon timeout releases
+    it as it does any attempt gone silent. Without the sweep, the previews opened and left
+    were held for good, and once ``MAX_PREVIEWS`` of them had been opened no page could
+    open another until the server restarted."""
+    from study_server.scheduler import NOT_JOINED
 
     now = time.time() if now is None else now
     unjoined, idle = (float(app.config[key]) for key in ("UNJOINED_TIMEOUT", "IDLE_TIMEOUT"))
@@ -319,9 +324,7 @@ def sweep(app: Any, now: float | None = None) -> None:
             continue
         if not played.joined and played.participant_id is None and away > unjoined:
             attempt.abandon(NOT_JOINED)
-        elif away > idle:
-            attempt.abandon(nobody_connected(idle))
-        else:
+        elif away <= idle:
             continue
         held.pop(token, None)
 

@@ -57,12 +57,6 @@ NOT_JOINED = "nobody joined the preview"
 """Why a preview no page joined within the unjoined timeout is abandoned."""
 
 
-def nobody_connected(seconds: float) -> str:
-    """Why an attempt no page was connected to for ``seconds`` (the idle timeout) is
-    abandoned."""
-    return f"nobody was connected for {seconds:g} s"
-
-
 class Scheduler:
     """The one background task that ticks every live session at its frame rate.
 
@@ -306,4 +300,4 @@ class Scheduler:
                 session.abandon(NOT_JOINED)
             elif now - session.idle_since > self.idle_timeout:
                 self.remove(session.token)
-                session.abandon(nobody_connected(self.idle_timeout))
+                session.abandon(f"nobody was connected for {self.idle_timeout:g} s")

@@ -251,10 +251,12 @@ def test_ended_browser_attempts_are_forgotten_and_previews_are_bounded(tmp_path)
 
 
 def test_previews_and_attempts_no_page_came_to_are_let_go(tmp_path):
-    """A preview played in the browser that no page joins within UNJOINED_TIMEOUT, and an
-    attempt no page has been connected to for IDLE_TIMEOUT, end abandoned and are let go,
-    as the games the server ticks are. Before, they were held for good: once MAX_PREVIEWS
-    previews had been opened, no page could open another until the server restarted."""
+    """A preview played in the browser that no page joins within UNJOINED_TIMEOUT ends
+    abandoned and is let go, as the scheduler's own previews are; a game no page has been
+    connected to for IDLE_TIMEOUT is forgotten, its row untouched (its page may play it on
+    another worker), and a page that comes back gets it again, rebuilt from the store.
+    Before, both were held for good: once MAX_PREVIEWS previews had been opened, no page
+    could open another until the server restarted."""
     import httpx
     import socketio
 
@@ -268,24 +270,31 @@ def test_previews_and_attempts_no_page_came_to_are_let_go(tmp_path):
         return httpx.post(f"{live.url}/play/lamp_grid/planning/session",
                           params={"play": "browser"})
 
+    def join(token: str) -> dict:
+        page = socketio.Client(reconnection=False)
+        page.connect(live.url, transports=["websocket"])
+        try:
+            return page.call("join-browser", {"token": token}, timeout=10)
+        finally:
+            page.disconnect()
+
     try:
         made = [open_preview().json() for _ in range(2)]
         assert open_preview().status_code == 503
-        page = socketio.Client(reconnection=False)
-        page.connect(live.url, transports=["websocket"])
-        assert page.call("join-browser", {"token": made[1]["token"]}, timeout=10)["ok"]
-        page.disconnect()  # joined, then left
+        assert join(made[1]["token"])["ok"]  # joined, then left
         time.sleep(0.7)
         assert open_preview().status_code == 200  # the one no page joined was let go
         held = browser_play.sessions(live.app)
         assert made[0]["token"] not in held and made[1]["token"] in held
         deadline = time.monotonic() + 10
         while made[1]["token"] in held and time.monotonic() < deadline:
-            time.sleep(0.2)  # the heartbeat lets it go after the idle timeout
+            time.sleep(0.2)  # the heartbeat forgets it after the idle timeout
         assert made[1]["token"] not in held
-        ended = [row(live.store, made[k]["episode_id"]) for k in (0, 1)]
-        assert [(r.status, r.info["reason"]) for r in ended] == [
-            ("abandoned", "nobody joined the preview"),
-            ("abandoned", "nobody was connected for 2 s")]
+        gone, left = (row(live.store, made[k]["episode_id"]) for k in (0, 1))
+        assert (gone.status, gone.info["reason"]) == ("abandoned", "nobody joined the preview")
+        assert left.status == "active"
+        back = join(made[1]["token"])  # its page comes back: rebuilt from the store
+        assert back["ok"] and back["record"]["next"] == 0
+        assert held[made[1]["token"]].episode_id == made[1]["episode_id"]
     finally:
         live.stop()
