@@ -320,7 +320,7 @@ def timed_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @auth.login_required
 def episode(episode_id: int) -> str:
     """A replay of one attempt: its events and the frame after each (live: reload). Each
-    frame is sent once, by its hash, as the store keeps it: the page of a 5-minute attempt
+    frame is sent once, by its hash, as the store keeps it: the page of a 10-minute attempt
     of bee_hive held 4.2 MB, its 362 frames repeated over 2,400 events."""
     _store().wait(PAGE_WAIT)
     with _store().session() as db:

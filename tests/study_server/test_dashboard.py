@@ -196,7 +196,7 @@ def test_the_episode_page_says_the_phase_an_attempt_being_played_is_in(app):
 
 def test_the_replay_sends_each_frame_once_and_every_event_names_its_own(app):
     """200 ticks of a walker that moves now and then: each event names the hash of the
-    frame after it, and each frame is sent once (the page of a 5-minute attempt of
+    frame after it, and each frame is sent once (the page of a 10-minute attempt of
     bee_hive held 4.2 MB, its 362 frames repeated over 2,400 events; 1.3 MB now)."""
     import json
 
