@@ -414,6 +414,12 @@ def playing(app: Any) -> list[BrowserSession]:
             and (not played.attempt.ended or played.attempt.episode.phase == DONE)]
 
 
+def unfinished(app: Any) -> list[BrowserSession]:
+    """The participants' attempts whose logs this process still takes (ending one of them
+    stops its page)."""
+    return [played for played in playing(app) if not played.attempt.ended]
+
+
 def drop(app: Any, participant_id: int) -> list[int]:
     """Stop taking the logs of the participant's browser attempts (their games go on
     from the server): the episodes they were."""

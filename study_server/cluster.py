@@ -361,7 +361,7 @@ def _stop_abandoned(app: Any, socketio: Any) -> None:
 
     scheduler = app.extensions["gridstudy.realtime"]
     live = {s.episode_id: s for s in list(scheduler.sessions.values()) if s.episode_id}
-    played = {p.episode_id: p for p in browser_play.playing(app) if not p.attempt.ended}
+    played = {p.episode_id: p for p in browser_play.unfinished(app)}
     if not live and not played:
         return
     for episode_id in _abandoned(app.extensions["gridstudy.cluster"].engine, [*live, *played]):

@@ -180,6 +180,11 @@ def _excluded(study_id: str, problems: list[str]) -> Any:
         EpisodeRow.problem_id.in_(problems))
 
 
+def _count(db: Session, query: Any) -> int:
+    """How many rows ``query`` gives."""
+    return db.exec(select(func.count()).select_from(query.subquery())).one()
+
+
 def _page_of(total: int, what: str) -> dict[str, int]:
     """The page of a list of ``total`` rows asked for (``?page=N``, from 1): its number,
     how many pages the list has (:data:`PAGE_PARTICIPANTS` rows each), the offset of its
@@ -210,7 +215,7 @@ def study_summary(db: Session, study: Study) -> dict[str, Any]:
         "study": study, "definition": definition,
         "excluded": db.exec(excluded.order_by(EpisodeRow.id.desc())
                             .limit(INDEX_PARTICIPANTS)).all(),
-        "excluded_count": db.exec(select(func.count()).select_from(excluded.subquery())).one(),
+        "excluded_count": _count(db, excluded),
         "fill": [(p, done.get(p, 0), fill[p], definition.attempts_per_problem) for p in problems],
         "payments": payments, "bonus_total": sum(row.bonus for row in payments),
         "to_approve": sum(row.decision == APPROVE for row in payments),
@@ -249,7 +254,7 @@ def study_excluded(study_id: str) -> str:
     with _store().session() as db:
         study = db.get(Study, study_id) or abort(404, f"no study {study_id}")
         excluded = _excluded(study_id, list(from_stored(study.definition).problems))
-        total = db.exec(select(func.count()).select_from(excluded.subquery())).one()
+        total = _count(db, excluded)
         paging = _page_of(total, f"the excluded attempts of {study_id}")
         rows = db.exec(excluded.order_by(EpisodeRow.id).offset(paging["offset"])
                        .limit(PAGE_PARTICIPANTS)).all()
@@ -416,10 +421,10 @@ def end_session(episode_id: int) -> Any:
     if live is not None and scheduler.remove(live.token) is not None:
         live.abandon(why)
         game_ended(socketio, live)
-    played = next((p for p in browser_play.playing(current_app) if p.episode_id == episode_id), None)
-    if played is not None and not played.attempt.ended:  # played in the browser: nothing
-        played.attempt.abandon(why)                       # more of its log is taken
-        game_ended(socketio, played)
+    for played in browser_play.unfinished(current_app):  # played in the browser: nothing
+        if played.episode_id == episode_id:              # more of its log is taken
+            played.attempt.abandon(why)
+            game_ended(socketio, played)
     return redirect(request.referrer or url_for("dashboard.index"))
 
 

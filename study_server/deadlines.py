@@ -58,7 +58,7 @@ class Deadlines:
             log.info("%d visit(s) ended at their time limit", ended)
         scheduler = self.app.extensions["gridstudy.realtime"]
         live = [s for s in list(scheduler.sessions.values()) if s.participant_id is not None]
-        played = [p for p in browser_play.playing(self.app) if not p.attempt.ended]
+        played = browser_play.unfinished(self.app)
         over = off_loop(flow.ended_of, sorted({s.participant_id for s in [*live, *played]}))
         for session in live:
             if session.participant_id in over:
