@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -300,11 +301,11 @@ def start_serve(db: Path, async_mode: str = "gevent", *args: str, log: Path | No
     """``gridstudy serve`` in a subprocess on a free loopback port: the process and its URL.
     Its log (stderr) goes to ``log`` when given, else to a pipe read if it fails."""
     port = free_port()
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gridstudy"), "serve", "--port", str(port), "--db", str(db),
-         "--async-mode", async_mode, *args],
-        stdout=subprocess.DEVNULL, stderr=log.open("w") if log else subprocess.PIPE,
-        env={**os.environ, **(env or {})})
+    with log.open("w") if log else nullcontext(subprocess.PIPE) as stderr:  # the child's own copy
+        process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "gridstudy"), "serve", "--port", str(port),
+             "--db", str(db), "--async-mode", async_mode, *args],
+            stdout=subprocess.DEVNULL, stderr=stderr, env={**os.environ, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
