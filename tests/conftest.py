@@ -296,11 +296,24 @@ def page(browser: Any) -> Iterator[Any]:
 # -- a real serve process ----------------------------------------------------------------
 
 
+def wait_until(predicate: Callable[[], Any], timeout: float = 5.0,
+               what: str = "the condition") -> None:
+    """Return once ``predicate()`` holds; :class:`TimeoutError` naming ``what`` if it does
+    not within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout:g} s for {what}")
+        time.sleep(0.01)
+
+
 def start_serve(db: Path, async_mode: str = "gevent", *args: str, log: Path | None = None,
-                env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str]:
-    """``gridstudy serve`` in a subprocess on a free loopback port: the process and its URL.
-    Its log (stderr) goes to ``log`` when given, else to a pipe read if it fails."""
-    port = free_port()
+                env: dict[str, str] | None = None,
+                port: int | None = None) -> tuple[subprocess.Popen, str]:
+    """``gridstudy serve`` in a subprocess on a loopback port (``port``, or a free one): the
+    process and its URL. Its log (stderr) goes to ``log`` when given, else to
+    a pipe read if it fails."""
+    port = port or free_port()
     with log.open("w") if log else nullcontext(subprocess.PIPE) as stderr:  # the child's own copy
         process = subprocess.Popen(
             [str(Path(sys.executable).parent / "gridstudy"), "serve", "--port", str(port),

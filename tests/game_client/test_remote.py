@@ -3,12 +3,21 @@ drawn, the stored events those of the same actions replayed."""
 
 from __future__ import annotations
 
+import signal
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import httpx
 import pytest
 
 from game_client.play import PygameClient
 from game_client.remote import JoinError, RemoteLoop, RemoteSession
 from tasks.core import frame_hash
 from tasks.worldtest.episode import Episode
+from tests.conftest import start_serve, wait_until
+
+PROBLEM = "ant_trail/planning"
 
 
 @pytest.fixture(autouse=True)
@@ -50,3 +59,48 @@ def test_remote_play_reaches_the_end_and_is_recorded(live_server, test_problems)
 def test_an_unknown_join_code_is_refused(live_server):
     with pytest.raises(JoinError, match="unknown or missing session token"):
         RemoteSession(live_server.url, "no-such-code").join()
+
+
+def test_a_window_whose_server_was_killed_joins_it_again_when_it_is_back(tmp_path):
+    """``kill -9`` of the server under a pygame player, then a restart on the same address:
+    the window reconnects by itself and joins its game again (the server rebuilds it from
+    the record by its token, so it goes on from the last tick stored, at most the writer's
+    flush window behind the frame shown); the key pressed before the kill was kept once,
+    and keys move the game again."""
+    env = {"GRIDSTUDY_PREVIEW": "open"}
+    process, url = start_serve(tmp_path / "g.db", log=tmp_path / "first.log", env=env)
+    port = int(url.rsplit(":", 1)[1])
+    try:
+        opened = httpx.post(f"{url}/play/{PROBLEM}/session", params={"record": "1"},
+                            timeout=10).json()
+        session = RemoteSession(url, opened["token"])
+        session.join()
+        loop = RemoteLoop(session)
+        loop.enqueue("right")
+        wait_until(lambda: loop.view()["tick"] >= 8, 30, "the first ticks")  # the key a second ago
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        shown = loop.view()
+        process, _ = start_serve(tmp_path / "g.db", log=tmp_path / "second.log", env=env,
+                                 port=port)
+        wait_until(lambda: loop.view()["tick"] > shown["tick"], 30, "ticks after the restart")
+        assert session.sio.connected
+        ticks, actions = zip(*stored_steps(tmp_path / "g.db", opened["episode_id"]))
+        assert list(ticks) == list(range(len(ticks)))  # one game, no tick twice, no hole
+        assert actions.count("right") == 1
+        before = loop.view()["tick"]
+        loop.enqueue("go-to-test")
+        wait_until(lambda: loop.view()["phase"] == "test", 30, "the key after the restart")
+        assert loop.view()["tick"] > before
+    finally:
+        session.close()
+        process.kill()
+        process.wait(10)
+
+
+def stored_steps(db: Path, episode_id: int) -> list[tuple[int, str]]:
+    """The tick and action of each of an attempt's applied steps, in order, read from the
+    file."""
+    with closing(sqlite3.connect(db, timeout=30)) as raw:
+        return raw.execute("SELECT tick, action FROM event WHERE episode_id = ? AND applied "
+                           "ORDER BY seq", (episode_id,)).fetchall()

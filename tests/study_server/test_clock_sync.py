@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from tests.conftest import wait_until
+
 MFP = "test/rt-walker-mfp"
 
 
@@ -13,14 +15,6 @@ MFP = "test/rt-walker-mfp"
 def live_server(make_live_server, test_problems):
     """The live server re-syncing clocks every half second instead of every 30 s."""
     return make_live_server({"CLOCK_RESYNC": 0.5})
-
-
-def wait_until(predicate, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the condition did not hold within the timeout")
-        time.sleep(0.01)
 
 
 def test_inputs_after_a_resync_round_use_the_new_offset(live_server, player):
