@@ -301,11 +301,21 @@ class Participant:
         await asyncio.sleep(max(0.0, self.leave_at - time.time()))
 
 
+ANSWER_WAIT = 60.0
+"""Seconds a simulated page waits for the answer to a batch of its log before the run
+stops, naming it (a page that waited for good would hang the benchmark)."""
+
+
 class BrowserParticipant(Participant):
     """One simulated person whose page ticks the game itself (browser play): the same
     engine (``tasks.worldtest.verify.LocalPlay``, here in CPython) at the frame rate,
-    keys admitted between ticks, and the play log sent once a second as ``log`` events
-    (each acknowledged before the next is sent, as ``game.js`` does)."""
+    keys admitted between ticks, and the play log sent every ``log_every`` seconds (once
+    a second, as ``game.js`` does) as ``log`` events, each acknowledged before the next
+    is sent."""
+
+    def __init__(self, *args: Any, log_every: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.log_every = log_every
 
     async def run(self, http: Any) -> dict[str, Any]:
         import websockets
@@ -330,12 +340,12 @@ class BrowserParticipant(Participant):
             ticks = asyncio.create_task(self._tick(local, period))
             acked, number = record["record"]["next"], 1
             last_key = self.leave_at - 0.5
-            while time.time() < self.leave_at:
+            while time.time() < self.leave_at and not _over(local):
                 await asyncio.sleep(min(self.rng.expovariate(1 / 0.35), 0.25))
-                if time.time() < last_key and self.rng.random() < 0.7:
+                if time.time() < last_key and self.rng.random() < 0.7 and not _over(local):
                     local.admit(self.rng.choice(KEYS), time.time())
                     self.sent += 1
-                if time.time() - getattr(self, "flushed", 0.0) >= 1.0:
+                if time.time() - getattr(self, "flushed", 0.0) >= self.log_every:
                     acked, number = await self._flush(socket, token, local, acked, number)
             ticks.cancel()
             left = time.time()
@@ -344,15 +354,19 @@ class BrowserParticipant(Participant):
             reader.cancel()
         return {"problem": self.problem, "episode_id": opened["episode_id"],
                 "frame_rate": opened["frame_rate"], "joined": joined, "left": left,
-                "sent": self.sent, "received": self.received, "states": len(self.states), "verified": self.verified}
+                "sent": self.sent, "received": self.received, "states": len(self.states),
+                "verified": self.verified, "batches": number - 1}
 
     async def _tick(self, local: Any, period: float) -> None:
+        """Tick at the frame rate until the attempt is over (``game.js`` stops there)."""
         due = time.time()
         while True:
             due += period
             await asyncio.sleep(max(0.0, due - time.time()))
             local.tick()
             self.states.append(time.time())
+            if _over(local):
+                return
 
     async def _flush(self, socket: Any, token: str, local: Any, acked: int,
                      number: int) -> tuple[int, int]:
@@ -361,9 +375,20 @@ class BrowserParticipant(Participant):
         if not batch:
             return acked, number
         await socket.send(f"42{number}" + json.dumps(["log", {"token": token, "batch": batch}]))
-        answer = await self.acks.get()
+        try:
+            answer = await asyncio.wait_for(self.acks.get(), ANSWER_WAIT)
+        except TimeoutError:
+            raise RuntimeError(f"{self.problem}: the server did not answer a batch of the play "
+                               f"log within {ANSWER_WAIT:g} s (entries {batch[0]['n']} to "
+                               f"{batch[-1]['n']})") from None
         self.verified = answer.get("verified", False)
         return (answer["next"] if answer.get("ok") else acked), number + 1
+
+
+def _over(local: Any) -> bool:
+    """Whether a page's attempt is over: its keys are ignored and its ticks stop there,
+    as ``game.js`` does (an episode at its end, or an environment that cannot go on)."""
+    return local.episode.phase == "done" or local.engine.stopped is not None
 
 
 def _ticks_shown(shown: list[tuple[float, int]]) -> int:
@@ -374,32 +399,33 @@ def _ticks_shown(shown: list[tuple[float, int]]) -> int:
     return max(ticks) - min(ticks) + 1 if ticks else 0
 
 
-async def _crowd(url: str, plan: list[tuple], browser: bool = False) -> list[dict]:
+async def _crowd(url: str, plan: list[tuple], browser: bool = False,
+                 log_every: float = 1.0) -> list[dict]:
     import httpx
 
     limits = httpx.Limits(max_connections=50)
-    kind = BrowserParticipant if browser else Participant
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
-        people = [kind(url, *p) for p in plan]
+        people = [BrowserParticipant(url, *p, log_every=log_every) if browser
+                  else Participant(url, *p) for p in plan]
         return list(await asyncio.gather(*(person.run(http) for person in people)))
 
 
 def crowd(args: tuple) -> tuple[list[dict], float]:
     """The generator process: every participant, and the CPU seconds it took."""
-    url, plan, browser = args
+    url, plan, browser, log_every = args
     if browser:  # the pages tick the walker themselves
         register_walker()
-    results = asyncio.run(_crowd(url, plan, browser))
+    results = asyncio.run(_crowd(url, plan, browser, log_every))
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return results, usage.ru_utime + usage.ru_stime
 
 
-def run_participants(url: str, plan: list[tuple], nice: int,
-                     browser: bool = False) -> tuple[list[dict], float]:
+def run_participants(url: str, plan: list[tuple], nice: int, browser: bool = False,
+                     log_every: float = 1.0) -> tuple[list[dict], float]:
     """``plan``: (problem, join at, leave at, seed) per participant; ``browser``: each
     page ticks its game itself (browser play)."""
     with multiprocessing.get_context("spawn").Pool(1, os.nice, (nice,)) as pool:
-        return pool.apply(crowd, ((url, plan, browser),))
+        return pool.apply(crowd, ((url, plan, browser, log_every),))
 
 
 # -- the figures --------------------------------------------------------------------------
@@ -502,14 +528,16 @@ def busy(processes: int, seconds: float) -> Iterator[None]:
 def measure(sessions: int, seconds: float, async_mode: str, problem: str | list[str],
             nice: int = 10, workers: int = 1, db: str | None = None,
             busy_processes: int = 0, browser: bool = False,
-            profile: str | None = None, arrivals: float = 1.0) -> dict[str, Any]:
+            profile: str | None = None, arrivals: float = 1.0,
+            log_every: float = 1.0) -> dict[str, Any]:
     """One run: N participants joining evenly over ``arrivals`` seconds, all playing on
     ``seconds`` after the last has joined, then the figures. Given a list of problems,
-    participant i plays problem i modulo its length."""
+    participant i plays problem i modulo its length. ``log_every``: seconds between two
+    batches of a page's play log (browser play; ``game.js`` sends one a second)."""
     problems = [problem] if isinstance(problem, str) else problem
     with busy(busy_processes, arrivals + seconds + 120):
         return _measure(sessions, seconds, async_mode, problems, nice, workers, db, browser,
-                        profile, arrivals)
+                        profile, arrivals, log_every)
 
 
 def mix_problems() -> list[str]:
@@ -533,7 +561,8 @@ def arrival_plan(problems: list[str], sessions: int, seconds: float, arrivals: f
 
 def _measure(sessions: int, seconds: float, async_mode: str, problems: list[str], nice: int,
              workers: int, db: str | None, browser: bool = False,
-             profile: str | None = None, arrivals: float = 1.0) -> dict[str, Any]:
+             profile: str | None = None, arrivals: float = 1.0,
+             log_every: float = 1.0) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(db, async_mode, workers, Path(tmp), profile)
@@ -543,7 +572,7 @@ def _measure(sessions: int, seconds: float, async_mode: str, problems: list[str]
             pids, helpers = server.worker_pids(), server.helper_pids()
             cpu0 = tree_cpu_seconds(pids), tree_cpu_seconds(helpers)
             wall0 = time.monotonic()
-            results, generator = run_participants(server.url, plan, nice, browser)
+            results, generator = run_participants(server.url, plan, nice, browser, log_every)
             wall = time.monotonic() - wall0
             cpu = {"workers": tree_cpu_seconds(pids) - cpu0[0],
                    "helpers": tree_cpu_seconds(helpers) - cpu0[1], "generator": generator}
@@ -647,6 +676,10 @@ def main(argv: list[str] | None = None) -> None:
                              "participant's page, the server only storing and replaying "
                              "their play logs (browser play; lateness is then the page's, "
                              "not measured here)")
+    parser.add_argument("--log-every", type=float, default=1.0, metavar="SECONDS",
+                        help="browser play: seconds between two batches of a page's play "
+                             "log (game.js sends one a second; a longer interval shows "
+                             "what the server would save by batching less often)")
     args = parser.parse_args(argv)
     modes = args.async_mode.split(",")
     for mode in modes:
@@ -658,13 +691,18 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--profile samples one server process: leave out --workers")
     if args.arrivals <= 0:
         parser.error("--arrivals: a number of seconds above 0")
+    if args.log_every <= 0 or (args.log_every != 1.0 and args.mode != "browser"):
+        parser.error("--log-every: a number of seconds above 0, with --mode browser")
     print(f"{args.sessions} participants joining over {args.arrivals:g} s, then "
           f"{args.seconds:.0f} s together on {args.problem}, "
-          f"{args.workers} worker(s), generator at nice {args.client_nice}, "
+          f"{args.workers} worker(s), "
+          + (f"play logs every {args.log_every:g} s, " if args.mode == "browser" else "")
+          + f"generator at nice {args.client_nice}, "
           f"{args.busy} busy process(es) beside the server (load average: 1-minute, "
           "before->after each run)", flush=True)
     options = {"workers": args.workers, "db": args.db, "busy_processes": args.busy,
-               "browser": args.mode == "browser", "arrivals": args.arrivals}
+               "browser": args.mode == "browser", "arrivals": args.arrivals,
+               "log_every": args.log_every}
     mix = mix_problems() if args.mix else []
     if mix:
         print(f"the mix: {len(mix)} problems ({', '.join(sorted({challenge(p) for p in mix}))})",

@@ -77,3 +77,38 @@ def test_the_generator_plays_a_session_over_its_own_socket_io_client(live_server
     assert figures["sessions"] == 1 and figures["seq_gaps"] == 0
     assert figures["inputs_accounted"] == 1.0
     assert figures["events_persisted_per_ticks_run"] == 1.0
+
+
+@pytest.mark.parametrize("log_every", [0.5, 2.0])
+def test_a_simulated_page_plays_in_its_browser_and_sends_its_log_as_often_as_told(
+        live_server, test_problems, log_every):
+    """bench.load's browser participant: its own engine ticks the game, its log reaches
+    the server in batches ``log_every`` seconds apart, every one stored and verified."""
+    import asyncio
+    import threading
+    import time
+
+    import httpx
+
+    from bench.load import BrowserParticipant
+
+    start = time.time() + 0.5
+    person = BrowserParticipant(live_server.url, test_problems["planning"].id, start,
+                                start + 4.0, seed=3, log_every=log_every)
+
+    async def play():
+        async with httpx.AsyncClient(timeout=30) as http:
+            return await person.run(http)
+
+    results = []
+    thread = threading.Thread(target=lambda: results.append(asyncio.run(play())))
+    thread.start()
+    thread.join(30)
+    result, = results
+    assert result["verified"] and result["sent"] > 0
+    played = result["left"] - result["joined"]
+    # a page looks at its clock between keys (at most 0.25 s apart), the last batch at the end
+    assert played / (log_every + 0.25) - 1 <= result["batches"] <= played / log_every + 2
+    events = live_server.events(result["episode_id"])
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert len(events) >= 0.8 * played * result["frame_rate"]
