@@ -105,7 +105,7 @@ class BrowserAttempt:
             for entry in entries:
                 if entry["n"] < self.next:
                     continue
-                if self.ended:
+                if self.ended and "refused" not in entry:  # a key pressed as it ended is kept
                     raise LogError("the attempt is over; nothing after its end is taken")
                 self._take(entry)
                 self.next += 1

@@ -24,7 +24,8 @@ Admitting an input, in order (the first rule that applies decides):
 Whether an action is allowed in the phase is decided when its tick comes, since an input
 queued before it (``go-to-test``) may change the phase. A tick applies the first queued
 input allowed then (those before it are refused as ``rejected``, with the episode's own
-refusal text), else ``noop``. A step that raises (an environment's runtime error) is
+refusal text), else ``noop``. Inputs still queued behind the step that ends the episode (a
+second press of ``submit``) are stored there as ``dropped``, with why. A step that raises (an environment's runtime error) is
 reported as a failed step and not applied; the episode goes on. A step stopped by its
 limit (an Autumn program's step budget, a Python environment's time limit:
 :class:`tasks.limits.StepLimitExceeded`) would stop every later step too, and has
@@ -60,6 +61,8 @@ QUEUED, DROPPED, REJECTED, MALFORMED, RATE_LIMITED = (
     "queued", "dropped", "rejected", "malformed", "rate-limited")
 INPUT, AUTO = "input", "auto"
 """Where an applied action came from: a person, or the clock's automatic noop."""
+ENDED_BEFORE_TICK = "the attempt ended before this input's tick"
+"""Why an input queued behind the step that ended the episode was not applied."""
 
 
 def next_deadline(deadline: float, period: float, now: float) -> float:
@@ -275,6 +278,8 @@ class TickEngine:
                 self.sink.applied(step, source=source, server_time=now,
                                   client_time=client_time, **fields)
             if step.done:
+                while self.queue:  # no tick will come for them: stored now, with why
+                    self._refuse_queued(self.queue.popleft(), DROPPED, ENDED_BEFORE_TICK, now)
                 self._finish("done", {"ticks": step.index + 1})
             return Tick(step, action, source)
 

@@ -25,7 +25,7 @@ from study_server.browser_play import (
 )
 from tasks import registry
 from tasks.worldtest.episode import DONE, Episode
-from tasks.worldtest.tick import TickEngine
+from tasks.worldtest.tick import ENDED_BEFORE_TICK, TickEngine
 from tasks.worldtest.verify import PlayLog
 
 PROBLEM = "ant_trail/planning"
@@ -125,6 +125,24 @@ def test_an_action_the_servers_episode_refuses_is_a_difference(store):
     assert "refuses 'submit_option_1'" in kept.difference["why"]
     refused = stored(store, RawInput, kept.recorder.episode_id)
     assert [r.status for r in refused] == ["rejected"]
+
+
+def test_a_key_pressed_again_as_the_attempt_ends_is_kept_as_dropped(store):
+    """Two keys in the last tick: the first is applied by the step that ends the attempt,
+    the second waits behind it; the page's engine drops it then, as the server's does,
+    and the server keeps it."""
+    log = browser_log(SOLVING[:10] + ["noop,noop"])
+    assert (log[-2]["tick"], log[-2]["source"]) == (10, "input")
+    assert log[-1] == {"n": 11, "refused": "dropped", "text": "noop",
+                       "reason": ENDED_BEFORE_TICK, "t": log[-1]["t"]}
+    kept = attempt(store)
+    assert kept.take(log).verified
+    refused = stored(store, RawInput, kept.recorder.episode_id)
+    assert [(r.text, r.status, r.reason) for r in refused] == [
+        ("noop", "dropped", ENDED_BEFORE_TICK)]
+    assert row(store, kept.recorder.episode_id).status == "done"
+    with pytest.raises(LogError, match="the attempt is over"):
+        kept.take([{**log[-2], "n": 12}])  # a step after the end is still refused
 
 
 def test_a_batch_sent_again_is_stored_once_and_a_gap_is_refused(store):

@@ -147,6 +147,14 @@ CASES = {
          (2, "right", "input", True), (3, "right", "input", True), (4, "down", "input", True),
          (5, "down", "input", True)],
         [("up", "rejected", "the episode is over")], ending=("done", 1.0)),
+    "an input queued behind the step that ends the episode is dropped, with why": Case(
+        "planning", {0: ["go-to-test"], 1: ["click 4 4"], 2: ["right"], 3: ["right"],
+                     4: ["down"], 5: ["down", "down"]}, 6, ["queued"] * 7,
+        [(0, "go-to-test", "input", True), (1, "click 4 4", "input", True),
+         (2, "right", "input", True), (3, "right", "input", True), (4, "down", "input", True),
+         (5, "down", "input", True)],
+        [("down", "dropped", "the attempt ended before this input's tick")],
+        ending=("done", 1.0)),
     "abandoning drops queued inputs and scores 0": Case(
         "mfp", {1: ["right", "down"]}, 1, ["queued", "queued"], [(0, "noop", "auto", True)],
         [("right", "dropped", "the session was abandoned"),
