@@ -25,13 +25,13 @@ Whether an action is allowed in the phase is decided when its tick comes, since 
 queued before it (``go-to-test``) may change the phase. A tick applies the first queued
 input allowed then (those before it are refused as ``rejected``, with the episode's own
 refusal text), else ``noop``. Inputs still queued behind the step that ends the episode (a
-second press of ``submit``) are stored there as ``dropped``, with why. A step that raises (an environment's runtime error) is
-reported as a failed step and not applied; the episode goes on. A step stopped by its
-limit (an Autumn program's step budget, a Python environment's time limit:
-:class:`tasks.limits.StepLimitExceeded`) would stop every later step too, and has
-already held the process once: it is reported as a failed step, and the attempt ends
-``error`` with the reason in plain words (``info["reason"]``, and ``stopped`` in the
-view a client draws); later ticks do nothing.
+second press of ``submit``) are stored there as ``dropped``, with why. A step that raises
+(an environment's runtime error) is reported as a failed step and not applied; the
+episode goes on. A step stopped by its limit (an Autumn program's step budget, a Python
+environment's time limit: :class:`tasks.limits.StepLimitExceeded`) would stop every later
+step too, and has already held the process once: it is reported as a failed step, and the
+attempt ends ``error`` with the reason in plain words (``info["reason"]``, and ``stopped``
+in the view a client draws); later ticks do nothing.
 """
 
 from __future__ import annotations
@@ -277,9 +277,8 @@ class TickEngine:
             if self.sink is not None:
                 self.sink.applied(step, source=source, server_time=now,
                                   client_time=client_time, **fields)
-            if step.done:
-                while self.queue:  # no tick will come for them: stored now, with why
-                    self._refuse_queued(self.queue.popleft(), DROPPED, ENDED_BEFORE_TICK, now)
+            if step.done:  # no tick will come for the inputs still queued
+                self._drop_queued(ENDED_BEFORE_TICK, now)
                 self._finish("done", {"ticks": step.index + 1})
             return Tick(step, action, source)
 
@@ -334,10 +333,14 @@ class TickEngine:
         stopping, the episode stays open for a resume."""
         now = self.clock() if now is None else now
         with self.lock:
-            while self.queue:
-                self._refuse_queued(self.queue.popleft(), DROPPED, reason, now)
+            self._drop_queued(reason, now)
             self._store_limited()
             self.closed = reason
+
+    def _drop_queued(self, reason: str, now: float) -> None:
+        """Refuse every queued input as ``dropped`` for ``reason`` (under the lock)."""
+        while self.queue:
+            self._refuse_queued(self.queue.popleft(), DROPPED, reason, now)
 
     def _finish(self, status: str, info: dict[str, Any]) -> None:
         if self.finished:
