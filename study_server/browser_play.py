@@ -30,14 +30,19 @@ from typing import Any
 from records.recorder import EpisodeRecorder
 from records.schema import as_utc
 from records.store import PAGE_WAIT
+from study_server.clock import UNIX_SECONDS, is_unix_time
 from tasks.core import parse_action
 from tasks.limits import StepLimitExceeded
 from tasks.worldtest.episode import DONE, Episode
-from tasks.worldtest.tick import AUTO, ERROR, INPUT
+from tasks.worldtest.tick import AUTO, DROPPED, ERROR, INPUT, MALFORMED, RATE_LIMITED, REJECTED
 
 BROWSER = "browser"
 """``info.play`` of an attempt played in the browser."""
 SOURCES = frozenset({INPUT, AUTO})
+REFUSALS = frozenset({DROPPED, REJECTED, MALFORMED, RATE_LIMITED})
+"""What a page's tick engine may say became of an input it did not apply."""
+REASON_CHARS = 500
+"""Characters of a refusal's reason kept (a page's are a line)."""
 MAX_BATCH = 512
 """Entries one batch may hold (about a minute of play at 8 FPS)."""
 AHEAD = 2.0
@@ -162,7 +167,7 @@ class BrowserAttempt:
         client_time = entry.get("t")
         if "refused" in entry:
             self.recorder.refused(entry["text"][:200], status=entry["refused"],
-                                  reason=entry["reason"], received_at=time.time(),
+                                  reason=entry["reason"][:REASON_CHARS], received_at=time.time(),
                                   client_time=client_time)
             return
         action, source, tick = entry["action"], entry["source"], entry["tick"]
@@ -219,11 +224,13 @@ def _check_entry(entry: dict[str, Any]) -> None:
     """A :class:`LogError` for an entry of the wrong shape (nothing of it is taken)."""
     number = entry["n"]
     t = entry.get("t")
-    if t is not None and not isinstance(t, int | float):
-        raise LogError(f"entry {number}: t is a number of seconds or null")
+    if t is not None and not is_unix_time(t):  # the row would refuse it after the step
+        raise LogError(f"entry {number}: t is {UNIX_SECONDS}, or null")
     if "refused" in entry:
-        if not all(isinstance(entry.get(k), str) for k in ("refused", "text", "reason")):
+        if not all(isinstance(entry.get(k), str) for k in ("text", "reason")):
             raise LogError(f"entry {number}: a refused input has refused, text and reason")
+        if entry.get("refused") not in REFUSALS:
+            raise LogError(f"entry {number}: refused is one of {', '.join(sorted(REFUSALS))}")
         return
     if not isinstance(entry.get("action"), str) or entry.get("source") not in SOURCES:
         raise LogError(f"entry {number}: an action entry has an action and a source "

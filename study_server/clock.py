@@ -12,11 +12,29 @@ from __future__ import annotations
 import math
 import statistics
 from collections import deque
+from typing import Any
 
 PING_ROUNDS = 5
 """Pings per round; the one with the shortest round trip sets the offset."""
 RECENT = 10
 """Round trips :meth:`ClockOffset.typical_rtt` looks at."""
+LATEST_CLIENT_TIME = 1e11
+"""Client times from this on (the year 5138) are no clock's reading."""
+UNIX_SECONDS = f"Unix seconds (a finite number from 0 to {LATEST_CLIENT_TIME:g})"
+"""What a client's time must be, as the refusal of one that is not says."""
+
+
+def is_unix_time(value: Any) -> bool:
+    """Whether ``value``, a time a client sent, can be a clock's reading: a number (not
+    true or false) from 0 to :data:`LATEST_CLIENT_TIME`. Python's JSON parser reads
+    ``NaN``, ``Infinity`` and ``1e999``, which no browser sends; a pong carrying one made
+    the offset infinite, and every later input of its session failed to be stored.
+
+    >>> [is_unix_time(v) for v in (1.7e9, 0, -1.0, float("nan"), float("inf"), 10**30, True)]
+    [True, True, False, False, False, False, False]
+    """
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and 0 <= value < LATEST_CLIENT_TIME)
 
 
 class ClockOffset:

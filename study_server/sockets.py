@@ -49,6 +49,7 @@ from records.writer import unavailable
 from study_server import auth, browser_play, cluster, deadlines
 from study_server.app import STORAGE_ERRORS
 from study_server.browser_play import LogError
+from study_server.clock import UNIX_SECONDS, is_unix_time
 from study_server.scheduler import Scheduler
 from study_server.session import GameSession, label
 from tasks.worldtest.tick import AUTO, Tick
@@ -67,9 +68,6 @@ class OneLineLogger(logging.LoggerAdapter):
         error = sys.exc_info()[1]
         kwargs.pop("exc_info", None)
         self.error(f"{msg}: {type(error).__name__}: {str(error)[:200]}", *args, **kwargs)
-LATEST_CLIENT_TIME = 1e11
-"""Client times from this on (the year 5138) are no clock's reading."""
-
 TOKEN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """What a session token can be (ours are 22 URL-safe characters): only such a token is
 looked up in the database, never an agent attempt's lease (``agent:<id>``) nor a string
@@ -332,9 +330,8 @@ def on_input(peer: Peer, message: Any = None) -> dict[str, Any]:
     client_time = message.get("client_time")
     if not isinstance(client_time, int | float) or isinstance(client_time, bool):
         client_time = None
-    elif not 0 <= client_time < LATEST_CLIENT_TIME:  # NaN fails this too
-        return peer.refuse("input: client_time must be Unix seconds (a finite number from 0 "
-                           f"to {LATEST_CLIENT_TIME:g})")
+    elif not is_unix_time(client_time):
+        return peer.refuse(f"input: client_time must be {UNIX_SECONDS}")
     status = session.enqueue_action(message["action"], client_time=client_time)
     if status != "queued":
         peer.emit("refused", {"reason": status, "action": message["action"][:100]})
@@ -377,8 +374,8 @@ def on_pong(peer: Peer, message: Any = None) -> None:
         peer.refuse("pong: expected {sent, client_time}")
         return
     sent, client_time = message.get("sent"), message.get("client_time")
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (sent, client_time)):
-        peer.refuse("pong: expected numbers sent and client_time")
+    if not (is_unix_time(sent) and is_unix_time(client_time)):
+        peer.refuse(f"pong: sent and client_time must be {UNIX_SECONDS}")
         return
     sessions = peer.scheduler.sessions_of(peer.sid)
     for session in sessions:

@@ -210,8 +210,11 @@ HOSTILE = [
     ("bad source", [{"n": 0, "tick": 0, "action": "noop", "source": "server",
                      "hash": "0" * 16}], "source"),
     ("bad time", [{"n": 0, "tick": 0, "action": "noop", "source": "auto",
-                   "hash": "0" * 16, "t": "soon"}], "t is a number"),
-    ("bad refusal", [{"n": 0, "refused": 3, "text": "up", "reason": "x"}], "refused, text"),
+                   "hash": "0" * 16, "t": "soon"}], "t is Unix seconds"),
+    ("bad refusal", [{"n": 0, "refused": "dropped", "text": 3, "reason": "x"}],
+     "refused, text"),
+    ("refusal claimed applied", [{"n": 0, "refused": "applied", "text": "up", "reason": "x"}],
+     "refused is one of dropped, malformed, rate-limited, rejected"),
 ]
 
 
@@ -223,6 +226,30 @@ def test_a_hostile_batch_is_refused_whole_and_nothing_is_stored(store, batch, me
         kept.take(batch)
     assert kept.next == 0
     assert stored(store, Event, kept.recorder.episode_id) == []
+
+
+@pytest.mark.parametrize("t", [float("nan"), float("inf"), 10**30, -5.0, 1e11, True],
+                         ids=["NaN", "Infinity", "10**30", "negative", "year 5138", "true"])
+def test_a_batch_with_an_impossible_time_is_refused_whole_and_the_honest_log_verifies(store, t):
+    """Python's JSON parser reads NaN, Infinity and 1e999, which no browser sends. Such a
+    time in the fourth entry was refused by the event row only after the server had
+    stepped its episode: the first entries were stored, and the honest batch sent next
+    replayed that step twice and was marked unverified at a frame that was the same."""
+    kept, honest = attempt(store), browser_log(SOLVING)
+    hostile = copy.deepcopy(honest)
+    hostile[3]["t"] = t
+    with pytest.raises(LogError, match="entry 3: t is Unix seconds"):
+        kept.take(hostile)
+    assert kept.next == 0 and stored(store, Event, kept.recorder.episode_id) == []
+    taken = kept.take(honest)
+    assert (taken.next, taken.verified, kept.difference) == (len(honest), True, None)
+
+
+def test_a_refusals_reason_is_kept_to_a_line(store):
+    kept = attempt(store)
+    kept.take([{"n": 0, "refused": "rejected", "text": "up", "reason": "x" * 60_000, "t": None}])
+    (raw,) = stored(store, RawInput, kept.recorder.episode_id)
+    assert (raw.status, raw.reason) == ("rejected", "x" * 500)
 
 
 def test_only_problems_of_the_package_play_in_the_browser(tmp_path):

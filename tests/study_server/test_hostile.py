@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Player, start_serve
+from tests.conftest import Player, start_serve, wait_until
 from tests.study_server.people import csrf
 
 PROBLEM = "cloud_burst/mfp"
@@ -217,6 +217,40 @@ def test_messages_without_an_answer_are_ignored_and_play_goes_on(server, player,
     player.sio.emit(event, payload)
     assert player.send("right") == {"ok": True, "status": "queued"}
     player.wait_ticks(2)
+
+
+@pytest.mark.parametrize("answer", [float("inf"), float("nan"), 1e308],
+                         ids=["Infinity", "NaN", "1e308"])
+def test_a_clock_answered_with_an_impossible_time_is_refused_and_every_input_is_stored(
+        server, answer):
+    """Python's JSON parser reads Infinity and NaN. A page answering the clock's pings
+    with one set its session's clock offset to it: every input after went unacknowledged,
+    and the tick that applied it failed to store it. The pong is refused; the offset
+    stays as it was, and play and the record go on."""
+    class WrongClock(Player):
+        def _pong(self, message: dict[str, Any]) -> None:
+            self.sio.emit("pong", {"sent": message["sent"], "client_time": answer})
+
+    http = server["http"]
+    opened = http.post(f"/play/{PROBLEM}/session?record=1").json()
+    cookie = "; ".join(f"{k}={v}" for k, v in http.cookies.items())
+    wrong = WrongClock(server["url"], opened["token"], cookie=cookie).connect()
+    try:
+        assert wrong.join()["ok"]
+        sent = [wrong.send("right") for _ in range(3)]
+        wrong.wait_ticks(3)
+    finally:
+        wrong.close()
+    assert sent == [{"ok": True, "status": "queued"}] * 3
+    assert "pong: sent and client_time must be Unix seconds" in wrong.refusals[0]["reason"]
+
+    def stored_times() -> list[float]:
+        with closing(sqlite3.connect(server["log"].parent / "gridstudy.db")) as db:
+            return [t for (t,) in db.execute("select client_time from event where episode_id"
+                                             " = ? and source = 'input'", (opened["episode_id"],))]
+
+    wait_until(lambda: len(stored_times()) == 3, 10, "the three inputs' events")
+    assert all(abs(t - time.time()) < 60 for t in stored_times()), stored_times()
 
 
 def test_a_message_over_the_size_cap_closes_its_connection_and_the_game_waits(server, player):
