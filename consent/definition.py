@@ -24,6 +24,7 @@ completed but excluded participant is paid (``study_server.payments``)::
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -324,9 +325,16 @@ def _non_negative_int(data: dict, name: str, default: int) -> int:
     return value
 
 
+def _finite(value: Any) -> bool:
+    """Whether ``value`` is a number a study can use: YAML reads ``.inf`` and ``.nan``, which
+    made no time limit ever pass and a bonus of ``inf`` in the payment files."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
 def _positive_number(data: dict, name: str, default: float) -> float:
     value = data.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if not _finite(value) or value <= 0:
         raise DefinitionError(f"{name}: expected a positive number, got {value!r}")
     return float(value)
 
@@ -471,7 +479,7 @@ def _bonus(value: Any) -> BonusRule:
         amount = value.get(name)
         if amount is None:
             continue
-        if isinstance(amount, bool) or not isinstance(amount, int | float) or amount < 0:
+        if not _finite(amount) or amount < 0:
             raise DefinitionError(f"bonus.{name}: expected an amount >= 0, got {amount!r}")
         amounts[name] = float(amount)
     return BonusRule(**amounts)

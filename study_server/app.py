@@ -45,6 +45,7 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import time
@@ -125,17 +126,22 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
 def numbers(config: dict[str, Any]) -> None:
     """Each setting whose default is a number, as a number of that kind: a value that is
-    not one (``GRIDSTUDY_SOCKET_RATE=fast``) stops the server in one line naming its
-    setting, where it said only "could not convert string to float"."""
+    not one above 0 (``GRIDSTUDY_SOCKET_RATE=fast``) stops the server in one line naming
+    its setting, where it said only "could not convert string to float". Every one is a
+    count, a size or a time: ``GRIDSTUDY_IDLE_TIMEOUT=NaN`` (read as JSON, so a number)
+    let no game go, and ``-1`` let every game go at once."""
     for key, default in DEFAULTS.items():
         if isinstance(default, bool) or not isinstance(default, int | float):
             continue
+        kind = "a whole number" if isinstance(default, int) else "a number"
         try:
-            config[key] = type(default)(config[key])
-        except (TypeError, ValueError):
-            kind = "a whole number" if isinstance(default, int) else "a number"
-            raise ValueError(f"the setting {key} (GRIDSTUDY_{key}) must be {kind}, "
-                             f"not {config[key]!r}") from None
+            value = type(default)(config[key])
+        except (TypeError, ValueError, OverflowError):
+            value = None
+        if value is None or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"the setting {key} (GRIDSTUDY_{key}) must be {kind} above 0, "
+                             f"not {config[key]!r}")
+        config[key] = value
 
 
 def register_blueprints(app: Flask) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 
 from consent.definition import DefinitionError, from_stored, load_definition, parse_definition
 from tests.consent.helpers import definition_data, make_definition
@@ -34,6 +35,10 @@ def test_defaults_and_round_trip():
         ({"time_limit_minutes": 0}, "time_limit_minutes: expected a positive number, got 0"),
         ({"max_round_trip_ms": "fast"}, "max_round_trip_ms: expected a positive number, got 'fast'"),
         ({"max_round_trip_ms": -5}, "max_round_trip_ms: expected a positive number, got -5"),
+        ({"time_limit_minutes": float("inf")}, "time_limit_minutes: expected a positive number, got inf"),
+        ({"expected_minutes": float("nan")}, "expected_minutes: expected a positive number, got nan"),
+        ({"bonus": {"per_solved": float("inf")}}, "bonus.per_solved: expected an amount >= 0, got inf"),
+        ({"bonus": {"per_solved": 0.1, "max": float("nan")}}, "bonus.max: expected an amount >= 0, got nan"),
         ({"attention_checks": "yes"}, "attention_checks: expected true or false, got 'yes'"),
         ({"colour": "red"}, "unknown field 'colour'"),
         ({"stages": "consent"}, "stages: expected a list of stage names, got str 'consent'"),
@@ -56,6 +61,19 @@ def test_missing_required_field():
     del data["completion_code"]
     with pytest.raises(DefinitionError, match="^completion_code: missing; expected the Prolific code"):
         parse_definition(data)
+
+
+def test_a_yaml_infinity_or_nan_is_refused_naming_its_field(tmp_path):
+    """YAML reads ``.inf`` and ``.nan`` as numbers: stored, such a time limit never
+    passed and such a bonus reached the payment files as ``inf``."""
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(definition_data()) + "bonus: {per_solved: .inf}\n")
+    with pytest.raises(DefinitionError, match=f"^{path}: bonus.per_solved: expected an amount"):
+        load_definition(path)
+    path.write_text(yaml.safe_dump(definition_data(time_limit_minutes=1)).replace(
+        "time_limit_minutes: 1", "time_limit_minutes: .nan"))
+    with pytest.raises(DefinitionError, match="time_limit_minutes: expected a positive number, got nan"):
+        load_definition(path)
 
 
 def test_unknown_problem_is_reported_with_its_index():

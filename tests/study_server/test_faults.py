@@ -219,8 +219,12 @@ def test_a_database_in_a_missing_folder_is_refused_in_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("setting, value, says", [
-    ("SOCKET_RATE", "fast", "SOCKET_RATE (GRIDSTUDY_SOCKET_RATE) must be a number, not 'fast'"),
-    ("ARRIVALS_PER_ADDRESS", "thirty", "must be a whole number, not 'thirty'"),
+    ("SOCKET_RATE", "fast", "SOCKET_RATE (GRIDSTUDY_SOCKET_RATE) must be a number above 0, not 'fast'"),
+    ("ARRIVALS_PER_ADDRESS", "thirty", "must be a whole number above 0, not 'thirty'"),
+    ("IDLE_TIMEOUT", "NaN", "IDLE_TIMEOUT (GRIDSTUDY_IDLE_TIMEOUT) must be a number above 0, not nan"),
+    ("SOCKET_RATE", "Infinity", "must be a number above 0, not inf"),
+    ("UNJOINED_TIMEOUT", "-1", "must be a number above 0, not -1"),
+    ("MAX_PREVIEWS", "0", "must be a whole number above 0, not 0"),
 ])
 def test_a_setting_that_is_not_a_number_is_named_in_one_line(tmp_path, setting, value, says):
     """It said only "could not convert string to float: 'fast'", naming no setting."""
