@@ -24,13 +24,14 @@ completed but excluded participant is paid (``study_server.payments``)::
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from records.schema import is_number
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _CODE = re.compile(r"^[A-Za-z0-9_-]{4,32}$")
@@ -325,16 +326,11 @@ def _non_negative_int(data: dict, name: str, default: int) -> int:
     return value
 
 
-def _finite(value: Any) -> bool:
-    """Whether ``value`` is a number a study can use: YAML reads ``.inf`` and ``.nan``, which
-    made no time limit ever pass and a bonus of ``inf`` in the payment files."""
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
 def _positive_number(data: dict, name: str, default: float) -> float:
+    """A finite number above 0 (YAML reads ``.inf`` and ``.nan``: stored, such a time limit
+    never passed)."""
     value = data.get(name, default)
-    if not _finite(value) or value <= 0:
+    if not is_number(value) or value <= 0:
         raise DefinitionError(f"{name}: expected a positive number, got {value!r}")
     return float(value)
 
@@ -479,7 +475,7 @@ def _bonus(value: Any) -> BonusRule:
         amount = value.get(name)
         if amount is None:
             continue
-        if not _finite(amount) or amount < 0:
+        if not is_number(amount) or amount < 0:  # a bonus of inf reached the payment files
             raise DefinitionError(f"bonus.{name}: expected an amount >= 0, got {amount!r}")
         amounts[name] = float(amount)
     return BonusRule(**amounts)

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from records.schema import is_number
+
 KINDS = ("device", "hidden", "shown", "blur", "focus", "idle", "active", "mashing")
 """What a signal can report (the ``kind`` column)."""
 IDLE_AFTER = 30
@@ -73,13 +75,15 @@ def _number(item: Mapping, name: str, where: str, most: float) -> float | None:
 
 
 def _plain(value: Any) -> Any:
-    """A device field as kept: short text, a number, a boolean, or a pair of numbers."""
+    """A device field as kept: short text, a finite number, a boolean, or a pair of
+    whole numbers; anything else as null. (Python's JSON parser reads ``NaN`` and
+    ``Infinity``, which no browser sends: a pair holding one answered 500, and a NaN
+    reached a JSON column PostgreSQL refuses.)"""
     if isinstance(value, str):
         return value[:300]
-    if isinstance(value, bool | int | float):
+    if isinstance(value, bool) or is_number(value):
         return value
-    if isinstance(value, list) and len(value) == 2 and all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+    if isinstance(value, list) and len(value) == 2 and all(is_number(v) for v in value):
         return [int(v) for v in value]
     return None
 

@@ -110,7 +110,14 @@ def _is_int(value: Any) -> bool:
     return type(value) is int and -INT_LIMIT <= value < INT_LIMIT
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a number a row can hold: a finite float, or an integer within
+    64 bits (not true or false). Python's JSON parser and YAML read ``NaN``, ``Infinity``
+    and ``1e999``; whatever comes from outside is checked with this before it is used.
+
+    >>> [is_number(v) for v in (1.5, 3, float("nan"), float("inf"), 2**64, True, "1")]
+    [True, True, False, False, False, False, False]
+    """
     return (_is_int(value) or type(value) is float) and math.isfinite(value)
 
 
@@ -178,7 +185,7 @@ def _is_json(value: Any) -> bool:
     return True
 
 
-_CHECKS = {INT: _is_int, FLOAT: _is_number, TEXT: lambda v: isinstance(v, str),
+_CHECKS = {INT: _is_int, FLOAT: is_number, TEXT: lambda v: isinstance(v, str),
            BOOL: lambda v: isinstance(v, bool), TIME: lambda v: isinstance(v, datetime),
            JSON: _is_json}
 _KINDS = {INT: "an integer", FLOAT: "a finite number", TEXT: "text", BOOL: "true or false",

@@ -14,6 +14,8 @@ import statistics
 from collections import deque
 from typing import Any
 
+from records.schema import is_number
+
 PING_ROUNDS = 5
 """Pings per round; the one with the shortest round trip sets the offset."""
 RECENT = 10
@@ -33,8 +35,7 @@ def is_unix_time(value: Any) -> bool:
     >>> [is_unix_time(v) for v in (1.7e9, 0, -1.0, float("nan"), float("inf"), 10**30, True)]
     [True, True, False, False, False, False, False]
     """
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and 0 <= value < LATEST_CLIENT_TIME)
+    return is_number(value) and 0 <= value < LATEST_CLIENT_TIME
 
 
 class ClockOffset:

@@ -119,6 +119,13 @@ def test_the_signal_route_stores_good_signals_and_refuses_bad_ones_whole(app):
     assert [(r.kind, r.stage, r.episode_id, r.study_id) for r in rows] == [
         ("device", "consent", None, "pilot"), ("blur", "consent", None, "pilot")]
     assert rows[0].value == {"window": [1280, 720]} and rows[1].client_time == 1.7e9
+    # what Python's JSON parser reads and no browser sends: a pair holding Infinity
+    # answered 500, and a NaN reached a JSON column PostgreSQL refuses
+    reply = send(client, '[{"kind": "device", "value": {"window": [Infinity, 720], '
+                         '"screen": [NaN, 1], "pixel_ratio": NaN, "touch": 1e999}}]')
+    assert reply.status_code == 200 and reply.json == {"stored": 1}, reply.json
+    assert stored(app)[-1].value == {"window": None, "screen": None, "pixel_ratio": None,
+                                     "touch": None}
 
 
 def test_a_participant_stores_no_more_signals_than_a_page_sends(app):
