@@ -11,6 +11,7 @@ import functools
 import io
 import json
 import math
+import re
 import shutil
 import tempfile
 import zipfile
@@ -483,14 +484,11 @@ def manage_study(study_id: str) -> Any:
                   {"status": study.status}, {"status": status})
             study.status = status
         if wanted:
-            definition = from_stored(study.definition)
-            if not wanted.isdigit() or int(wanted) < definition.attempts_per_problem:
-                abort(400, f"wanted must be a whole number of at least "
-                           f"{definition.attempts_per_problem} (it can only be raised)")
+            least = from_stored(study.definition).attempts_per_problem
+            wanted = _whole("wanted", least, "it can only be raised")
             audit(db, "set-wanted", f"study {study_id}", reason,
-                  {"attempts_per_problem": definition.attempts_per_problem},
-                  {"attempts_per_problem": int(wanted)})
-            study.definition = {**study.definition, "attempts_per_problem": int(wanted)}
+                  {"attempts_per_problem": least}, {"attempts_per_problem": wanted})
+            study.definition = {**study.definition, "attempts_per_problem": wanted}
     return redirect(url_for("dashboard.index"))
 
 
@@ -511,8 +509,8 @@ def prolific_action(study_id: str, action: str) -> Any:
             if action == "publish":
                 link = url_for("consent.enter", study_id=study_id, _external=True) + "?" + PROLIFIC_QUERY
                 done = prolific.publish(
-                    _store(), api, study_id, link, places=_whole("places"),
-                    reward_cents=_whole("reward_cents"), minutes=_whole("minutes"),
+                    _store(), api, study_id, link, places=_whole("places", 1),
+                    reward_cents=_whole("reward_cents", 1), minutes=_whole("minutes", 1),
                     draft=bool(request.form.get("draft")), actor=g.admin)
                 lines.append(f"{'already published' if done.already else 'on Prolific'} as "
                              f"{done.prolific_id} ({done.status})")
@@ -530,8 +528,16 @@ def prolific_action(study_id: str, action: str) -> Any:
                            lines=lines or ["nothing to do"])
 
 
-def _whole(name: str) -> int:
-    value = request.form.get(name, "")
-    if not value.isdigit():
-        abort(400, f"{name} must be a whole number")
+WHOLE = re.compile(r"[0-9]{1,9}")
+"""A whole number a researcher types into a form: ASCII digits (``str.isdigit`` also
+passes "²", which ``int`` refuses: a 500), nine at most."""
+
+
+def _whole(name: str, least: int = 0, why: str = "") -> int:
+    """The form's field ``name`` as a whole number of at least ``least``, or a 400 saying
+    what it must be (and ``why``)."""
+    value = request.form.get(name, "").strip()
+    if not WHOLE.fullmatch(value) or int(value) < least:
+        abort(400, f"{name} must be a whole number of at least {least}"
+                   + (f" ({why})" if why else ""))
     return int(value)

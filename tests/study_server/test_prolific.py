@@ -442,6 +442,12 @@ def test_the_dashboard_publishes_reviews_and_shows_each_participants_prolific_st
         return response.text
 
     assert "Publish on Prolific" in researcher.get("/dashboard/").text
+    for places in ("0", "²"):  # "²" passed str.isdigit and then failed int(): a 500
+        typo = researcher.post("/dashboard/study/pilot/prolific/publish", data={
+            "places": places, "reward_cents": "450", "minutes": "20",
+            "csrf_token": csrf(researcher, "/dashboard/")})
+        assert typo.status_code == 400 and "places must be a whole number of at least 1" in typo.text
+    assert not standin.studies
     shown = press("publish", places="3", reward_cents="450", minutes="20")
     [study] = standin.studies.values()
     assert f"on Prolific as {study['id']} (ACTIVE)" in shown

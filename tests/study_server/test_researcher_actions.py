@@ -115,6 +115,9 @@ def test_a_paused_study_turns_new_arrivals_away_politely_and_keeps_those_in(app,
     assert (study.status, study.definition["attempts_per_problem"]) == ("open", 9)
     lowered = act(researcher, "/dashboard/study/pilot/manage", wanted="2", reason="fewer")
     assert lowered.status_code == 400 and "can only be raised" in lowered.text
+    for typed in ("²", "9" * 5000, "ten", "-12"):  # "²" passes str.isdigit, not int(): a 500
+        refused = act(researcher, "/dashboard/study/pilot/manage", wanted=typed, reason="typo")
+        assert refused.status_code == 400 and "wanted must be a whole number of at least 9" in refused.text
     assert [c.action for c in rows(app, Audit)] == ["pause-study", "open-study", "set-wanted"]
     assert "attempts_per_problem: 9" in researcher.get("/dashboard/").text
 
