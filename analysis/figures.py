@@ -138,8 +138,13 @@ def ordered(names: Iterable[str]) -> list[str]:
 
 
 def natural(name: Any) -> tuple:
-    """A sort key reading the digits in a name as numbers (``p2`` before ``p10``)."""
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+    """A sort key reading the digits in a name as numbers (``p2`` before ``p10``); a
+    character that only looks like one (``²``) is read as a letter.
+
+    >>> sorted(["p10", "p2", "o1²"], key=natural)
+    ['o1²', 'p2', 'p10']
+    """
+    return tuple((0, int(part), "") if part.isdecimal() else (1, 0, part)
                  for part in re.split(r"(\d+)", str(name)) if part)
 
 

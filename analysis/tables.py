@@ -247,7 +247,7 @@ def _setting_order(setting: str) -> tuple[int, int]:
         return (0, 0)
     if setting.startswith("last "):
         k = setting.removeprefix("last ")
-        return (1, -int(k) if k.isdigit() else 0)
+        return (1, -int(k) if k.isdecimal() else 0)
     return (2, 0)
 
 

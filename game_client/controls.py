@@ -81,7 +81,7 @@ def _mfp_key(key: str, test: dict[str, Any]) -> str | None:
         return "step"
     if key == "left":
         return "rewind"
-    if key.isdigit() and 1 <= int(key) <= len(test["options"]):
+    if key.isdecimal() and 1 <= int(key) <= len(test["options"]):
         return f"choose_option_{int(key) - 1}"
     if key in _ENTER:
         return "submit"

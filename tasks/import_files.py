@@ -42,7 +42,7 @@ def parse_colour_dict(text: str, source: str = "color_dict.yaml") -> dict[int, s
             continue
         key, colon, value = line.partition(":")
         value = value.strip().strip("'\"").strip()
-        if not colon or not key.strip().isdigit() or not value:
+        if not colon or not key.strip().isdecimal() or not value:
             raise FolderError(f"{source} line {number}: expected '<integer>: <colour name>', "
                               f"got {line!r}")
         colours[int(key)] = value

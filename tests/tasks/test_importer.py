@@ -141,6 +141,8 @@ BROKEN = {
                         "color_dict.yaml: missing"),
     "bad colour line": (lambda b: _write(b, "color_dict.yaml", "0: transparent\nblack\n"),
                         "color_dict.yaml line 2: expected '<integer>: <colour name>', got 'black'"),
+    "superscript colour number": (lambda b: _write(b, "color_dict.yaml", "0: transparent\n²: red\n"),
+                                  "color_dict.yaml line 2: expected '<integer>: <colour name>', got '²: red'"),
     "no prompts": (lambda b: shutil.rmtree(b / "prompts"), "prompts: missing; expected"),
     "no program": (lambda b: (b / "programs" / "dabs.sexp").unlink(),
                    "programs/dabs.sexp: missing"),
