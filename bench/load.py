@@ -347,6 +347,8 @@ class BrowserParticipant(Participant):
                     self.sent += 1
                 if time.time() - getattr(self, "flushed", 0.0) >= self.log_every:
                     acked, number = await self._flush(socket, token, local, acked, number)
+            while local.engine.queue and not _over(local) and not ticks.done():
+                await asyncio.sleep(period)  # a key pressed last is ticked before leaving
             ticks.cancel()
             left = time.time()
             while acked < local.logged():  # everything played is stored before leaving
