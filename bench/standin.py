@@ -59,6 +59,8 @@ class Reply:
     content: str | None
     reasoning: str | None = None
     finish_reason: str = "stop"
+    usage: dict[str, Any] | None = None
+    """Fields replacing the counted ``usage`` (a provider's own numbers, right or not)."""
 
 
 Entry = str | Failure | Stall | Trickle | Drop | Reply | Callable[[list[dict[str, str]]], str]
@@ -130,6 +132,7 @@ class FakeOpenAI:
                     if entry.reasoning is not None:
                         message["reasoning_content"] = entry.reasoning
                     answer["choices"][0]["finish_reason"] = entry.finish_reason
+                    answer["usage"].update(entry.usage or {})
                     return self._send(200, json.dumps(answer))
                 self._send(200, json.dumps(completion(body, entry)))
 

@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 
 from records.remote import Backoff, NotWhole, WaitTooLong, request_whole, retry_after_seconds
-from records.schema import storable_text
+from records.schema import is_number, storable_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -288,15 +288,18 @@ class ChatProvider:
         reasoning = storable_text(reasoning) if isinstance(reasoning, str) else None
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         prompt, completion = _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
+        finish = choice.get("finish_reason")
         return Completion(text, prompt, completion,
                           self.prices.cost(self.model, prompt, completion), latency, retries,
                           reasoning or None,
-                          choice.get("finish_reason"))
+                          storable_text(finish[:100]) if isinstance(finish, str) else None)
 
 
 def _count(usage: dict[str, Any], name: str) -> int | None:
+    """A token count the reply gives, or None when it gives none a row can hold (a
+    provider's count of 2**70 or -5 ended its attempt as an error, its turn unstored)."""
     value = usage.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_number(value) and isinstance(value, int) and value >= 0 else None
 
 
 def _retriable(status: int) -> bool:

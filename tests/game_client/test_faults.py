@@ -77,6 +77,12 @@ CASES = {
     "a reply trickled within the timeout is taken": Case(
         [Trickle(4, 0.05, SOLVE[0]), *SOLVE[1:]], "done", 4, first={"retries": 0},
         timeout=1.0),
+    "token counts no provider could mean are kept as unknown": Case(
+        [Reply(SOLVE[0], usage={"prompt_tokens": 2 ** 70, "completion_tokens": -5}), *SOLVE[1:]],
+        "done", 4, first={"prompt_tokens": None, "completion_tokens": None, "cost": None}),
+    "a finish reason that is not text is kept as unknown": Case(
+        [Reply(SOLVE[0], finish_reason={"why": "stop"}), *SOLVE[1:]], "done", 4,
+        first={"finish_reason": None, "parse_valid": True}),
     "a reply over 32 MB is retried, not kept in memory": Case(
         [Trickle(33 * 2 ** 20, 0), *SOLVE], "done", 5, first={"retries": 1}),
     "a 429 asking to wait a day ends the attempt as a resumable error at once": Case(
