@@ -24,14 +24,13 @@ completed but excluded participant is paid (``study_server.payments``)::
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-
-from records.schema import is_number
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _CODE = re.compile(r"^[A-Za-z0-9_-]{4,32}$")
@@ -324,6 +323,18 @@ def _non_negative_int(data: dict, name: str, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise DefinitionError(f"{name}: expected an integer >= 0, got {value!r}")
     return value
+
+
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a number a study can use: finite, not true or false (YAML reads
+    ``.inf`` and ``.nan``; Python's JSON parser ``Infinity`` and ``NaN``). The record's own
+    rule is ``records.schema.is_number``, which this room may not import.
+
+    >>> [is_number(v) for v in (0.5, 3, float("inf"), float("nan"), True)]
+    [True, True, False, False, False]
+    """
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value))
 
 
 def _positive_number(data: dict, name: str, default: float) -> float:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from records.schema import is_number
+from consent.definition import is_number
 
 KINDS = ("device", "hidden", "shown", "blur", "focus", "idle", "active", "mashing")
 """What a signal can report (the ``kind`` column)."""

@@ -19,6 +19,7 @@ MODULES = [
     "records.flow",
     "records.schema",  # what a text the record cannot hold keeps
     "study_server.arrivals",  # what an address counts as
+    "consent.definition",  # what a study file's number may be
     "study_server.clock",  # the clock offset, and which times a client may send
     "tasks.autumn.render",  # which cell expressions the renderer may keep
 ]
