@@ -44,6 +44,7 @@ Registered ids
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -110,7 +111,13 @@ class GridstudyEnv(gymnasium.Env):
         if self.turns.ended:
             raise RuntimeError(f"the episode is over ({self.turns.status}); call reset() to "
                                "start another")
-        text = self.table.text(int(action))
+        try:  # an int or NumPy integer; int() read 1.7 as action 1, recorded as chosen
+            index = operator.index(action)
+        except TypeError:
+            raise TypeError(f"an action is a whole number of this problem's "
+                            f"0..{len(self.table) - 1}, not {type(action).__name__} "
+                            f"{action!r:.40}") from None
+        text = self.table.text(index)
         result = self.turns.take(text, raw_reply=text)
         status = self.turns.status
         done = self.episode.done

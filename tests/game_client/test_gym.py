@@ -138,6 +138,14 @@ def test_bad_arguments_say_what_is_expected(tmp_path):
             pytest.warns(UserWarning, match="not in the possible render_modes"):
         gymnasium.make("gridstudy/lamp_grid-planning-v0", render_mode="ansi")
     env = gymnasium.make("gridstudy/lamp_grid-planning-v0")
+    env.reset(seed=0)
+    last = env.action_space.n - 1
+    for wrong in (1.7, "up", None, np.array([3])):  # int() read 1.7 as action 1
+        with pytest.raises(TypeError, match=rf"a whole number of this problem's 0..{last}, not"):
+            env.unwrapped.step(wrong)
+    assert env.unwrapped.turns.turns == 0  # none of them took a turn
+    for right in (np.int64(0), np.array(0)):
+        assert env.unwrapped.step(right)[4]["action"] == "noop"
     with pytest.raises(ValueError, match="must be written rl:NAME"):
         RecordEpisodes(env, db=f"sqlite:///{tmp_path / 'r.db'}", agent="qlearning")
 
