@@ -486,7 +486,7 @@ def _bonus(value: Any) -> BonusRule:
         amount = value.get(name)
         if amount is None:
             continue
-        if not is_number(amount) or amount < 0:  # a bonus of inf reached the payment files
+        if not is_number(amount) or amount < 0:
             raise DefinitionError(f"bonus.{name}: expected an amount >= 0, got {amount!r}")
         amounts[name] = float(amount)
     return BonusRule(**amounts)

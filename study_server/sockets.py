@@ -68,6 +68,8 @@ class OneLineLogger(logging.LoggerAdapter):
         error = sys.exc_info()[1]
         kwargs.pop("exc_info", None)
         self.error(f"{msg}: {type(error).__name__}: {str(error)[:200]}", *args, **kwargs)
+
+
 TOKEN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """What a session token can be (ours are 22 URL-safe characters): only such a token is
 looked up in the database, never an agent attempt's lease (``agent:<id>``) nor a string
