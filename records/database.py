@@ -6,7 +6,9 @@ a user may type a URL or the path of a SQLite file wherever a database is asked 
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 import time
 from contextlib import closing
 from pathlib import Path
@@ -44,12 +46,13 @@ def database_url(text: str) -> str:
     return text
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, file: LiveFile | None = None) -> Engine:
     """An engine for ``url``; a SQLite file gets WAL mode and ``synchronous=NORMAL``.
 
     WAL lets the dashboard and the exports read while the writer writes; NORMAL is safe
     in WAL mode (a power cut may lose the last transactions, never corrupt the file).
     An in-memory SQLite database is refused: the writer thread could not share it.
+    A server's store passes its :class:`LiveFile`, which opens the engine's connections.
     """
     url = database_url(url)
     parsed = make_url(url)
@@ -60,8 +63,9 @@ def make_engine(url: str) -> Engine:
             f"{url!r} is an in-memory SQLite database; the store needs a file, "
             "for example sqlite:///gridstudy.db"
         )
-    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT},
-                           json_serializer=storable_json)
+    opening: dict[str, Any] = ({"creator": file.connect} if file is not None
+                               else {"connect_args": {"timeout": BUSY_TIMEOUT}})
+    engine = create_engine(url, json_serializer=storable_json, **opening)
     sa_event.listen(engine, "connect", _sqlite_pragmas)
     _spare_the_loop(engine)
     return engine
@@ -194,3 +198,155 @@ def _sqlite_refusal(error: sqlite3.DatabaseError) -> str:
     if "malformed" in message:
         return f"a damaged SQLite database, truncated or overwritten (SQLite says: {message})"
     return f"cannot be read as a SQLite database (SQLite says: {message})"
+
+
+class FileTrouble(OSError):
+    """The server's SQLite file is not the one it opened, and could not be put back yet
+    (another file took its place, or writing the copy failed): the storage is away."""
+
+
+class LiveFile:
+    """A server's SQLite file, kept at its path for as long as the server holds it open.
+
+    SQLite writes through the files it opened, not through their names. Deleted under a
+    running server (``rm -rf demo-data`` in another terminal, a cleanup script, ``git
+    clean -xdf`` in the folder of ``make demo``), the database lives on in a file no
+    other process can open, the server goes on acknowledging every input into it, and the
+    system frees it when the server stops: the whole study is gone, and nothing said so.
+    A deleted write-ahead log (``-wal``) or shared memory (``-shm``) is as bad: another
+    process opening the database sees it as it was at the last checkpoint, and a crash
+    loses everything since.
+
+    The store opens every connection through :meth:`connect`, and its writer calls
+    :meth:`keep` before each batch and about once a second between them. When any of the
+    three files is not the one opened, :meth:`keep` writes the whole database, as the
+    server's own connections still see it, back to its path (SQLite's backup, into a new
+    file moved into place) and the store reopens its connections there. While it copies,
+    two connections opened at start hold the old file: one is the copy's source, the
+    other holds its write lock from then on, so that a page's connection still on the
+    old file waits and then fails (503) rather than writing where nobody will read.
+
+    A file that took the database's place is never overwritten: :meth:`keep` raises
+    :class:`FileTrouble` (the storage is away: the games stand still, nothing is lost,
+    the rows wait in memory) until it is moved away, and then writes the database back.
+    """
+
+    PARTS = (("", "the database file"), ("-wal", "its write-ahead log (-wal)"),
+             ("-shm", "its shared memory (-shm)"))
+
+    def __init__(self, path: Path) -> None:
+        self.path = path.resolve()
+        self._lock = threading.Lock()
+        self._held: list[sqlite3.Connection] = []
+        """The two connections of each earlier file (the last holding its write lock)."""
+        self.identity: tuple[tuple[int, int] | None, ...] | None = None
+        """Device and inode of the database file, its log and its shared memory as the
+        server opened them (None for one that did not exist); None until :meth:`open`."""
+        self._source: sqlite3.Connection | None = None
+        self._locker: sqlite3.Connection | None = None
+
+    def open(self) -> None:
+        """Open the two connections that hold the file and note what it is (once the
+        database is in WAL mode, so that its log and shared memory exist)."""
+        self._source, self._locker = self._own(), self._own()
+        self.identity = self._identities()
+
+    def _own(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self._uri(), uri=True, timeout=2.0,
+                                     isolation_level=None, check_same_thread=False)
+        connection.execute("PRAGMA schema_version").fetchone()  # opens the log now
+        return connection
+
+    def _uri(self) -> str:
+        """The file's URI: made if missing only before the server has opened it."""
+        return f"file:{quote(str(self.path))}?mode={'rwc' if self.identity is None else 'rw'}"
+
+    def _identities(self) -> tuple[tuple[int, int] | None, ...]:
+        found = []
+        for suffix, _ in self.PARTS:
+            try:
+                status = os.stat(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                found.append(None)
+            else:
+                found.append((status.st_dev, status.st_ino))
+        return tuple(found)
+
+    def trouble(self) -> str | None:
+        """What is no longer the file opened ("the database file was deleted"), or None."""
+        if self.identity is None:
+            return None
+        for (_, name), was, now in zip(self.PARTS, self.identity, self._identities(),
+                                       strict=True):
+            if was is not None and now != was:
+                return f"{name} was {'deleted' if now is None else 'replaced'}"
+        return None
+
+    def connect(self) -> sqlite3.Connection:
+        """A connection to the database file (never a new empty one where it was deleted;
+        refused, as an unopenable file, while the file is not the one opened)."""
+        self._refuse_if_changed()
+        connection = sqlite3.connect(self._uri(), uri=True, timeout=BUSY_TIMEOUT,
+                                     check_same_thread=False)
+        try:
+            self._refuse_if_changed()  # changed while it opened
+        except sqlite3.OperationalError:
+            connection.close()  # before any read: it has opened no log
+            raise
+        return connection
+
+    def _refuse_if_changed(self) -> None:
+        trouble = self.trouble()
+        if trouble is not None:
+            raise sqlite3.OperationalError(f"unable to open database file {self.path}: "
+                                           f"{trouble} while the server ran")
+
+    def keep(self) -> str | None:
+        """Put the database back at its path if it is not there: what had happened, or
+        None when nothing had. Raises :class:`FileTrouble` when it cannot (yet)."""
+        if self.trouble() is None:
+            return None
+        with self._lock:
+            trouble = self.trouble()
+            if trouble is None:
+                return None
+            try:
+                if not self._locker.in_transaction:
+                    self._locker.execute("BEGIN IMMEDIATE")  # the old file's writes stop
+                main = self._identities()[0]
+                if main is not None and main != self.identity[0]:  # type: ignore[index]
+                    raise FileTrouble(f"{self.path} is another file: {trouble} while the "
+                                      "server ran, and it is not overwritten; the server keeps "
+                                      "the study's rows in memory until that file is moved "
+                                      "away, then writes the database back")
+                self._write_back()
+            except sqlite3.Error as error:
+                raise FileTrouble(f"{trouble} while the server ran, and writing the database "
+                                  f"back to {self.path} failed: {error}") from None
+            return trouble
+
+    def _write_back(self) -> None:
+        copy = self.path.with_name(f".{self.path.name}.restoring")
+        for suffix, _ in self.PARTS:
+            Path(f"{copy}{suffix}").unlink(missing_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(sqlite3.connect(copy)) as target:
+            self._source.backup(target)
+        for suffix, _ in self.PARTS[1:]:  # the old file's: the copy must not read them
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        os.replace(copy, self.path)
+        folder = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)  # the move itself survives a power cut
+        finally:
+            os.close(folder)
+        self._held += [self._source, self._locker]
+        self.open()
+
+    def close(self) -> None:
+        """Close the held connections (after a last :meth:`keep`, by the store)."""
+        with self._lock:
+            for connection in [*self._held, self._source, self._locker]:
+                if connection is not None:
+                    connection.close()
+            self._held, self._source, self._locker = [], None, None

@@ -27,6 +27,7 @@ refuses for their content are kept in :attr:`Store.failed` and raised by the nex
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -38,12 +39,21 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel
 
 from records import schema
-from records.database import check_sqlite_file, database_url, make_engine, sqlite_path
+from records.database import (
+    FileTrouble,
+    LiveFile,
+    check_sqlite_file,
+    database_url,
+    make_engine,
+    sqlite_path,
+)
 from records.models import EpisodeRow, Event, RawInput, Setting, utcnow
 from records.offload import blocking
 from records.rows import check
 from records.writer import BatchWriter, Change, Failure, TableSpec
 from tasks.core import frame_hash
+
+log = logging.getLogger(__name__)
 
 EVENT = TableSpec.of(Event)
 RAW_INPUT = TableSpec.of(RawInput)
@@ -146,11 +156,13 @@ class Store:
         existing = sqlite_path(self.url)
         if existing is not None and existing.is_file() and existing.stat().st_size:
             check_sqlite_file(existing)
-        self.engine = make_engine(self.url)
+        self.file = LiveFile(existing) if existing is not None else None
+        self.engine = make_engine(self.url, self.file)
         create_tables(self.engine)
-        self._writer = BatchWriter(
-            self.engine, flush_interval=flush_interval, batch_size=batch_size, retries=retries
-        )
+        if self.file is not None:
+            self.file.open()
+        self._writer = BatchWriter(self.engine, flush_interval=flush_interval,
+                                   batch_size=batch_size, retries=retries, file=self.file)
         self._closed = False
         self._lock = threading.Lock()
         self._last_frames: dict[Any, tuple[Any, str]] = {}
@@ -411,8 +423,20 @@ class Store:
             closing, self._closed = not self._closed, True
         if closing:
             self._writer.stop()
+            if self.file is not None:
+                self._keep_file_at_close(self.file)
             self.engine.dispose()
         self._raise_failures()
+
+    def _keep_file_at_close(self, file: LiveFile) -> None:
+        """Write the database back a last time if it was deleted since the writer's last
+        look (what pages wrote meanwhile), then let the file go."""
+        try:
+            self._writer.keep_file()
+        except FileTrouble as error:
+            log.error("store: closing, the database could not be written back: %s", error)
+        finally:
+            file.close()
 
     def _raise_failures(self) -> None:
         failures = self._writer.take_unreported()

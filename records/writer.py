@@ -22,6 +22,10 @@ its content, for the store to raise.
 
 The transactions run through :func:`records.offload.off_loop`: under gevent they happen
 in a native thread, so that a slow disk never holds the event loop.
+
+On a SQLite file the writer also keeps the file where it is (:class:`LiveFile`): before
+each batch, and about once a second between batches, it puts the database back at its
+path if it was deleted under the server, and then reopens the store's connections there.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Any
 from sqlalchemy import Table, exc, insert
 from sqlalchemy.engine import Connection, Engine
 
+from records.database import FileTrouble, LiveFile
 from records.models import Frame
 from records.offload import off_loop
 
@@ -49,6 +54,8 @@ POLL = 0.25
 """Longest the writer sleeps before checking whether the program is ending."""
 BACKOFF_LIMIT = 2.0
 """Longest wait, in seconds, between two tries of a batch while the storage is away."""
+LOOK_EVERY = 1.0
+"""Seconds between two looks at a SQLite file's place while no batch is written."""
 OUTAGE_LOG_EVERY = 30.0
 """Seconds between the log lines that say the storage is still away."""
 
@@ -245,10 +252,13 @@ class BatchWriter:
         batch_size: int = 5000,
         retries: int = 3,
         frame_cache: int = 100_000,
+        file: LiveFile | None = None,
     ) -> None:
         if flush_interval <= 0 or batch_size < 1 or retries < 1:
             raise ValueError("flush_interval must be > 0, batch_size and retries >= 1")
         self.engine = engine
+        self.file = file
+        self._next_look = 0.0
         self.flush_interval = flush_interval
         self.batch_size = batch_size
         self.retries = retries
@@ -366,6 +376,7 @@ class BatchWriter:
         while True:
             item = self._next(deadline)
             if item is None:
+                self._look()
                 if not threading.main_thread().is_alive():
                     self._queue.put(_Marker(stop=True))
                 if deadline is None or time.monotonic() < deadline:
@@ -419,7 +430,7 @@ class BatchWriter:
                         break
                     time.sleep(0.05 * 2**refused)
                     continue
-                self._storage_away(error, batch)
+                self._storage_away(error)
                 time.sleep(min(BACKOFF_LIMIT, 0.05 * 2**min(tries, 6)))
             else:
                 self._seen.add_all([row["hash"] for row in frame_rows])
@@ -428,6 +439,7 @@ class BatchWriter:
         self._write_one_by_one(batch, frame_rows)
 
     def _transaction(self, frame_rows: list[dict[str, Any]], batch: _Batch) -> None:
+        self.keep_file()
         with self.engine.begin() as connection:
             if frame_rows:
                 self._frame_insert.run(connection, frame_rows)
@@ -435,7 +447,36 @@ class BatchWriter:
                 self._insert(spec).run(connection, records)
             run_changes(connection, batch.changes)
 
-    def _storage_away(self, error: BaseException, batch: _Batch) -> None:
+    def keep_file(self) -> None:
+        """Put the database back at its path if it was deleted (:class:`LiveFile`), and
+        reopen the engine's connections there; raise :class:`FileTrouble` while it cannot
+        be (the storage is away)."""
+        if self.file is None:
+            return
+        self._next_look = time.monotonic() + LOOK_EVERY
+        try:
+            happened = self.file.keep()
+        except FileTrouble:
+            self.engine.dispose()  # pooled connections to the old file: new ones are refused
+            raise
+        if happened is not None:
+            self.engine.dispose()
+            log.error("store writer: %s while the server ran; the server wrote the database "
+                      "back to %s from its open connections, and nothing is lost", happened,
+                      self.file.path)
+
+    def _look(self) -> None:
+        """Between batches: the file kept about once every :data:`LOOK_EVERY` seconds."""
+        if self.file is None or time.monotonic() < self._next_look:
+            return
+        try:
+            off_loop(self.keep_file)
+        except FileTrouble as error:
+            self._storage_away(error)
+        else:
+            self._storage_back()
+
+    def _storage_away(self, error: BaseException) -> None:
         """The storage refused a batch: say so once, then every :data:`OUTAGE_LOG_EVERY`
         seconds, and keep the rows."""
         now = time.time()

@@ -19,6 +19,7 @@ from typing import Any
 from flask import Flask
 
 from records.offload import off_loop
+from records.writer import unavailable
 from study_server import browser_play
 from study_server.session import GameSession, label
 
@@ -47,9 +48,11 @@ class Deadlines:
                 return
             try:
                 self.sweep()
-            except Exception:  # the storage is away: the next sweep tries again
-                log.warning("the visits' time limits could not be checked now; "
-                            "trying again in %g s", self.every, exc_info=True)
+            except Exception as error:  # the storage is away: the next sweep tries again
+                away = unavailable(error)
+                log.warning("the visits' time limits could not be checked now (%s); trying "
+                            "again in %g s", str(error).splitlines()[0][:300], self.every,
+                            exc_info=not away)
 
     def sweep(self) -> None:
         flow = self.app.extensions["gridstudy.flow"]

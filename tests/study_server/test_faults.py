@@ -291,6 +291,22 @@ def fill(folder: Path) -> Path:
     return filler
 
 
+def stop_and_account(served: Served, games: list[tuple[Player, int]], stop: threading.Event,
+                     presser: threading.Thread) -> None:
+    """Stop pressing and the server (SIGTERM); every input the server acknowledged is
+    stored, no attempt has a hole and none is left queued."""
+    stop.set()
+    presser.join()
+    for player, _ in games:
+        player.settle()
+        player.close()
+    served.stop()
+    for player, episode_id in games:
+        counted = accounted(served.sql, episode_id)
+        assert counted["stored"] == len(player.queued()), (counted, len(player.queued()))
+        assert counted["queued"] == 0 and counted["holes"] == [], counted
+
+
 def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
     """The reproduction: the disk full for fifteen seconds under ten players. The games
     stand still with a plain message, new visitors get 503 with Retry-After (never 500),
@@ -340,21 +356,94 @@ def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
         assert all(map(playing_on, players, ticks))  # on by itself, the message gone
         assert served.person("later").arrive().status_code == 200
         time.sleep(2)
-        stop.set()
-        presser.join()
-        for player in players:
-            player.settle()
-            player.close()
-        served.stop()
-        for player, episode_id in games:
-            counted = accounted(served.sql, episode_id)
-            assert counted["stored"] == len(player.queued()), (counted, len(player.queued()))
-            assert counted["queued"] == 0 and counted["holes"] == [], counted
+        stop_and_account(served, games, stop, presser)
         log = served.log.read_text()
         assert "refuses to write" in log and "Traceback" not in log
     finally:
         (small_disk / "filler").unlink(missing_ok=True)
         served.stop()
+
+
+def _waits(check: Any, seconds: float, why: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, why
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("deleted", [("g.db", "g.db-wal", "g.db-shm"), ("g.db-wal", "g.db-shm"),
+                                     ("g.db-wal",)], ids=["all", "log-and-shm", "log"])
+def test_a_database_deleted_under_the_server_is_written_back_and_loses_nothing(served,
+                                                                               deleted):
+    """The careless operator: the database (or only its write-ahead log) deleted while
+    people play. The server used to go on acknowledging into a file nobody else could
+    open, and the system freed it at the stop: everything was lost, and nothing said so.
+    Now the file is back at its path within about a second, holding what came before
+    and after (another process reads it), and a ``kill -9`` after that loses nothing
+    acknowledged before the flush window."""
+    games = [served.playing(f"r{i}") for i in range(3)]
+    served.person("before").consent()
+    stop = threading.Event()
+    presser = keep_pressing([player for player, _ in games], rate=4.0, stop=stop)
+    time.sleep(2)
+    for name in deleted:
+        (served.db.parent / name).unlink()
+    _waits(lambda: served.db.is_file(), 5, "the database was not written back")
+    served.person("after").consent()
+    time.sleep(2)
+    seen = {row[0] for row in served.sql("SELECT external_id FROM participant")}
+    assert {"before", "after"} <= seen, seen
+    killed = served.kill()
+    stop.set()
+    presser.join()
+    for player, _ in games:
+        player.close()
+    log = served.log.read_text()
+    assert "was deleted while the server ran; the server wrote the database back" in log
+    assert "Traceback" not in log
+    served.start()  # the restart stores the inputs the kill left waiting as dropped
+    try:
+        for player, episode_id in games:
+            counted = accounted(served.sql, episode_id)
+            assert counted["stored"] >= len(player.queued(before=killed - FLUSH_WINDOW))
+            assert counted["queued"] == 0 and counted["holes"] == [], counted
+    finally:
+        served.stop()
+
+
+def test_a_file_put_in_the_databases_place_is_never_written_and_the_games_wait(served):
+    """Another database moved to the live one's path (a backup put back while the server
+    runs): the server never writes into it, nor opens it. Until it is moved away the
+    store is away (the games stand still and say why, a new visitor gets 503); then the
+    server writes its database back and everything goes on, nothing lost."""
+    games = [served.playing(f"m{i}") for i in range(3)]
+    players = [player for player, _ in games]
+    stop = threading.Event()
+    presser = keep_pressing(players, rate=4.0, stop=stop)
+    time.sleep(2)
+    other = served.db.parent / "other.db"
+    with closing(sqlite3.connect(other)) as made:
+        made.execute("CREATE TABLE mine (x)")
+        made.commit()
+    content = other.read_bytes()
+    os.replace(other, served.db)
+    replaced_at = time.time()
+    _waits(lambda: all(any(s.get("paused") for s in p.states_after(replaced_at))
+                       for p in players), 10, "the games played on while the file was another")
+    newcomer = served.person("late").arrive()
+    assert newcomer.status_code == 503, newcomer.text[:300]
+    time.sleep(2)
+    assert served.db.read_bytes() == content  # never written
+    os.replace(served.db, other)
+    _waits(lambda: served.db.is_file(), 10, "the database was not written back")
+    moved_at = time.time()
+    _waits(lambda: all(any(not s.get("paused") for s in p.states_after(moved_at))
+                       for p in players), 20, "the games did not go on")
+    assert served.person("later").arrive().status_code == 200
+    assert other.read_bytes() == content
+    stop_and_account(served, games, stop, presser)
+    log = served.log.read_text()
+    assert "is another file" in log and "Traceback" not in log
 
 
 def test_a_write_lock_held_by_another_process_delays_no_game(tmp_path):

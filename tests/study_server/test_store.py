@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 
 import pytest
 from sqlmodel import select
 
-from records.database import database_url, make_engine
+from records.database import FileTrouble, LiveFile, database_url, make_engine
 from records.models import AgentRun, EpisodeRow, Event, Frame, RawInput
 from records.rows import step_row
 from records.store import Store, StoreWriteError
@@ -462,3 +464,82 @@ def test_processes_started_together_on_a_new_database_all_open_it(tmp_path):
     with sqlite3.connect(db) as connection:
         tables = {row[0] for row in connection.execute("select name from sqlite_master where type='table'")}
     assert {"episode", "event", "agentrun"} <= tables
+
+
+def _count(path, table: str) -> int:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        return db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+
+def test_a_live_file_deleted_opens_no_new_one_and_is_written_back_whole(tmp_path):
+    """The database deleted under its open connections: a new connection is refused
+    rather than made on a new empty file, and keep() writes the database back, rows
+    written after the deletion included; the connections still on the old file can no
+    longer write into it."""
+    path = tmp_path / "live.db"
+    engine = make_engine(str(path))
+    with engine.begin() as connection:
+        connection.exec_driver_sql("CREATE TABLE t (x)")
+        connection.exec_driver_sql("INSERT INTO t VALUES (1)")
+    engine.dispose()
+    file = LiveFile(path)
+    file.open()
+    straggler = sqlite3.connect(path, isolation_level=None, timeout=0.2)
+    straggler.execute("SELECT 1 FROM t").fetchall()  # opens the log before it goes
+    try:
+        assert file.keep() is None
+        for suffix in ("", "-wal", "-shm"):
+            (tmp_path / f"live.db{suffix}").unlink()
+        straggler.execute("INSERT INTO t VALUES (2)")  # acknowledged into the deleted file
+        assert file.trouble() == "the database file was deleted"
+        with pytest.raises(sqlite3.OperationalError, match="unable to open .* was deleted"):
+            file.connect()
+        assert not path.exists()
+        assert file.keep() == "the database file was deleted"
+        assert _count(path, "t") == 2 and file.trouble() is None
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            straggler.execute("INSERT INTO t VALUES (3)")  # the old file takes no more
+        with closing(file.connect()) as fresh:
+            assert fresh.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 2
+    finally:
+        straggler.close()
+        file.close()
+
+
+def test_a_live_file_replaced_is_left_as_it_is_until_it_goes(tmp_path):
+    path, other = tmp_path / "live.db", tmp_path / "other.db"
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE t (x)")
+        db.execute("INSERT INTO t VALUES (1)")
+        db.commit()
+        file = LiveFile(path)
+        file.open()
+    try:
+        with closing(sqlite3.connect(other)) as made:
+            made.execute("CREATE TABLE mine (y)")
+            made.commit()
+        content = other.read_bytes()
+        os.replace(other, path)
+        with pytest.raises(FileTrouble, match="is another file: the database file was replaced"):
+            file.keep()
+        with pytest.raises(sqlite3.OperationalError, match="was replaced"):
+            file.connect()
+        assert path.read_bytes() == content
+        os.replace(path, other)
+        assert file.keep() == "the database file was deleted"
+        assert _count(path, "t") == 1 and other.read_bytes() == content
+    finally:
+        file.close()
+
+
+def test_closing_a_store_writes_back_a_database_deleted_since_the_writers_last_look(tmp_path):
+    """What a page wrote in the last second before the stop is kept too."""
+    path = tmp_path / "gridstudy.db"
+    store = Store(str(path))
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / f"gridstudy.db{suffix}").unlink()
+    with store.session() as db:
+        db.add(AgentRun(agent_kind="random", model="written after the deletion"))
+    store.close()
+    assert _count(path, "agentrun") == 1
