@@ -10,7 +10,8 @@ the new attempts up to ``runs`` per problem. An attempt that is ``done`` or
 alone, or was left by a process that died (``kill -9``): it is ended as ``interrupted``
 first (:func:`reap_orphans`) and so continued like the others.
 
-:class:`Batch` plays the jobs on ``concurrency`` threads. Ctrl-C (or SIGTERM) stops it:
+:class:`Batch` plays the jobs on ``concurrency`` threads. Ctrl-C (or SIGTERM, or the
+terminal closing: SIGHUP) stops it:
 the first starts no new attempt and ends the running ones at their next turn boundary as
 ``interrupted`` (an attempt still waiting for its model after a few seconds is ended
 without waiting); a second ends them at once. A refused key or an unknown model stops it
@@ -59,6 +60,10 @@ from tasks.worldtest.turn import (
     resumable,
 )
 
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals that stop a batch as Ctrl-C does. SIGHUP is its terminal closing (an SSH
+connection dropped): left to its default it ended the process at once, its attempts
+left to be reaped as a killed process's."""
 GRACE = 5.0
 """Seconds after the first Ctrl-C that running attempts have to reach a turn boundary."""
 LOG_INTERVAL = 30.0
@@ -371,7 +376,7 @@ class Batch:
         if threading.current_thread() is not threading.main_thread():
             return {}
         previous = {}
-        for number in (signal.SIGINT, signal.SIGTERM):
+        for number in STOPPING:
             previous[number] = signal.signal(number, self._on_signal)
         return previous
 
@@ -385,9 +390,12 @@ class Batch:
         self.signals += 1
         if self.signals == 1:
             self.guard.stop(f"interrupted by the operator ({signal.Signals(number).name})")
-            tqdm.write(f"Stopping: no new attempts; running ones end within {self.grace:g} s "
-                       "and can be resumed by running the same command again. Press Ctrl-C "
-                       "again to stop at once.", file=sys.stderr)
+            try:  # after SIGHUP the terminal may be gone (the bar stops by itself)
+                tqdm.write(f"Stopping: no new attempts; running ones end within "
+                           f"{self.grace:g} s and can be resumed by running the same command "
+                           "again. Press Ctrl-C again to stop at once.", file=sys.stderr)
+            except OSError:
+                pass
 
 
 def select_problems(patterns: Iterable[str]) -> list[str]:

@@ -311,25 +311,45 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 5.0,
 
 
 def start_serve(db: Path, async_mode: str = "gevent", *args: str, log: Path | None = None,
-                env: dict[str, str] | None = None,
-                port: int | None = None) -> tuple[subprocess.Popen, str]:
+                env: dict[str, str] | None = None, port: int | None = None,
+                terminal: int | None = None) -> tuple[subprocess.Popen, str]:
     """``gridstudy serve`` in a subprocess on a loopback port (``port``, or a free one): the
     process and its URL. Its log (stderr) goes to ``log`` when given, else to
-    a pipe read if it fails."""
+    a pipe read if it fails. With ``terminal`` (a pseudo-terminal's side, ``os.openpty``)
+    it runs in that terminal as a shell runs a command in it: its output goes there, and
+    closing the terminal's other side hangs it up (SIGHUP, then no more output)."""
     port = port or free_port()
+    command = [str(Path(sys.executable).parent / "gridstudy"), "serve", "--port", str(port),
+               "--db", str(db), "--async-mode", async_mode, *args]
+    if terminal is not None:
+        process = subprocess.Popen(command, stdin=terminal, stdout=terminal, stderr=terminal,
+                                   start_new_session=True, preexec_fn=_control_terminal,
+                                   env={**os.environ, **(env or {})})
+        return process, _wait_until_serving(process, port, log)
     with log.open("w") if log else nullcontext(subprocess.PIPE) as stderr:  # the child's own copy
-        process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gridstudy"), "serve", "--port", str(port),
-             "--db", str(db), "--async-mode", async_mode, *args],
-            stdout=subprocess.DEVNULL, stderr=stderr, env={**os.environ, **(env or {})})
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr,
+                                   env={**os.environ, **(env or {})})
+    return process, _wait_until_serving(process, port, log)
+
+
+def _control_terminal() -> None:
+    """In the child, a session leader now: its standard input becomes its terminal."""
+    import fcntl
+    import termios
+
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def _wait_until_serving(process: subprocess.Popen, port: int, log: Path | None) -> str:
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             httpx.get(f"{url}/play/", timeout=2)
-            return process, url
+            return url
         except httpx.HTTPError:
             time.sleep(0.2)
     process.kill()
-    output = log.read_text() if log else process.stderr.read().decode()
+    output = (log.read_text() if log else process.stderr.read().decode() if process.stderr
+              else "(its output went to its terminal)")
     raise RuntimeError(f"the server did not start: {output[-2000:]}")

@@ -102,9 +102,16 @@ YOUNG_THRESHOLD = 10_000
 young generation (CPython's default: 700)."""
 
 
+STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+"""The signals that stop the server with everything acknowledged written. SIGHUP is the
+terminal closing (an SSH connection dropped, a window closed): left to its default it
+ended the process at once, as a ``kill -9`` does."""
+
+
 def _stop_on_signals(async_mode: str, socketio: Any) -> None:
-    """SIGTERM (systemd, docker stop, a benchmark) and Ctrl-C end the server through
-    ``run``'s ``finally``, which writes out the store's queue.
+    """SIGTERM (systemd, docker stop, a benchmark), Ctrl-C and the terminal closing
+    (SIGHUP) end the server through ``run``'s ``finally``, which writes out the store's
+    queue.
 
     Under gevent a Python signal handler runs inside whichever greenlet happens to be
     running, so raising there can kill the store's writer or a tick half-way and leave
@@ -115,17 +122,34 @@ def _stop_on_signals(async_mode: str, socketio: Any) -> None:
     if async_mode == "gevent":
         import gevent
 
-        def stop() -> None:
+        def stop(signum: int) -> None:
+            _say_why(signum)
             server = getattr(socketio, "wsgi_server", None)
             if server is None:  # a signal before the server started: just leave
                 raise SystemExit(0)
             server.stop(timeout=5)
 
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            gevent.signal_handler(signum, stop)
+        for signum in STOPPING:
+            gevent.signal_handler(signum, stop, signum)
         return
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: sys.exit(0))
+
+    def leave(signum: int, _frame: Any) -> None:
+        _say_why(signum)
+        sys.exit(0)
+
+    for signum in STOPPING:
+        signal.signal(signum, leave)
+
+
+def _say_why(signum: int) -> None:
+    if signum != signal.SIGHUP:
+        return
+    try:  # to the log file, if stderr is one: the terminal itself has gone
+        click.echo("gridstudy: the terminal closed (SIGHUP); stopping, everything "
+                   "acknowledged is written first. To keep a study running after its "
+                   "terminal closes, start it under systemd, tmux or nohup.", err=True)
+    except OSError:
+        pass
 
 
 def _announce_server(app: Any, base_url: str) -> None:
@@ -264,8 +288,12 @@ def run_workers(workers: int, host: str, port: int, db: str | None, message_queu
                                 env={"DATABASE_URL": db, "SOCKETIO_MESSAGE_QUEUE": message_queue},
                                 on_death=lambda pid: _forget_worker(db, pid))
         (folder / "run").mkdir(parents=True, exist_ok=True)
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: setattr(supervisor, "stopping", True))
+        def stop(signum: int, _frame: Any) -> None:
+            _say_why(signum)
+            supervisor.stopping = True
+
+        for signum in STOPPING:
+            signal.signal(signum, stop)
         supervisor.start()
         _announce_workers(supervisor, db, message_queue, f"http://{host}:{port}")
         try:

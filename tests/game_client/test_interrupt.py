@@ -114,7 +114,8 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path):
     assert episodes and [e.status for e in episodes] == ["interrupted"] * len(episodes)
 
 
-@pytest.mark.parametrize("signal_number", [signal.SIGTERM])
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGHUP],
+                         ids=["sigterm", "terminal-closed"])
 def test_sigterm_stops_like_ctrl_c(tmp_path, signal_number):
     db = tmp_path / "runs.db"
     with FakeOpenAI([Stall(0.3, NOOP)] * 100) as fake:

@@ -1,5 +1,5 @@
-"""``gridstudy serve`` stopped by SIGTERM or Ctrl-C while people play: it exits, and
-every tick it ran is in the database.
+"""``gridstudy serve`` stopped by SIGTERM, Ctrl-C or its terminal closing (SIGHUP) while
+people play: it exits, and every tick it ran is in the database.
 
 The real command in a subprocess (the default gevent mode, and threading), real
 Socket.IO clients playing recorded preview sessions of a library problem, a real SQLite
@@ -8,8 +8,11 @@ file read after the process has gone.
 
 from __future__ import annotations
 
+import os
+import select
 import signal
 import sqlite3
+import threading
 
 import httpx
 import pytest
@@ -19,6 +22,37 @@ from tests.conftest import Player, start_serve
 
 PROBLEM = "tilt_box/planning"
 PLAYERS = 8
+
+
+class Terminal:
+    """A pseudo-terminal for a server to run in; what it printed is read as it comes (a
+    terminal whose output nobody reads stops its writer once full)."""
+
+    def __init__(self) -> None:
+        self._ours, self.side = os.openpty()
+        self.output = ""
+        self._closing = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        # a read blocked on the descriptor would keep it open past close(): no hang-up
+        while not self._closing.is_set():
+            if select.select([self._ours], [], [], 0.05)[0]:
+                try:
+                    chunk = os.read(self._ours, 4096)
+                except OSError:  # nobody has the other side open any more
+                    return
+                self.output += chunk.decode(errors="replace")
+
+    def close(self) -> None:
+        """Hang up, as a terminal window closing or an SSH connection dropping does."""
+        if self._closing.is_set():
+            return
+        self._closing.set()
+        self._reader.join()
+        os.close(self.side)
+        os.close(self._ours)
 
 
 def join_players(url: str, count: int, players: list, episodes: list) -> None:
@@ -35,11 +69,18 @@ def join_players(url: str, count: int, players: list, episodes: list) -> None:
 
 @pytest.mark.parametrize(("async_mode", "signum"),
                          [("gevent", signal.SIGTERM), ("gevent", signal.SIGINT),
-                          ("threading", signal.SIGTERM)],
-                         ids=["gevent-sigterm", "gevent-ctrl-c", "threading-sigterm"])
+                          ("gevent", signal.SIGHUP), ("threading", signal.SIGTERM),
+                          ("threading", signal.SIGHUP)],
+                         ids=["gevent-sigterm", "gevent-ctrl-c", "gevent-terminal-closed",
+                              "threading-sigterm", "threading-terminal-closed"])
 def test_a_signal_mid_play_stops_the_server_and_keeps_every_tick(tmp_path, async_mode, signum):
+    """SIGHUP is sent the way it comes: the server runs in a pseudo-terminal, and the
+    terminal is closed (an SSH connection dropped), after which its output goes nowhere.
+    Left to its default, SIGHUP ended the server at once, as a ``kill -9`` does."""
     db = tmp_path / "gridstudy.db"
-    process, url = start_serve(db, async_mode, env={"GRIDSTUDY_PREVIEW": "open"})
+    terminal = Terminal() if signum == signal.SIGHUP else None
+    process, url = start_serve(db, async_mode, env={"GRIDSTUDY_PREVIEW": "open"},
+                               terminal=terminal and terminal.side)
     players, episodes = [], []
     try:
         join_players(url, PLAYERS, players, episodes)
@@ -48,13 +89,19 @@ def test_a_signal_mid_play_stops_the_server_and_keeps_every_tick(tmp_path, async
                 player.send(key)
         for player in players:
             player.wait_ticks(8)
-        process.send_signal(signum)
-        assert process.wait(timeout=30) == 0, process.stderr.read().decode()[-2000:]
+        if terminal:
+            terminal.close()
+        else:
+            process.send_signal(signum)
+        said = terminal.output if terminal else process.stderr.read().decode()
+        assert process.wait(timeout=30) == 0, said[-2000:]
     finally:
         for player in players:
             player.close()
         if process.poll() is None:
             process.kill()
+        if terminal:
+            terminal.close()
     seen = {episode: max(s["tick"] for s in p.states) for episode, p in zip(episodes, players)}
     with sqlite3.connect(db) as connection:
         rows = connection.execute(
