@@ -258,7 +258,7 @@ STORAGE_ERRORS = (StorageUnavailable, sa_exc.OperationalError, sa_exc.InterfaceE
                   sa_exc.DisconnectionError, sa_exc.TimeoutError)
 STORAGE_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">{refresh}
 <title>One moment</title></head><body style="font-family: sans-serif; margin: 3em">
-<h1>Saving your progress, one moment</h1><p>{what}</p></body></html>"""
+<h1>{heading}</h1><p>{what}</p></body></html>"""
 
 
 def storage_unavailable(error: Exception) -> Any:
@@ -278,11 +278,26 @@ def storage_unavailable(error: Exception) -> Any:
         return {"error": "the database is unavailable for a moment; nothing was lost. "
                          f"Retry in {RETRY_AFTER} s"}, 503, headers
     again = request.method == "GET"
+    what = ("This page tries again by itself in a few seconds." if again else
+            "Please wait a few seconds, then send the page again.")
+    heading = "Saving your progress, one moment"
+    if request.path.startswith("/dashboard/"):  # a researcher: what is wrong, without a path
+        heading, what = "The study's database is not available", f"{_held_rows()} {what}"
     page = STORAGE_PAGE.format(
         refresh=f'<meta http-equiv="refresh" content="{RETRY_AFTER}">' if again else "",
-        what="This page tries again by itself in a few seconds." if again else
-             "Please wait a few seconds, then send the page again.")
+        heading=heading, what=what)
     return page, 503, headers
+
+
+def _held_rows() -> str:
+    """What the store holds while the database is away, for the dashboard's 503 page (the
+    reason, which may name the database's path, is in the server's log only)."""
+    status = current_app.extensions["gridstudy.store"].status()
+    since = status["outage_since"]
+    when = ("" if since is None else
+            f", and it has refused to write since {time.strftime('%H:%M:%S UTC', time.gmtime(since))}")
+    return (f"The server keeps {status['waiting']} row(s) in memory, retried until they are "
+            f"written{when}; nothing is lost. The server's log says why.")
 
 
 FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")

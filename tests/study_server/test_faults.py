@@ -418,6 +418,7 @@ def test_a_file_put_in_the_databases_place_is_never_written_and_the_games_wait(s
     server writes its database back and everything goes on, nothing lost."""
     games = [served.playing(f"m{i}") for i in range(3)]
     players = [player for player, _ in games]
+    watcher = researcher(served.url)
     stop = threading.Event()
     presser = keep_pressing(players, rate=4.0, stop=stop)
     time.sleep(2)
@@ -432,6 +433,9 @@ def test_a_file_put_in_the_databases_place_is_never_written_and_the_games_wait(s
                        for p in players), 10, "the games played on while the file was another")
     newcomer = served.person("late").arrive()
     assert newcomer.status_code == 503, newcomer.text[:300]
+    board = watcher.get("/dashboard/")  # the researcher is told what, not a participant's words
+    assert board.status_code == 503 and "database is not available" in board.text
+    assert "row(s) in memory" in board.text and str(served.db) not in board.text
     time.sleep(2)
     assert served.db.read_bytes() == content  # never written
     os.replace(served.db, other)
