@@ -266,7 +266,7 @@ class LiveFile:
         for suffix, _ in self.PARTS:
             try:
                 status = os.stat(f"{self.path}{suffix}")
-            except FileNotFoundError:
+            except OSError:  # gone, its folder gone too, or no longer reachable
                 found.append(None)
             else:
                 found.append((status.st_dev, status.st_ino))
@@ -314,13 +314,15 @@ class LiveFile:
                 if not self._locker.in_transaction:
                     self._locker.execute("BEGIN IMMEDIATE")  # the old file's writes stop
                 main = self._identities()[0]
-                if main is not None and main != self.identity[0]:  # type: ignore[index]
+                if main is not None and main != self.identity[0]:
                     raise FileTrouble(f"{self.path} is another file: {trouble} while the "
                                       "server ran, and it is not overwritten; the server keeps "
                                       "the study's rows in memory until that file is moved "
                                       "away, then writes the database back")
                 self._write_back()
-            except sqlite3.Error as error:
+            except FileTrouble:
+                raise
+            except (sqlite3.Error, OSError) as error:  # a full disk, a folder not writable
                 raise FileTrouble(f"{trouble} while the server ran, and writing the database "
                                   f"back to {self.path} failed: {error}") from None
             return trouble

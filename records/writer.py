@@ -471,7 +471,7 @@ class BatchWriter:
             return
         try:
             off_loop(self.keep_file)
-        except FileTrouble as error:
+        except OSError as error:  # FileTrouble, or the file's folder unreachable
             self._storage_away(error)
         else:
             self._storage_back()

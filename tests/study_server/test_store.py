@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -471,6 +472,18 @@ def _count(path, table: str) -> int:
         return db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
 
 
+def _live(path) -> LiveFile:
+    """A database in WAL mode with one row in ``t``, held as a server holds its file."""
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE t (x)")
+        db.execute("INSERT INTO t VALUES (1)")
+        db.commit()
+        file = LiveFile(path)
+        file.open()
+    return file
+
+
 def test_a_live_file_deleted_opens_no_new_one_and_is_written_back_whole(tmp_path):
     """The database deleted under its open connections: a new connection is refused
     rather than made on a new empty file, and keep() writes the database back, rows
@@ -508,13 +521,7 @@ def test_a_live_file_deleted_opens_no_new_one_and_is_written_back_whole(tmp_path
 
 def test_a_live_file_replaced_is_left_as_it_is_until_it_goes(tmp_path):
     path, other = tmp_path / "live.db", tmp_path / "other.db"
-    with closing(sqlite3.connect(path)) as db:
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("CREATE TABLE t (x)")
-        db.execute("INSERT INTO t VALUES (1)")
-        db.commit()
-        file = LiveFile(path)
-        file.open()
+    file = _live(path)
     try:
         with closing(sqlite3.connect(other)) as made:
             made.execute("CREATE TABLE mine (y)")
@@ -543,3 +550,22 @@ def test_closing_a_store_writes_back_a_database_deleted_since_the_writers_last_l
         db.add(AgentRun(agent_kind="random", model="written after the deletion"))
     store.close()
     assert _count(path, "agentrun") == 1
+
+
+def test_a_live_file_that_cannot_be_written_back_yet_is_written_back_when_it_can(tmp_path):
+    """Its folder deleted and a file made in the folder's place: writing back fails, as
+    the storage being away (FileTrouble), and succeeds once the way is clear."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    path = folder / "live.db"
+    file = _live(path)
+    try:
+        shutil.rmtree(folder)
+        folder.write_text("not a folder")
+        with pytest.raises(FileTrouble, match="writing the database back .* failed"):
+            file.keep()
+        folder.unlink()
+        assert file.keep() == "the database file was deleted"
+        assert _count(path, "t") == 1
+    finally:
+        file.close()
