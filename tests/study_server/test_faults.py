@@ -388,7 +388,8 @@ def test_a_database_deleted_under_the_server_is_written_back_and_loses_nothing(s
     time.sleep(2)
     for name in deleted:
         (served.db.parent / name).unlink()
-    _waits(lambda: served.db.is_file(), 5, "the database was not written back")
+    _waits(lambda: "the server wrote the database back" in served.log.read_text(), 5,
+           "the database was not written back")  # the file, then the connections on it
     served.person("after").consent()
     time.sleep(2)
     seen = {row[0] for row in served.sql("SELECT external_id FROM participant")}
