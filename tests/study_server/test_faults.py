@@ -291,6 +291,18 @@ def fill(folder: Path) -> Path:
     return filler
 
 
+def pressing(served: Served, prefix: str, count: int) -> tuple[
+        list[tuple[Player, int]], list[Player], threading.Event, threading.Thread]:
+    """``count`` participants in their first game, pressing about four keys a second for
+    two seconds already: their games, players, the event that stops them and the presser."""
+    games = [served.playing(f"{prefix}{i}") for i in range(count)]
+    players = [player for player, _ in games]
+    stop = threading.Event()
+    presser = keep_pressing(players, rate=4.0, stop=stop)
+    time.sleep(2)
+    return games, players, stop, presser
+
+
 def stop_and_account(served: Served, games: list[tuple[Player, int]], stop: threading.Event,
                      presser: threading.Thread) -> None:
     """Stop pressing and the server (SIGTERM); every input the server acknowledged is
@@ -316,12 +328,8 @@ def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
     acknowledged input is stored, no attempt has a hole."""
     served = Served(small_disk / "g.db", tmp_path / "serve.log")
     try:
-        games = [served.playing(f"d{i}") for i in range(10)]
-        players = [player for player, _ in games]
+        games, players, stop, presser = pressing(served, "d", 10)
         watcher = researcher(served.url)
-        stop = threading.Event()
-        presser = keep_pressing(players, rate=4.0, stop=stop)
-        time.sleep(2)
         filler = fill(small_disk)
         full_at = time.time()
         time.sleep(3)
@@ -381,11 +389,8 @@ def test_a_database_deleted_under_the_server_is_written_back_and_loses_nothing(s
     Now the file is back at its path within about a second, holding what came before
     and after (another process reads it), and a ``kill -9`` after that loses nothing
     acknowledged before the flush window."""
-    games = [served.playing(f"r{i}") for i in range(3)]
     served.person("before").consent()
-    stop = threading.Event()
-    presser = keep_pressing([player for player, _ in games], rate=4.0, stop=stop)
-    time.sleep(2)
+    games, _, stop, presser = pressing(served, "r", 3)
     for name in deleted:
         (served.db.parent / name).unlink()
     _waits(lambda: "the server wrote the database back" in served.log.read_text(), 5,
@@ -417,12 +422,8 @@ def test_a_file_put_in_the_databases_place_is_never_written_and_the_games_wait(s
     runs): the server never writes into it, nor opens it. Until it is moved away the
     store is away (the games stand still and say why, a new visitor gets 503); then the
     server writes its database back and everything goes on, nothing lost."""
-    games = [served.playing(f"m{i}") for i in range(3)]
-    players = [player for player, _ in games]
+    games, players, stop, presser = pressing(served, "m", 3)
     watcher = researcher(served.url)
-    stop = threading.Event()
-    presser = keep_pressing(players, rate=4.0, stop=stop)
-    time.sleep(2)
     other = served.db.parent / "other.db"
     with closing(sqlite3.connect(other)) as made:
         made.execute("CREATE TABLE mine (x)")
