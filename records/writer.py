@@ -477,8 +477,9 @@ class BatchWriter:
             self._storage_back()
 
     def _storage_away(self, error: BaseException) -> None:
-        """The storage refused a batch: say so once, then every :data:`OUTAGE_LOG_EVERY`
-        seconds, and keep the rows."""
+        """The storage refused a batch (or the database file could not be kept at its
+        path): say so once, then every :data:`OUTAGE_LOG_EVERY` seconds, and keep the
+        rows."""
         now = time.time()
         text = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
         if self.outage is None:

@@ -49,10 +49,9 @@ class Deadlines:
             try:
                 self.sweep()
             except Exception as error:  # the storage is away: the next sweep tries again
-                away = unavailable(error)
                 log.warning("the visits' time limits could not be checked now (%s); trying "
                             "again in %g s", str(error).splitlines()[0][:300], self.every,
-                            exc_info=not away)
+                            exc_info=not unavailable(error))
 
     def sweep(self) -> None:
         flow = self.app.extensions["gridstudy.flow"]

@@ -288,6 +288,7 @@ def run_workers(workers: int, host: str, port: int, db: str | None, message_queu
                                 env={"DATABASE_URL": db, "SOCKETIO_MESSAGE_QUEUE": message_queue},
                                 on_death=lambda pid: _forget_worker(db, pid))
         (folder / "run").mkdir(parents=True, exist_ok=True)
+
         def stop(signum: int, _frame: Any) -> None:
             _say_why(signum)
             supervisor.stopping = True

@@ -32,7 +32,7 @@ from bench.hostile import largest_gap
 from records.store import PAGE_WAIT, Store
 from study_server import auth
 from study_server.session import STOPPED_BEFORE_TICK
-from tests.conftest import start_serve
+from tests.conftest import start_serve, wait_until
 from tests.study_server.people import (
     PASSWORD,
     Person,
@@ -372,13 +372,6 @@ def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
         served.stop()
 
 
-def _waits(check: Any, seconds: float, why: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, why
-        time.sleep(0.1)
-
-
 @pytest.mark.parametrize("deleted", [("g.db", "g.db-wal", "g.db-shm"), ("g.db-wal", "g.db-shm"),
                                      ("g.db-wal",)], ids=["all", "log-and-shm", "log"])
 def test_a_database_deleted_under_the_server_is_written_back_and_loses_nothing(served,
@@ -393,8 +386,8 @@ def test_a_database_deleted_under_the_server_is_written_back_and_loses_nothing(s
     games, _, stop, presser = pressing(served, "r", 3)
     for name in deleted:
         (served.db.parent / name).unlink()
-    _waits(lambda: "the server wrote the database back" in served.log.read_text(), 5,
-           "the database was not written back")  # the file, then the connections on it
+    wait_until(lambda: "the server wrote the database back" in served.log.read_text(), 5,
+               "the database written back")  # the file, then the connections on it
     served.person("after").consent()
     time.sleep(2)
     seen = {row[0] for row in served.sql("SELECT external_id FROM participant")}
@@ -431,8 +424,8 @@ def test_a_file_put_in_the_databases_place_is_never_written_and_the_games_wait(s
     content = other.read_bytes()
     os.replace(other, served.db)
     replaced_at = time.time()
-    _waits(lambda: all(any(s.get("paused") for s in p.states_after(replaced_at))
-                       for p in players), 10, "the games played on while the file was another")
+    wait_until(lambda: all(any(s.get("paused") for s in p.states_after(replaced_at))
+                           for p in players), 10, "every game standing still")
     newcomer = served.person("late").arrive()
     assert newcomer.status_code == 503, newcomer.text[:300]
     board = watcher.get("/dashboard/")  # the researcher is told what, not a participant's words
@@ -441,10 +434,10 @@ def test_a_file_put_in_the_databases_place_is_never_written_and_the_games_wait(s
     time.sleep(2)
     assert served.db.read_bytes() == content  # never written
     os.replace(served.db, other)
-    _waits(lambda: served.db.is_file(), 10, "the database was not written back")
+    wait_until(served.db.is_file, 10, "the database written back")
     moved_at = time.time()
-    _waits(lambda: all(any(not s.get("paused") for s in p.states_after(moved_at))
-                       for p in players), 20, "the games did not go on")
+    wait_until(lambda: all(any(not s.get("paused") for s in p.states_after(moved_at))
+                           for p in players), 20, "every game going on")
     assert served.person("later").arrive().status_code == 200
     assert other.read_bytes() == content
     stop_and_account(served, games, stop, presser)
