@@ -71,6 +71,33 @@ def make_engine(url: str, file: LiveFile | None = None) -> Engine:
     return engine
 
 
+def _reading_engine(path: Path) -> Engine:
+    """An engine that only reads the SQLite file at ``path``, which this process cannot
+    write (:func:`unwritable`); no pragma, since they write."""
+    engine = create_engine(f"sqlite:///{path}", json_serializer=storable_json,
+                           creator=lambda: _reading_connection(path))
+    _spare_the_loop(engine)
+    return engine
+
+
+def _reading_connection(path: Path) -> sqlite3.Connection:
+    """A connection that only reads ``path``: ``mode=ro``, and ``immutable`` where no
+    write-ahead log holds anything and, off a read-only filesystem, no shared memory
+    exists (no connection has the database open: SQLite deletes both with the last).
+    Without ``immutable`` SQLite reads a database in WAL mode through its shared memory,
+    which this process cannot make; with it, a writer that opened the database while
+    this connection read would go unseen (a report started as its server starts)."""
+    log, shared = Path(f"{path}-wal"), Path(f"{path}-shm")
+    fixed = (not (log.exists() and log.stat().st_size)
+             and (not shared.exists() or _read_only_filesystem(path.parent)))
+    return sqlite3.connect(_uri(path, "ro") + ("&immutable=1" if fixed else ""), uri=True,
+                           timeout=BUSY_TIMEOUT, check_same_thread=False)
+
+
+def _uri(path: Path, mode: str) -> str:
+    return f"file:{quote(str(path.resolve()))}?mode={mode}"
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -151,15 +178,87 @@ def open_existing(url: str) -> Engine:
     """An engine on a database that must already exist (never create an empty one); a
     file that is not a whole SQLite database is refused with a one-line reason."""
     path = sqlite_path(url)
-    if path is not None:
-        check_sqlite_file(path)
-    return make_engine(url)
+    if path is None:
+        return make_engine(url)
+    check_sqlite_file(path)
+    return make_engine(url) if unwritable(path) is None else _reading_engine(path)
+
+
+def check_writable(path: Path) -> None:
+    """Raise ``PermissionError``, in one line saying what to change, unless this process
+    can write the SQLite database at ``path`` (made there if missing) and the files
+    SQLite keeps beside it (:attr:`LiveFile.PARTS`, made and deleted in its folder).
+
+    Before, a server that could not stopped at its first write with SQLite's "attempt to
+    write a readonly database" and that statement's SQL; when the check at start met it
+    first, it told the operator to restore a sound database from a backup."""
+    reason = unwritable(path)
+    if reason is None:
+        return
+    if reason == ON_READ_ONLY_FILESYSTEM:
+        fix = "copy it to a writable disk, or mount that filesystem read-write"
+    else:
+        fix = ("run the command as the user who owns these files, or let this user write "
+               "them (chown or chmod the folder and the database's files)")
+    raise PermissionError(f"{path}: {reason}, and this command writes to it: {fix}")
+
+
+ON_READ_ONLY_FILESYSTEM = "the database is on a read-only filesystem"
+
+
+def unwritable(path: Path) -> str | None:
+    """Why this process cannot write the SQLite database at ``path`` or the files SQLite
+    keeps beside it, or None when it can (and when its folder is missing: that is said
+    where the database is opened)."""
+    folder = path.parent
+    try:
+        if _read_only_filesystem(folder):
+            return ON_READ_ONLY_FILESYSTEM
+    except OSError:
+        return None
+    for suffix, name in LiveFile.PARTS:
+        part = Path(f"{path}{suffix}")
+        if part.exists() and not _may(part, os.R_OK | os.W_OK):
+            return f"this process's user ({_user()}) cannot write {name} ({_owner(part)})"
+    if not _may(folder, os.W_OK | os.X_OK):
+        return (f"this process's user ({_user()}) cannot write in the database's folder, "
+                f"where SQLite makes its write-ahead log and shared memory ({_owner(folder)})")
+    return None
+
+
+def _read_only_filesystem(folder: Path) -> bool:
+    return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+
+
+def _may(path: Path, mode: int) -> bool:
+    """Whether this process may access ``path`` so, by its effective user and groups."""
+    return os.access(path, mode, effective_ids=os.access in os.supports_effective_ids)
+
+
+def _user() -> str:
+    return _name(os.geteuid())
+
+
+def _owner(path: Path) -> str:
+    status = path.stat()
+    return f"owned by {_name(status.st_uid)}, mode {status.st_mode & 0o777:o}"
+
+
+def _name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
 
 
 def check_sqlite_file(path: Path, *, thorough: bool = False) -> None:
     """Raise ``FileNotFoundError`` or ``ValueError`` (naming the file, in one line) unless
     ``path`` opens as a SQLite database; with ``thorough``, unless every page of it passes
-    SQLite's ``PRAGMA quick_check`` too.
+    SQLite's ``PRAGMA quick_check`` too. A database this process cannot write is read
+    through :func:`_reading_connection`, and ``PermissionError`` says why when SQLite
+    cannot read it so.
 
     The file is read through SQLite only, never with ``open()``: a process's POSIX locks on
     a file belong to the process, and closing *any* descriptor of the file releases all of
@@ -174,9 +273,10 @@ def check_sqlite_file(path: Path, *, thorough: bool = False) -> None:
     if 0 < size < SQLITE_HEADER_SIZE:
         raise ValueError(f"{path}: a truncated SQLite database ({size} bytes, less than its "
                          f"{SQLITE_HEADER_SIZE}-byte header)")
+    cannot_write = unwritable(path)
     try:
-        with closing(sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=rw", uri=True,
-                                     timeout=30)) as connection:
+        with closing(_reading_connection(path) if cannot_write else
+                     sqlite3.connect(_uri(path, "rw"), uri=True, timeout=30)) as connection:
             connection.execute("PRAGMA schema_version").fetchone()
             if thorough:
                 problems = [row[0] for row in connection.execute("PRAGMA quick_check(5)")]
@@ -185,6 +285,13 @@ def check_sqlite_file(path: Path, *, thorough: bool = False) -> None:
                     raise ValueError(f"{path}: a damaged SQLite database (quick_check: "
                                      f"{said[:300]})")
     except sqlite3.DatabaseError as error:
+        if cannot_write and error.sqlite_errorcode in (sqlite3.SQLITE_READONLY,
+                                                       sqlite3.SQLITE_CANTOPEN):
+            raise PermissionError(
+                f"{path}: {cannot_write}, and SQLite reads what its write-ahead log holds "
+                "only through a shared memory file (-shm) this process cannot make or "
+                "write: copy the database with its -wal file to a folder this user can "
+                "write, or run the command as the user who owns these files") from None
         raise ValueError(f"{path}: {_sqlite_refusal(error)}") from None
 
 
@@ -259,7 +366,7 @@ class LiveFile:
 
     def _uri(self) -> str:
         """The file's URI: made if missing only before the server has opened it."""
-        return f"file:{quote(str(self.path))}?mode={'rwc' if self.identity is None else 'rw'}"
+        return _uri(self.path, "rwc" if self.identity is None else "rw")
 
     def _identities(self) -> tuple[tuple[int, int] | None, ...]:
         found = []

@@ -43,6 +43,7 @@ from records.database import (
     FileTrouble,
     LiveFile,
     check_sqlite_file,
+    check_writable,
     database_url,
     make_engine,
     sqlite_path,
@@ -154,8 +155,10 @@ class Store:
     ) -> None:
         self.url = database_url(url)
         existing = sqlite_path(self.url)
-        if existing is not None and existing.is_file() and existing.stat().st_size:
-            check_sqlite_file(existing)
+        if existing is not None:
+            check_writable(existing)
+            if existing.is_file() and existing.stat().st_size:
+                check_sqlite_file(existing)
         self.file = LiveFile(existing) if existing is not None else None
         self.engine = make_engine(self.url, self.file)
         create_tables(self.engine)

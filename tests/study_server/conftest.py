@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 import pytest
 
 from tests.study_server import people
@@ -14,3 +19,26 @@ def no_player_outlives_its_test():
     yield
     while people.LIVE:
         people.LIVE[-1].close()
+
+
+@contextmanager
+def own_filesystem(folder: Path, size: str = "16m") -> Iterator[Path]:
+    """``folder`` made a filesystem of its own (tmpfs) for the block, so that a test can
+    fill it or mount it read-only for real (as root, as ``make test`` runs); where
+    ``mount`` is not allowed the test fails and says so."""
+    folder.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True, text=True)
+    if made.returncode:
+        pytest.fail(f"this case needs a filesystem of its own (mount -t tmpfs, as root): "
+                    f"{made.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def remount(folder: Path, *options: str) -> None:
+    """Mount :func:`own_filesystem`'s ``folder`` again with ``options`` (``ro``)."""
+    subprocess.run(["mount", "-o", ",".join(("remount", *options)), str(folder)], check=True,
+                   capture_output=True)

@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,88 @@ def test_a_broken_database_is_one_line_and_exit_1(tmp_path, make, message, comma
     assert "Traceback" not in result.stderr
     [line] = [line for line in result.stderr.splitlines() if line.strip()]
     assert line.startswith("Error: ") and db.name in line and message in line
+
+
+ARCHIVE_FILES = ("events.jsonl", "episodes.csv", "frames.jsonl", "participants.jsonl",
+                 "agent_runs.jsonl", "raw_inputs.jsonl")
+
+
+def archive(tmp_path: Path, parts: tuple[str, ...]) -> Iterator[tuple[Path, Path]]:
+    """The sample study's database on a filesystem of its own mounted read-only (an
+    archived study on a read-only share, a container's volume mounted ``:ro``), and the
+    same files on a writable disk. ``parts``: the files copied beside the database while
+    its store still has it open, from ``-wal`` and ``-shm`` (a copy of a live database);
+    with none, the database as its store left it at close."""
+    from records.store import Store
+    from tests.sample_study import fill
+    from tests.study_server.conftest import own_filesystem, remount
+
+    source, writable = tmp_path / "source", tmp_path / "writable"
+    source.mkdir()
+    writable.mkdir()
+    with own_filesystem(tmp_path / "archive") as disk:
+
+        def copy(*suffixes: str) -> None:
+            for suffix in suffixes:
+                for folder in (disk, writable):
+                    shutil.copy(source / f"study.db{suffix}", folder / f"study.db{suffix}")
+
+        with Store(str(source / "study.db")) as store:
+            fill(store)
+            if parts:
+                assert (source / "study.db-wal").stat().st_size  # the log holds the study
+                copy("", *parts)
+        if not parts:
+            copy("")
+        remount(disk, "ro")
+        yield disk / "study.db", writable / "study.db"
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.strip()]
+    assert line.startswith("Error: ")
+    return line
+
+
+@pytest.mark.parametrize("parts", [(), ("-wal", "-shm")], ids=["closed", "copied-live"])
+def test_a_database_on_a_read_only_filesystem_is_read_whole_and_never_written(tmp_path,
+                                                                              parts):
+    """The commands that only read a study read it from a read-only filesystem, every row
+    as from a writable copy; those that write say so in one line, naming what to do.
+    Before, every one of them stopped at "unable to open database file" (SQLite could not
+    make the shared memory through which it reads a database in WAL mode), and `serve`
+    told the operator to restore the database from a backup. A log that holds changes is
+    read through its shared memory: opening the file alone as immutable would have
+    silently left out everything the log held, the whole study here."""
+    for archived, writable in archive(tmp_path, parts):
+        for db, out in ((archived, "from-archive"), (writable, "from-copy")):
+            result = gridstudy("export", "--db", str(db), "--out", out, cwd=tmp_path)
+            assert result.returncode == 0, result.stderr
+        for name in ARCHIVE_FILES:
+            assert ((tmp_path / "from-archive" / name).read_bytes()
+                    == (tmp_path / "from-copy" / name).read_bytes()), name
+        assert (tmp_path / "from-archive" / "events.jsonl").read_text().count("\n") > 10
+        report = gridstudy("report", "--db", str(archived), "--out", "report", "--all-studies",
+                           cwd=tmp_path)
+        assert report.returncode == 0 and (tmp_path / "report" / "report.html").is_file(), \
+            report.stderr
+        for command in (["serve", "--db", str(archived), "--port", "0"],
+                        ["token", "create", "lab", "--db", str(archived)]):
+            line = one_error_line(gridstudy(*command, cwd=tmp_path))
+            assert (f"{archived}: the database is on a read-only filesystem, and this "
+                    "command writes to it: copy it to a writable disk") in line, line
+
+
+def test_a_log_on_a_read_only_filesystem_without_its_shared_memory_is_said_in_one_line(
+        tmp_path):
+    """A copy of a live database without its shared memory, on a read-only filesystem:
+    SQLite cannot read what the log holds, and the export says why and what to do,
+    instead of exporting the database without its log (or a query's error)."""
+    for archived, _ in archive(tmp_path, ("-wal",)):
+        line = one_error_line(gridstudy("export", "--db", str(archived), "--out", "out",
+                                        cwd=tmp_path))
+        assert "read-only filesystem" in line and "copy the database with its -wal file" in line
 
 
 def test_invalid_json_in_a_stored_column(tmp_path):

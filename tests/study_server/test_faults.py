@@ -33,6 +33,7 @@ from records.store import PAGE_WAIT, Store
 from study_server import auth
 from study_server.session import STOPPED_BEFORE_TICK
 from tests.conftest import start_serve, wait_until
+from tests.study_server.conftest import own_filesystem
 from tests.study_server.people import (
     PASSWORD,
     Person,
@@ -264,15 +265,8 @@ def test_a_second_server_on_a_taken_address_says_so_in_one_line_and_starts_nothi
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Any:
     """A 16 MB filesystem of its own (tmpfs), so that the test can fill it up for real."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if made.returncode:
-        pytest.fail(f"the full-disk case needs a filesystem it can fill (mount -t tmpfs, as "
-                    f"root): {made.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
+    with own_filesystem(tmp_path / "disk") as mount:
+        yield mount
 
 
 def fill(folder: Path) -> Path:

@@ -569,3 +569,42 @@ def test_a_live_file_that_cannot_be_written_back_yet_is_written_back_when_it_can
         assert _count(path, "t") == 1
     finally:
         file.close()
+
+
+@pytest.mark.parametrize(("denied", "says"), [
+    ("study.db", "cannot write the database file (owned by "),
+    ("study.db-wal", "cannot write its write-ahead log (-wal) (owned by "),
+    ("", "cannot write in the database's folder, where SQLite makes its write-ahead log"),
+], ids=["file", "log", "folder"])
+def test_a_database_this_user_cannot_write_is_refused_with_what_to_change(tmp_path, monkeypatch,
+                                                                          denied, says):
+    """A server run as a user who cannot write the database or its folder (made by
+    ``sudo make demo``, run by a service's own user) is refused at once, naming the user,
+    the file's owner and mode, and the fix; before, it stopped at its first write with
+    SQLite's "attempt to write a readonly database" and the SQL, or was told to restore
+    the database from a backup. Checked by hand as ``nobody``; here, as root, whom no
+    permission stops, ``os.access`` answers for the files as it does for another user.
+    A reading command still reads the database (``mode=ro``)."""
+    from records.database import check_writable, open_existing
+
+    db = tmp_path / "study.db"
+    with Store(str(db)) as store, store.session() as session:
+        session.add(AgentRun(agent_kind="random", config={}))
+    if denied == "study.db-wal":
+        (tmp_path / "study.db-wal").write_bytes(b"")  # left behind, as after a crash
+    refused = tmp_path / denied if denied else tmp_path
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **options: os.fspath(path) != str(
+        refused) and real_access(path, mode, **options))
+    for attempt in (lambda: Store(str(db)), lambda: check_writable(db)):
+        with pytest.raises(PermissionError) as refusal:
+            attempt()
+        assert str(refusal.value).startswith(f"{db}: this process's user (")
+        assert says in str(refusal.value) and "run the command as the user who owns" in str(
+            refusal.value)
+    engine = open_existing(str(db))  # the export, the report
+    try:
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("SELECT count(*) FROM agentrun").scalar() == 1
+    finally:
+        engine.dispose()
