@@ -116,7 +116,7 @@ def _columns(names: Sequence[str], rows: list[Sequence[Any]], shared: dict[Any, 
 def episode_record(row: dict[str, Any], grid_frames: FrameSource) -> EpisodeRecord:
     """An EpisodeRecord from a mapping with every episode field (CSV text or a DB row)."""
     values = {f.name: f.parse(row.get(f.name)) for f in schema.EPISODE_VIEW.fields}
-    values["agent_kind"] = values["agent_kind"] or "unknown"
+    values["agent_kind"] = values["agent_kind"] or schema.UNKNOWN
     # a database row, or an export made before the column existed: named here
     values["agent"] = values["agent"] or schema.agent_name(values["agent_kind"], values["model"],
                                                            values["agent_config"])

@@ -49,6 +49,7 @@ from analysis.metrics.explore_exploit import explore_exploit
 from analysis.metrics.parameters import parameters_of
 from analysis.metrics.scores import MIN_N, task_interval
 from analysis.readings import Row, agent_of, base_agent
+from records import schema
 
 T_MAX = 50
 """Default AUV horizon in scored steps (004 leaves it to the problem family)."""
@@ -259,11 +260,17 @@ def warning_lines(dataset: Dataset) -> list[str]:
     how many of people's attempts are excluded."""
     incomplete = Counter((agent_of(e), e.status) for e in dataset if e.is_incomplete)
     attempts = Counter(agent_of(e) for e in dataset)
+    plays = {agent_of(e) for e in dataset if e.agent_kind == schema.UNKNOWN}
     lines = []
     for agent in sorted({a for a, _ in incomplete}):
         parts = ", ".join(f"{n} {status}" for (a, status), n in sorted(incomplete.items())
                           if a == agent)
         total = sum(n for (a, _), n in incomplete.items() if a == agent)
+        if agent in plays:  # no run to resume
+            lines.append(f"Warning: {total} of {attempts[agent]} plays recorded outside any "
+                         f"study and any run did not finish ({parts}); they are not in the "
+                         "scores.")
+            continue
         lines.append(f"Warning: {agent} has {total} of {attempts[agent]} attempts incomplete "
                      f"({parts}); they are not in its scores. Run the same `gridstudy agent "
                      "run` command again to resume them.")

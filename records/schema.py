@@ -580,6 +580,9 @@ EPISODE_VIEW = Table("episode view", "One row per attempt at a problem, with who
 """The episode table joined with its agent run and participant (see :func:`agent_kind`)."""
 
 HUMAN = "human"
+UNKNOWN = "unknown"
+"""The agent of a play recorded outside any study and any agent run (a preview with
+``?record=1``, local play with ``--record``)."""
 
 
 def agent_kind(run_kind: str | None, agent_run_id: int | None, participant_id: int | None) -> str:
@@ -590,7 +593,7 @@ def agent_kind(run_kind: str | None, agent_run_id: int | None, participant_id: i
     """
     if agent_run_id is None and participant_id is not None:
         return HUMAN
-    return run_kind or "unknown"
+    return run_kind or UNKNOWN
 
 
 FULL_HISTORY = "full"

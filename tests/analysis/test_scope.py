@@ -10,7 +10,7 @@ from analysis.cli import report
 from analysis.load import PLAYS, load, study_counts
 from records.models import AgentRun, Participant, Study
 from records.store import Store
-from tests.analysis.report_study import EASY, PROBLEMS, fill, play
+from tests.analysis.report_study import EASY, PROBLEMS, fill, play, register_problems
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +106,26 @@ def test_load_keeps_runs_outside_studies_only_when_asked(database):
     assert len(load(database, study="pilot", outside=True)) == 4  # the preview too
     assert len(load(database, study="pilot", agent_runs=[9])) == 3
     assert len(load(database)) == 21
+
+
+def test_an_unfinished_recorded_play_is_not_called_a_model_run_to_resume(tmp_path):
+    """A preview recorded with ?record=1 whose tab was closed stays active. The report
+    used to warn that "unknown" had an attempt incomplete and tell the researcher to run
+    the same `gridstudy agent run` command again, for a play no run made."""
+    from records.rows import step_row
+    from tasks.worldtest import Episode
+
+    register_problems()
+    path = tmp_path / "previews.db"
+    with Store(str(path)) as store:
+        play(store, PROBLEMS[EASY], ["go-to-test", "right"], study_id=None, source="input")
+        episode_id = store.start_episode(problem=PROBLEMS[EASY])  # its tab closed mid-way
+        step = Episode(PROBLEMS[EASY]).apply("right")
+        store.write_event(step_row(step, seq=0, episode_id=episode_id, source="input",
+                                   problem_id=EASY))
+    result = run(path, tmp_path)
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.output.splitlines() if line.startswith("Warning")]
+    assert ("Warning: 1 of 2 plays recorded outside any study and any run did not finish "
+            "(1 active); they are not in the scores.") in warnings, warnings
+    assert not any("agent run" in line for line in warnings), warnings
