@@ -31,6 +31,10 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 ``ARRIVALS_PER_ADDRESS``, ``ARRIVALS_WINDOW``  new participants one address may bring
                       into the studies (30) within that many seconds (600; 0 for no
                       limit); the server's own machine is not limited (arrivals.py)
+``CONNECTIONS_PER_ADDRESS``, ``CONNECTION_QUIET``  connections one address may hold open
+                      at once (200), and the seconds one may send nothing before it is
+                      closed (60); gevent only, the server's own machine not limited
+                      (connections.py)
 ``BEHIND_PROXY``      true behind one reverse proxy (nginx): the client's address and
                       scheme come from its X-Forwarded-* headers
 ``ADDRESS``           where this worker listens, shown beside its sessions (cluster.py)
@@ -61,6 +65,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from records.schema import storable_text
 from records.store import StorageUnavailable
+from study_server.connections import CONNECTION_QUIET, CONNECTIONS_PER_ADDRESS
 from study_server.workers import ROUTE_COOKIE
 
 if TYPE_CHECKING:
@@ -93,6 +98,8 @@ DEFAULTS: dict[str, Any] = {
     "MAX_CONTENT_LENGTH": 1_000_000,
     "ARRIVALS_PER_ADDRESS": 30,
     "ARRIVALS_WINDOW": 600.0,
+    "CONNECTIONS_PER_ADDRESS": CONNECTIONS_PER_ADDRESS,
+    "CONNECTION_QUIET": CONNECTION_QUIET,
 }
 
 

@@ -51,7 +51,7 @@ class Arrivals:
     def admit(self, address: str | None) -> None:
         """Count a new participant from ``address``, or raise :class:`TooManyArrivals`
         (nothing counted) when it brought ``limit`` within the window."""
-        key = _network(address)
+        key = network(address)
         if self.limit <= 0 or key is None:
             return
         now = self.clock()
@@ -68,11 +68,11 @@ class Arrivals:
             self.order.append((now, key))
 
 
-def _network(address: str | None) -> str | None:
+def network(address: str | None) -> str | None:
     """What ``address`` counts as: itself, an IPv6 address its /64; None for the
     server's own machine (or no address at all), which is not limited.
 
-    >>> _network("203.0.113.7"), _network("2001:db8:1:2:a::9"), _network("::1")
+    >>> network("203.0.113.7"), network("2001:db8:1:2:a::9"), network("::1")
     ('203.0.113.7', '2001:db8:1:2::/64', None)
     """
     if not address:

@@ -44,6 +44,8 @@ def nginx_config(upstreams: Sequence[str], listen: str, folder: str | Path) -> s
     """nginx's configuration: listen on ``listen`` (host:port) and route to the workers at
     ``upstreams`` (host:port each) by the sticky key above; logs, pid and temporary files
     under ``folder``."""
+    from study_server.connections import CONNECTIONS_PER_ADDRESS as per_address
+
     folder = Path(folder).resolve()
     # A location that sets any header inherits none from its server: each sets them all.
     headers = "\n".join(f"            proxy_set_header {name} {value};" for name, value in (
@@ -61,6 +63,21 @@ events {{ worker_connections 8192; }}
 http {{
     access_log off;
 {temp}
+    # At most {per_address} requests at once per client address, a websocket counting for
+    # its whole life, the server's own machine apart: what each worker allows in
+    # connections (study_server/connections.py). One that sends no request is closed
+    # after client_header_timeout (60 s).
+    geo $gridstudy_counted {{
+        default     1;
+        127.0.0.0/8 0;
+        ::1         0;
+    }}
+    map $gridstudy_counted $gridstudy_address {{
+        0 "";
+        1 $binary_remote_addr;
+    }}
+    limit_conn_zone $gridstudy_address zone=gridstudy_addresses:10m;
+    limit_conn_log_level warn;
     # The sticky key: the participant's cookie, else the agent's token, else at random.
     map "$cookie_{ROUTE_COOKIE}|$http_authorization" $gridstudy_route {{
         "~^(?<route>[^|]+)[|]"  $route;
@@ -73,6 +90,7 @@ http {{
     }}
     server {{
         listen {listen};
+        limit_conn gridstudy_addresses {per_address};
         client_max_body_size 20m;
         # A new connection per request: one to a worker that has died is refused before
         # the request is sent, and nginx may then send it, even a POST, to another.

@@ -59,19 +59,33 @@ def run(config: dict[str, Any], host: str, port: int, announce: Any = None) -> N
     store's queue. ``announce(app, base_url)`` prints what the user should open."""
     _patch_for(config.get("ASYNC_MODE", "threading"))
     from study_server.app import create_app, shutdown, socketio
+    from study_server.connections import ConnectionGuard
 
+    _say_open_file_limit()
     app = create_app(config)
     _freeze_startup_objects()
     _stop_on_signals(config.get("ASYNC_MODE", "threading"), socketio)
     base_url = f"http://{host}:{port}"
     (announce or _announce_server)(app, base_url)
     try:
-        options = {"allow_unsafe_werkzeug": True, "request_handler": NoDelayRequestHandler}
+        options: dict[str, Any] = {"allow_unsafe_werkzeug": True,
+                                   "request_handler": NoDelayRequestHandler}
         if config.get("ASYNC_MODE", "threading") != "threading":
-            options = {}
+            options = {"spawn": ConnectionGuard(app.config["CONNECTIONS_PER_ADDRESS"],
+                                                app.config["CONNECTION_QUIET"])}
         socketio.run(app, host=host, port=port, log_output=False, use_reloader=False, **options)
     finally:
         shutdown(app)
+
+
+def _say_open_file_limit() -> None:
+    """Take every open file the system lets this process have (each connection is one),
+    and warn when that is still few (``study_server.connections``)."""
+    from study_server.connections import few_files_warning, raise_open_file_limit
+
+    warning = few_files_warning(raise_open_file_limit())
+    if warning:
+        click.echo(f"Warning: {warning}", err=True)
 
 
 def _freeze_startup_objects() -> None:
@@ -287,6 +301,7 @@ def run_workers(workers: int, host: str, port: int, db: str | None, message_queu
         if not message_queue:
             raise click.UsageError("several workers talk through Redis: give --message-queue "
                                    "redis://... (or --data-dir to keep one there)")
+        _say_open_file_limit()  # nginx inherits it
         supervisor = Supervisor(workers, host, port, folder / "run", ["--async-mode", async_mode],
                                 env={"DATABASE_URL": db, "SOCKETIO_MESSAGE_QUEUE": message_queue},
                                 on_death=lambda pid: _forget_worker(db, pid))

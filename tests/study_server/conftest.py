@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,3 +44,29 @@ def remount(folder: Path, *options: str) -> None:
     """Mount :func:`own_filesystem`'s ``folder`` again with ``options`` (``ro``)."""
     subprocess.run(["mount", "-o", ",".join(("remount", *options)), str(folder)], check=True,
                    capture_output=True)
+
+
+def outside_address() -> str:
+    """An IPv4 address of this machine that is not a loopback one: the server limits
+    connections from such addresses (its own machine's are not)."""
+    shown = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"],
+                           capture_output=True, text=True).stdout
+    found = re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", shown)
+    if not found:
+        pytest.fail("this case connects from an address of this machine other than "
+                    f"loopback, and `ip addr` shows none: {shown!r}")
+    return found[0]
+
+
+def still_open(connections: list[socket.socket]) -> int:
+    """How many of ``connections`` the server has not closed."""
+    count = 0
+    for connection in connections:
+        connection.setblocking(False)
+        try:
+            count += connection.recv(1, socket.MSG_PEEK) != b""
+        except BlockingIOError:
+            count += 1
+        except OSError:
+            pass
+    return count

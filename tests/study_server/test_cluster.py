@@ -8,10 +8,12 @@ clients playing; each carries its own route cookie, as separate browsers do.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,7 +29,9 @@ import socketio
 from sqlalchemy import create_engine, text
 
 from study_server import services
+from study_server.connections import CONNECTIONS_PER_ADDRESS
 from study_server.services import free_port
+from tests.study_server.conftest import outside_address
 from tests.study_server.people import (
     PASSWORD,
     Person,
@@ -531,6 +535,53 @@ def test_a_guesser_is_slowed_down_on_every_worker_and_the_researcher_gets_in(dep
     assert attempt(two, "wrong", "10.0.0.9") == 429  # the other worker counts them too
     assert attempt(two, "correct horse battery", "10.0.0.2") == 302
     assert attempt(one, "correct horse battery", "10.0.0.2") == 302
+
+
+def websocket_from(source: str, port: int) -> tuple[socket.socket, str]:
+    """A websocket handshake for Socket.IO sent to nginx from ``source``, an address of
+    this machine: the socket, and the status line of nginx's answer."""
+    connection = socket.create_connection(("127.0.0.1", port), timeout=10,
+                                          source_address=(source, 0))
+    key = base64.b64encode(os.urandom(16)).decode()
+    connection.sendall((f"GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\n"
+                        f"Host: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                        "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+    answer = b""
+    while b"\r\n" not in answer:
+        chunk = connection.recv(4096)
+        if not chunk:
+            break
+        answer += chunk
+    return connection, answer.split(b"\r\n", 1)[0].decode()
+
+
+def test_one_address_holds_no_more_than_its_share_of_connections_through_nginx(deployment):
+    """Behind nginx every worker sees its connections come from nginx, on this machine,
+    which no limit counts; so nginx counts them per client address: one address may hold
+    CONNECTIONS_PER_ADDRESS websockets at once (the next is answered 503 at once), and a
+    participant arriving from elsewhere meanwhile is let in; once they close, the
+    address may connect again."""
+    source = outside_address()
+    port = int(deployment.url.rsplit(":", 1)[1])
+    held = [websocket_from(source, port) for _ in range(CONNECTIONS_PER_ADDRESS + 10)]
+    try:
+        statuses = Counter(status.split(" ")[1] for _, status in held)
+        assert statuses == {"101": CONNECTIONS_PER_ADDRESS, "503": 10}, statuses
+        person = visitor(deployment, "elsewhere")
+        person.consent()
+        assert person.statuses == [200, 200, 200], person.statuses
+    finally:
+        for connection, _ in held:
+            connection.close()
+    deadline = time.monotonic() + 10
+    while True:  # nginx counts a websocket until the worker's side has closed too
+        again, status = websocket_from(source, port)
+        again.close()
+        if status.startswith("HTTP/1.1 101") or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert status.startswith("HTTP/1.1 101"), status
 
 
 WAITS = """

@@ -15,6 +15,7 @@ server acknowledged. (PostgreSQL stopped under several workers is in
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -31,6 +32,7 @@ import pytest
 from bench.hostile import largest_gap
 from records.store import PAGE_WAIT, Store
 from study_server import auth
+from study_server.services import free_port
 from study_server.session import STOPPED_BEFORE_TICK
 from tests.conftest import start_serve, wait_until
 from tests.study_server.conftest import own_filesystem
@@ -236,6 +238,31 @@ def test_a_setting_that_is_not_a_number_is_named_in_one_line(tmp_path, setting, 
     assert refused.returncode == 1, refused.stderr
     [line] = [line for line in (refused.stdout + refused.stderr).splitlines() if line.strip()]
     assert line.startswith("Error: the setting ") and says in line
+
+
+@pytest.mark.parametrize(("limits", "taken", "warned"), [
+    ("1024:8192", 8192, False), ("1024:1024", 1024, True)], ids=["raised", "said"])
+def test_the_server_takes_every_open_file_the_system_allows_or_says_why_not(tmp_path, limits,
+                                                                            taken, warned):
+    """Each connection is an open file. A login shell or a systemd service gives 1,024
+    unasked (the soft limit); the server takes the hard limit at start, and says so when
+    even that is few (before, it served at 1,024 and stopped accepting anyone after about
+    a thousand connections, ``test_no_freeze.py``)."""
+    gridstudy = str(Path(sys.executable).parent / "gridstudy")
+    log = tmp_path / "serve.log"
+    with log.open("w") as stderr:
+        server = subprocess.Popen(["prlimit", f"--nofile={limits}", gridstudy, "serve", "--db",
+                                   str(tmp_path / "g.db"), "--port", str(free_port())],
+                                  stdout=stderr, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: "serving on" in log.read_text(), 60, "the server announced")
+        limit = re.search(r"Max open files\s+(\d+)", Path(f"/proc/{server.pid}/limits").read_text())
+        assert int(limit.group(1)) == taken
+        said = "Warning: this process may hold at most 1024 open files" in log.read_text()
+        assert said == warned, log.read_text()
+    finally:
+        server.terminate()
+        server.wait(60)
 
 
 def test_a_second_server_on_a_taken_address_says_so_in_one_line_and_starts_nothing(tmp_path):

@@ -15,7 +15,9 @@ from __future__ import annotations
 import contextlib
 import random
 import re
+import socket
 import sqlite3
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +29,10 @@ import pytest
 import socketio
 
 from bench.hostile import largest_gap, memory_mb, page_seconds, socket_flood
-from tests.conftest import start_serve
+from study_server.connections import CONNECTIONS_PER_ADDRESS
+from tests.conftest import start_serve, wait_until
+from tests.study_server.conftest import outside_address, still_open
+from tests.study_server.people import keep_pressing
 from tests.study_server.test_faults import Served
 
 PROBLEM = "lamp_grid/planning"
@@ -197,6 +202,54 @@ def test_nobody_joins_or_takes_over_another_participants_game(tmp_path):
         assert not re.search(r"token['\"]?: ?['\"][A-Za-z0-9_-]{8,}", text)
     finally:
         served.stop()
+
+
+def test_one_address_holding_connections_open_freezes_nobody(tmp_path):
+    """The reproduction: a server at the open-file limit a systemd service or a login
+    shell gets (1,024), and one client opening TCP connections to it and sending
+    nothing. Before, after 1,137 of them the server accepted no one else: a newcomer's
+    page waited 60 s and failed, and the log took a traceback a second. Now the address
+    holds at most CONNECTIONS_PER_ADDRESS, the rest are closed as they come, in one log
+    line; the quiet ones are closed after CONNECTION_QUIET (15 s here); a newcomer
+    arrives at once, and a participant pressing keys plays on throughout."""
+    source = outside_address()
+    served = Served(tmp_path / "g.db", tmp_path / "serve.log",
+                    env={"GRIDSTUDY_CONNECTION_QUIET": "15"})
+    held: list[socket.socket] = []
+    try:
+        subprocess.run(["prlimit", "--pid", str(served.process.pid), "--nofile=1024:1024"],
+                       check=True)
+        victim, _ = served.playing("p0")
+        stop = threading.Event()
+        presser = keep_pressing([victim], rate=4.0, stop=stop)
+        port = int(served.url.rsplit(":", 1)[1])
+        began = time.time()
+        for _ in range(1500):
+            connection = socket.socket()
+            connection.settimeout(5)
+            connection.bind((source, 0))
+            connection.connect(("127.0.0.1", port))
+            held.append(connection)
+        wait_until(lambda: still_open(held) <= CONNECTIONS_PER_ADDRESS, 5,
+                   "the connections beyond the limit closed")
+        assert still_open(held) > CONNECTIONS_PER_ADDRESS // 2  # the quiet ones wait
+        asked = time.monotonic()
+        assert served.person("late").arrive().status_code == 200
+        assert time.monotonic() - asked < 5
+        wait_until(lambda: still_open(held) == 0, 20, "the quiet connections closed")
+        until = time.time()
+        assert largest_gap([t for t, _ in victim.states], began, until) < 0.5
+        assert victim.client.connected  # pressing keys, never quiet
+        stop.set()
+        presser.join()
+    finally:
+        for connection in held:
+            connection.close()
+        served.stop()
+    log = served.log.read_text()
+    said = [line for line in log.splitlines() if "as they came" in line]
+    assert len(said) == 1 and f"from 1 address(es) holding {CONNECTIONS_PER_ADDRESS} " in said[0]
+    assert "Too many open files" not in log and "Traceback" not in log
 
 
 def test_a_step_that_runs_to_its_budget_delays_no_other_session(tmp_path):
