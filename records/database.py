@@ -307,6 +307,32 @@ def _sqlite_refusal(error: sqlite3.DatabaseError) -> str:
     return f"cannot be read as a SQLite database (SQLite says: {message})"
 
 
+def write_back_copy(path: Path) -> Path:
+    """Where :meth:`LiveFile.keep` copies the database at ``path`` before moving it into
+    place: a copy still there was being written when its server was stopped."""
+    return path.with_name(f".{path.name}.restoring")
+
+
+def check_no_copy_left(path: Path) -> str | None:
+    """Raise ``FileNotFoundError``, in one line saying what to do, when the database at
+    ``path`` is missing and a copy of it is left beside it by a server stopped (killed)
+    as it wrote the database back: starting there would make a new empty database, and
+    the study would seem gone, its rows in a hidden file. With the database there, what
+    to tell the operator about the copy left (or None when there is none)."""
+    copy = write_back_copy(path)
+    if not copy.exists():
+        return None
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} is missing, and {copy} is the copy of it a server was writing back "
+            "when it was stopped (it had been deleted while that server ran): if `sqlite3 "
+            f"{copy} 'PRAGMA quick_check'` says ok, move it to {path}; delete it to start "
+            "with an empty database")
+    return (f"{copy} is left from a server stopped as it wrote the database back; the "
+            f"database used is {path}: compare them, and delete the copy when it is no "
+            "longer needed")
+
+
 class FileTrouble(OSError):
     """The server's SQLite file is not the one it opened, and could not be put back yet
     (another file took its place, or writing the copy failed): the storage is away."""
@@ -435,7 +461,7 @@ class LiveFile:
             return trouble
 
     def _write_back(self) -> None:
-        copy = self.path.with_name(f".{self.path.name}.restoring")
+        copy = write_back_copy(self.path)
         for suffix, _ in self.PARTS:
             Path(f"{copy}{suffix}").unlink(missing_ok=True)
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -42,6 +42,7 @@ from records import schema
 from records.database import (
     FileTrouble,
     LiveFile,
+    check_no_copy_left,
     check_sqlite_file,
     check_writable,
     database_url,
@@ -157,6 +158,9 @@ class Store:
         existing = sqlite_path(self.url)
         if existing is not None:
             check_writable(existing)
+            left = check_no_copy_left(existing)
+            if left:
+                log.warning("%s", left)
             if existing.is_file() and existing.stat().st_size:
                 check_sqlite_file(existing)
         self.file = LiveFile(existing) if existing is not None else None

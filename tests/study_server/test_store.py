@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 from sqlmodel import select
@@ -608,3 +609,34 @@ def test_a_database_this_user_cannot_write_is_refused_with_what_to_change(tmp_pa
             assert connection.exec_driver_sql("SELECT count(*) FROM agentrun").scalar() == 1
     finally:
         engine.dispose()
+
+
+def test_a_copy_left_by_a_server_killed_as_it_wrote_the_database_back_is_pointed_to(tmp_path,
+                                                                                   caplog):
+    """A server killed in the milliseconds between copying a deleted database and moving
+    the copy into place leaves the study in a hidden file and no database. Started
+    again, it made a new empty database there: the study seemed gone. Now every command
+    that writes refuses, in one line saying what to do; done, the study is back. A copy
+    left beside a database in place is said, and the database is used."""
+    db = tmp_path / "g.db"
+    with Store(str(db)) as store, store.session() as session:
+        session.add(AgentRun(agent_kind="random", config={}))
+    copy = tmp_path / ".g.db.restoring"
+    shutil.copy(db, copy)  # the copy made, not yet moved into place
+    db.unlink()
+    with pytest.raises(FileNotFoundError) as refusal:
+        Store(str(db))
+    assert str(refusal.value).startswith(f"{db} is missing, and {copy} is the copy of it a "
+                                         "server was writing back when it was stopped")
+    served = subprocess.run([str(Path(sys.executable).parent / "gridstudy"), "serve", "--db",
+                             str(db), "--port", "0"], capture_output=True, text=True, timeout=60)
+    assert served.returncode == 1 and "Traceback" not in served.stderr, served.stderr
+    assert f"{db} is missing, and {copy}" in served.stderr.splitlines()[-1]
+    assert not db.exists()  # no empty database made in its place
+    os.replace(copy, db)  # as the line says
+    with Store(str(db)) as store, store.session() as session:
+        assert len(session.exec(select(AgentRun)).all()) == 1
+    shutil.copy(db, copy)
+    with caplog.at_level("WARNING", logger="records.store"):
+        Store(str(db)).close()
+    assert f"{copy} is left from a server stopped as it wrote the database back" in caplog.text
