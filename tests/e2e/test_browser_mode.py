@@ -457,3 +457,34 @@ def test_an_answer_submitted_while_the_server_is_down_is_said_saved_only_once_it
     with Store(str(db)) as store, store.session() as session:
         [row] = session.exec(select(EpisodeRow)).all()
     assert row.info["test_chosen"] == 1 and row.info["verified"] is True
+
+
+def test_a_refused_batch_is_sent_again_at_the_next_interval_not_at_once(live_server, page):
+    """A batch the server refuses (here: the log runs ahead of the server's clock, as
+    after the server's clock stepped back or on a worker whose clock is behind) is sent
+    again at the page's next interval (once a second). The page used to send it again
+    the moment the refusal came, as fast as the round trip allowed: the socket door
+    counted the refusals and closed the connection, again and again. Once the clock has
+    caught up, everything is stored."""
+    from study_server.browser_play import sessions
+
+    open_game(page, live_server)
+    page.evaluate(f"""() => {{
+        const game = document.querySelector('{GAME}').gridstudy;
+        window.logsSent = 0;
+        const emit = game.socket.emit.bind(game.socket);
+        game.socket.emit = (event, ...rest) => {{
+            if (event === 'log') {{ window.logsSent += 1; }}
+            return emit(event, ...rest);
+        }};
+    }}""")
+    [played] = sessions(live_server.app).values()
+    played.attempt.began += 3600  # the server's clock an hour behind the page's
+    sent = page.evaluate("window.logsSent")
+    page.wait_for_timeout(3000)
+    refused_for_three_seconds = page.evaluate("window.logsSent") - sent
+    assert 1 <= refused_for_three_seconds <= 4, refused_for_three_seconds
+    assert page.evaluate(f"document.querySelector('{GAME}').gridstudy.socket.connected")
+    played.attempt.began -= 3600
+    page.wait_for_function(f"(() => {{ const game = document.querySelector('{GAME}'); "
+                           "return +game.dataset.stored >= game.gridstudy.local.logged() - 8; })()")

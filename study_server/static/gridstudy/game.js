@@ -286,11 +286,10 @@
     this.socket.emit("log", { token: this.token, batch: batch }, function (answer) {
       if (self.sending !== sent) { return; }  // given up on, or the connection changed
       self.sending = false;
-      if (answer && answer.ok) {
-        self.acked = answer.next;
-        self.root.dataset.stored = String(answer.next);
-        self.root.dataset.verified = answer.verified ? "true" : "false";
-      }
+      if (!(answer && answer.ok)) { return; }  // refused: sent again at the next interval
+      self.acked = answer.next;
+      self.root.dataset.stored = String(answer.next);
+      self.root.dataset.verified = answer.verified ? "true" : "false";
       if (self.acked < self.local.logged()) { self.flush(); } else { self.logged(); }
     });
   };
