@@ -30,7 +30,7 @@ from typing import Any
 from records.recorder import EpisodeRecorder
 from records.schema import as_utc
 from records.store import PAGE_WAIT
-from study_server.clock import UNIX_SECONDS, is_unix_time
+from study_server.clock import UNIX_SECONDS, is_unix_time, steady_time
 from tasks.core import parse_action
 from tasks.limits import StepLimitExceeded
 from tasks.worldtest.episode import DONE, Episode
@@ -77,11 +77,14 @@ class BrowserAttempt:
     Without that bound one connection made the server replay and store 100,000 ticks
     in eight seconds, a record no person played and a disk filled at will.
     ``began``: when the attempt began (Unix seconds; now by default); ``ticks`` and
-    ``refusals``: the entries of each kind it holds already (a rebuilt attempt)."""
+    ``refusals``: the entries of each kind it holds already (a rebuilt attempt);
+    ``clock``: now, in Unix seconds (:func:`study_server.clock.steady_time`, which a step
+    of the system's clock does not move: on the system's clock, a step back of an hour
+    refused every page's log for the hour)."""
 
     def __init__(self, episode: Episode, recorder: EpisodeRecorder, next_entry: int = 0, *,
                  began: float | None = None, ticks: int = 0, refusals: int = 0,
-                 clock: Any = time.time) -> None:
+                 clock: Any = steady_time) -> None:
         self.episode = episode
         self.recorder = recorder
         self.next = next_entry

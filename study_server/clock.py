@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections import deque
 from typing import Any
 
@@ -24,6 +25,18 @@ LATEST_CLIENT_TIME = 1e11
 """Client times from this on (the year 5138) are no clock's reading."""
 UNIX_SECONDS = f"Unix seconds (a finite number from 0 to {LATEST_CLIENT_TIME:g})"
 """What a client's time must be, as the refusal of one that is not says."""
+
+
+_STARTED = (time.time(), time.monotonic())
+
+
+def steady_time() -> float:
+    """Unix seconds as the system's clock read when this process started, counted on
+    since by the monotonic clock: a step of the system's clock while the server runs (an
+    NTP correction, a virtual machine resumed) moves neither way here. What measures how
+    long something has lasted, against a time the server noted itself."""
+    wall, steady = _STARTED
+    return wall + (time.monotonic() - steady)
 
 
 def is_unix_time(value: Any) -> bool:

@@ -185,6 +185,27 @@ def test_a_log_ahead_of_the_clock_is_refused_whole(store):
     assert kept.take(log[allowed:]).next == len(log) and kept.verified
 
 
+def test_a_step_of_the_systems_clock_refuses_no_page_log(store, monkeypatch):
+    """An NTP correction or a resumed virtual machine steps the system's clock. The
+    check above measured an attempt's time on it: after a step back of an hour, every
+    page's batches were refused for the hour (the pages kept their logs, and their games
+    waited at the end). It now counts on the monotonic clock from the server's start
+    (``steady_time``). ``time.time`` stands in for the system's clock: a step under a
+    running server cannot be made here (libfaketime, which could, breaks
+    ``time.sleep`` once its offset changes), so this guards the clock the attempt reads,
+    and a reading of ``time.time`` would fail it."""
+    from study_server.clock import steady_time
+
+    kept = attempt(store, began=steady_time() - 10)  # ten seconds of play so far
+    wall = time.time
+    monkeypatch.setattr(time, "time", lambda: wall() - 3600)
+    log = browser_log([None] * int(10 * kept.episode.frame_rate))
+    assert kept.take(log).next == len(log)
+    monkeypatch.setattr(time, "time", lambda: wall() + 3600)  # and forward: no more allowed
+    with pytest.raises(LogError, match="ahead of the clock"):
+        kept.take(browser_log([None] * int(20 * kept.episode.frame_rate))[len(log):])
+
+
 def test_more_refused_inputs_than_anyone_can_press_are_refused(store):
     """Refused inputs are stored too (as raw inputs): at most REFUSALS_PER_SECOND of them
     for each second of the attempt, with the same slack."""
