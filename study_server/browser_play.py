@@ -123,7 +123,7 @@ class BrowserAttempt:
         """Take nothing more: the attempt was ended elsewhere (its row says how)."""
         with self.lock:
             if not self.ended:
-                self.ended, self.ended_at = True, time.time()
+                self.ended, self.ended_at = True, steady_time()
 
     def abandon(self, reason: str) -> None:
         """End the attempt here, ``abandoned`` for ``reason``; nothing after is taken."""
@@ -214,7 +214,7 @@ class BrowserAttempt:
                                "browser_hash": entry.get("hash"), **more}
 
     def _end(self, status: str, info: dict[str, Any]) -> None:
-        self.ended, self.ended_at = True, time.time()
+        self.ended, self.ended_at = True, steady_time()
         self.recorder.finished(self.episode, status=status, info={**info, **self.outcome()})
 
     def outcome(self) -> dict[str, Any]:
@@ -266,7 +266,7 @@ class BrowserSession:
     sid: str | None = None
     joined: bool = False
     """A page joined it once (a preview no page joins goes sooner, as the scheduler's)."""
-    idle_since: float | None = field(default_factory=time.time)
+    idle_since: float | None = field(default_factory=steady_time)
     """Since when no page is connected to it (None while one is)."""
 
     def __post_init__(self) -> None:
@@ -320,7 +320,7 @@ def sweep(app: Any, now: float | None = None) -> None:
     open another until the server restarted."""
     from study_server.scheduler import NOT_JOINED
 
-    now = time.time() if now is None else now
+    now = steady_time() if now is None else now
     unjoined, idle = (float(app.config[key]) for key in ("UNJOINED_TIMEOUT", "IDLE_TIMEOUT"))
     held = sessions(app)
     for token, played in list(held.items()):

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from study_server.clock import steady_time
 from study_server.session import GameSession, label
 from tasks.worldtest.tick import Tick, next_deadline
 
@@ -286,8 +287,10 @@ class Scheduler:
     def _sweep_idle(self) -> None:
         """Abandon sessions nobody has been connected to for ``idle_timeout`` seconds, and
         previews nobody joined within ``unjoined_timeout`` seconds (a flood of them then
-        holds memory for under a minute)."""
-        now = time.time()
+        holds memory for under a minute). Measured on :func:`study_server.clock.steady_time`:
+        a step of the system's clock forward would abandon every game whose page was away
+        at that moment."""
+        now = steady_time()
         if now < self.next_sweep:
             return
         self.next_sweep = now + 5.0

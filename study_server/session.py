@@ -21,7 +21,7 @@ from typing import Any
 
 from records.rebuild import rebuild
 from records.recorder import EpisodeRecorder
-from study_server.clock import ClockOffset
+from study_server.clock import ClockOffset, steady_time
 from tasks import registry
 from tasks.worldtest.changes import ViewStream, idle_every
 from tasks.worldtest.episode import Episode
@@ -84,7 +84,7 @@ class GameSession:
         self.clock = ClockOffset()
         self.sid: str | None = None
         """The connection bound to this session (only it may send input)."""
-        self.idle_since: float | None = time.time()
+        self.idle_since: float | None = steady_time()
         """Server time since when no connection is bound (None while one is)."""
         self.joined = False
         """Whether a client has ever joined."""

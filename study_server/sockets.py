@@ -49,7 +49,7 @@ from records.writer import unavailable
 from study_server import auth, browser_play, cluster, deadlines
 from study_server.app import STORAGE_ERRORS
 from study_server.browser_play import LogError
-from study_server.clock import UNIX_SECONDS, is_unix_time
+from study_server.clock import UNIX_SECONDS, is_unix_time, steady_time
 from study_server.scheduler import Scheduler
 from study_server.session import GameSession, label
 from tasks.worldtest.tick import AUTO, Tick
@@ -393,10 +393,10 @@ def on_disconnect(peer: Peer, reason: Any = None) -> None:
     scheduler = peer.scheduler
     for session in scheduler.sessions_of(peer.sid):
         scheduler.pause(session.token)
-        session.sid, session.idle_since = None, time.time()
+        session.sid, session.idle_since = None, steady_time()
     for played in browser_play.sessions(peer.app).values():
         if played.sid == peer.sid:
-            played.sid, played.idle_since = None, time.time()
+            played.sid, played.idle_since = None, steady_time()
 
 
 def on_join_browser(peer: Peer, message: Any = None) -> dict[str, Any]:

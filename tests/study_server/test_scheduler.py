@@ -215,6 +215,31 @@ def test_a_preview_nobody_joins_is_abandoned_and_a_participants_session_kept(sto
     assert (row.status, row.score, row.info["reason"]) == ("abandoned", 0.0, "nobody joined the preview")
 
 
+def test_a_step_of_the_systems_clock_abandons_no_game(store, problems, monkeypatch):
+    """An NTP correction or a resumed virtual machine steps the system's clock forward an
+    hour. The idle sweeps measured on it, so every game whose page was away at that
+    moment (a reload, a connection being made again) was abandoned at once, and a
+    participant's attempt excluded; in browser play too. They now measure on
+    ``steady_time``. ``time.time`` stands in for the system's clock."""
+    from flask import Flask
+
+    from study_server import browser_play
+
+    scheduler = run_scheduler([])
+    person = scheduler.add(GameSession.create(problems["mfp"], store, participant_id=7))
+    preview = scheduler.add(GameSession.create(problems["mfp"], store))
+    app = Flask(__name__)
+    app.config.update(UNJOINED_TIMEOUT=45.0, IDLE_TIMEOUT=600.0)
+    played = browser_play.open_browser_session(store, problems["mfp"], participant_id=8)
+    browser_play.sessions(app)[played.token] = played
+    wall = time.time
+    monkeypatch.setattr(time, "time", lambda: wall() + 3600)
+    scheduler._sweep_idle()
+    browser_play.sweep(app)
+    assert set(scheduler.sessions) == {person.token, preview.token}
+    assert played.token in browser_play.sessions(app) and not played.attempt.ended
+
+
 def test_a_session_nobody_returns_to_is_abandoned_and_a_persons_attempt_excluded_with_why(
         store, problems):
     """The idle timeout abandons a participant's session as a recorded preview's; the
