@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import re
+import fcntl
+import ipaddress
 import socket
+import struct
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,14 +50,25 @@ def remount(folder: Path, *options: str) -> None:
 
 def outside_address() -> str:
     """An IPv4 address of this machine that is not a loopback one: the server limits
-    connections from such addresses (its own machine's are not)."""
-    shown = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"],
-                           capture_output=True, text=True).stdout
-    found = re.findall(r"inet (\d+\.\d+\.\d+\.\d+)/", shown)
-    if not found:
-        pytest.fail("this case connects from an address of this machine other than "
-                    f"loopback, and `ip addr` shows none: {shown!r}")
-    return found[0]
+    connections from such addresses (its own machine's are not). Read from the kernel
+    (``SIOCGIFADDR`` on each interface), since a minimal Debian has no ``ip`` command."""
+    for _, name in socket.if_nameindex():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            try:
+                answer = fcntl.ioctl(probe.fileno(), SIOCGIFADDR,
+                                     struct.pack("256s", name.encode()[:15]))
+            except OSError:  # an interface without an IPv4 address
+                continue
+        address = socket.inet_ntoa(answer[20:24])
+        if not ipaddress.ip_address(address).is_loopback:
+            return address
+    pytest.fail("this case connects from an address of this machine other than loopback, "
+                f"and its interfaces ({', '.join(n for _, n in socket.if_nameindex())}) have "
+                "none")
+
+
+SIOCGIFADDR = 0x8915
+"""Linux's request for an interface's IPv4 address."""
 
 
 def still_open(connections: list[socket.socket]) -> int:
