@@ -49,6 +49,15 @@ def header_only(folder: Path) -> Path:
     return path
 
 
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    """The one line a command that failed as it should printed: exit status 1, no
+    traceback, a line starting ``Error:``."""
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    [line] = [line for line in result.stderr.splitlines() if line.strip()]
+    assert line.startswith("Error: ")
+    return line
+
+
 @pytest.mark.parametrize("make, message", [
     (garbled, "not a SQLite database"),
     (truncated, "a damaged SQLite database"),
@@ -61,11 +70,8 @@ def header_only(folder: Path) -> Path:
 ], ids=["export", "report", "token-list"])
 def test_a_broken_database_is_one_line_and_exit_1(tmp_path, make, message, command):
     db = make(tmp_path)
-    result = gridstudy(*[a.format(db=db) for a in command], cwd=tmp_path)
-    assert result.returncode == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    [line] = [line for line in result.stderr.splitlines() if line.strip()]
-    assert line.startswith("Error: ") and db.name in line and message in line
+    line = one_error_line(gridstudy(*[a.format(db=db) for a in command], cwd=tmp_path))
+    assert db.name in line and message in line
 
 
 ARCHIVE_FILES = ("events.jsonl", "episodes.csv", "frames.jsonl", "participants.jsonl",
@@ -101,13 +107,6 @@ def archive(tmp_path: Path, parts: tuple[str, ...]) -> Iterator[tuple[Path, Path
             copy("")
         remount(disk, "ro")
         yield disk / "study.db", writable / "study.db"
-
-
-def one_error_line(result: subprocess.CompletedProcess) -> str:
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
-    [line] = [line for line in result.stderr.splitlines() if line.strip()]
-    assert line.startswith("Error: ")
-    return line
 
 
 @pytest.mark.parametrize("parts", [(), ("-wal", "-shm")], ids=["closed", "copied-live"])
