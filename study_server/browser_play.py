@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from records.offload import off_loop
 from records.recorder import EpisodeRecorder
 from records.schema import as_utc
 from records.store import PAGE_WAIT
@@ -53,6 +54,7 @@ REFUSALS_PER_SECOND = 30
 """Refused inputs a log may hold per second of its attempt (a key held down repeats
 about 30 times a second; the page refuses those that come faster than its ticks)."""
 _HASH = re.compile(r"[0-9a-f]{16}")
+MOVED = "the game moved to another server; join it again"
 
 
 class LogError(ValueError):
@@ -98,6 +100,8 @@ class BrowserAttempt:
         """The actions applied so far, in order: what a page that left rebuilds from."""
         self.last_input_at: float | None = None
         """When the server took the last entry a person made (the live monitor's idle)."""
+        self.moved = False
+        """Another worker takes the log now: nothing more is taken here."""
         self.lock = threading.Lock()
 
     @property
@@ -108,6 +112,8 @@ class BrowserAttempt:
         """Check the whole batch, then store and verify its new entries in order (one
         batch at a time: a batch sent again while the first is replayed waits)."""
         with self.lock:
+            if self.moved:
+                raise LogError(MOVED)
             entries = self._checked(batch)
             self._on_time([entry for entry in entries if entry["n"] >= self.next])
             for entry in entries:
@@ -124,6 +130,12 @@ class BrowserAttempt:
         with self.lock:
             if not self.ended:
                 self.ended, self.ended_at = True, steady_time()
+
+    def move(self) -> None:
+        """Take nothing more here: another worker takes the log from now on (once the
+        batch being taken, if any, is stored)."""
+        with self.lock:
+            self.moved = True
 
     def abandon(self, reason: str) -> None:
         """End the attempt here, ``abandoned`` for ``reason``; nothing after is taken."""
@@ -298,10 +310,13 @@ ENDED_KEPT = 60.0
 its last batch again), before the next new attempt forgets it."""
 
 
-def keep(app: Any, played: BrowserSession) -> BrowserSession:
+def keep(app: Any, played: BrowserSession, *, leased: bool = False) -> BrowserSession:
     """Hold ``played`` in this process (its page joins it by token), after a
-    :func:`sweep`."""
+    :func:`sweep`; its lease is taken first unless it is ``leased`` here already
+    (``study_server/cluster.py``: one worker at a time takes an attempt's log)."""
     sweep(app)
+    if not leased:
+        app.extensions["gridstudy.cluster"].claim(played.token, played.episode_id)
     sessions(app)[played.token] = played
     return played
 
@@ -345,13 +360,51 @@ playing while its server restarted (or while another worker took over) joins it 
 
 
 def browser_token(app: Any, episode_id: int, token: str | None = None) -> str:
-    """The token of the browser attempt of episode ``episode_id``: the one held here, or
-    one rebuilt from its stored record (a first visit, a restart) under ``token`` (a new
-    one when None): the stored events replayed on the server's episode, the log numbered
-    on from what is stored."""
+    """The token of the browser attempt of episode ``episode_id``: the one held here; the
+    one another live worker holds (the page's join asks that worker for it); or one
+    rebuilt here from its stored record (a first visit, a restart, its worker's death)
+    under its lease's token, else under ``token`` (a new one when None)."""
+    from study_server import cluster as clusters
+
     for played in list(sessions(app).values()):
         if played.episode_id == episode_id:
             return played.token
+    workers: clusters.Cluster = app.extensions["gridstudy.cluster"]
+    lease = workers.lease(episode_id=episode_id)
+    if lease is None:
+        return _rebuilt(app, episode_id, token or "", leased=False).token
+    if lease.alive and lease.worker != workers.id:
+        return lease.token
+    adopted = adopt(app, episode_id, lease.token)
+    return lease.token if isinstance(adopted, str) else adopted.token
+
+
+def adopt(app: Any, episode_id: int, token: str, takeover: bool = False,
+          sleep: Any = time.sleep) -> BrowserSession | str:
+    """The attempt of ``episode_id`` rebuilt here under ``token`` once its lease is this
+    worker's (:func:`study_server.cluster.acquire`: taken from a dead worker, or handed
+    over by a live one at its next heartbeat, which it declines while its page is
+    connected there unless ``takeover``); or the reason it cannot be had. Without the
+    lease, a page that reached another worker (its own was briefly unreachable) and came
+    back was given the first worker's old copy: it went back to that frame, and its log
+    from there was stored a second time, two events with each ``seq``."""
+    from study_server import cluster as clusters
+
+    workers: clusters.Cluster = app.extensions["gridstudy.cluster"]
+    workers.pending.add(token)
+    try:
+        lease = clusters.acquire(app, token, takeover, sleep)
+        if isinstance(lease, str):
+            return lease
+        return off_loop(_rebuilt, app, episode_id, token, leased=lease is not None)
+    finally:
+        workers.pending.discard(token)
+
+
+def _rebuilt(app: Any, episode_id: int, token: str, *, leased: bool) -> BrowserSession:
+    """The attempt rebuilt from its stored record under ``token`` (a new one when empty):
+    the stored events replayed on the server's episode, the log numbered on from what is
+    stored; held here (:func:`keep`)."""
     from sqlmodel import func, select
 
     from records.models import EpisodeRow, Event, RawInput
@@ -375,9 +428,9 @@ def browser_token(app: Any, episode_id: int, token: str | None = None) -> str:
                              began=as_utc(row.started_at).timestamp(), ticks=len(events), refusals=refused)
     attempt.actions = [e.action for e in events if replays(e)]
     played = BrowserSession(attempt, problem.id, rebuilt.episode.frame_rate, row.study_id,
-                            row.participant_id, token=token or "")
+                            row.participant_id, token=token)
     remember(store, played, row.info or {})
-    return keep(app, played).token
+    return keep(app, played, leased=leased)
 
 
 def _marks(token: str) -> dict[str, str]:
@@ -397,10 +450,10 @@ def remember(store: Any, played: BrowserSession, info: dict[str, Any]) -> None:
         merge_info(store, played.episode_id, mark)
 
 
-def find(app: Any, token: str) -> BrowserSession | None:
-    """The attempt played under ``token`` that this process does not hold (its server
-    restarted, or another worker held it), rebuilt here from the store; None when no
-    unfinished attempt has that token."""
+def find(app: Any, token: str) -> tuple[int, str | None, int | None] | None:
+    """The unfinished attempt played under ``token`` that this process does not hold (its
+    server restarted, or another worker held it): its episode, study and participant
+    (whose page alone may have it rebuilt here, :func:`adopt`); None when there is none."""
     from sqlmodel import select
 
     from records.models import EpisodeRow
@@ -409,12 +462,10 @@ def find(app: Any, token: str) -> BrowserSession | None:
 
     store = app.extensions["gridstudy.store"]
     with store.session() as db:
-        found = db.exec(select(EpisodeRow.id).where(
-            EpisodeRow.info[TOKEN_KEY].as_string() == digest(token),
-            EpisodeRow.status.in_(assignment.HOLDING))).first()
-    if found is None:
-        return None
-    return sessions(app).get(browser_token(app, found, token))
+        found = db.exec(select(EpisodeRow.id, EpisodeRow.study_id, EpisodeRow.participant_id)
+                        .where(EpisodeRow.info[TOKEN_KEY].as_string() == digest(token),
+                               EpisodeRow.status.in_(assignment.HOLDING))).first()
+    return None if found is None else tuple(found)
 
 
 def playing(app: Any) -> list[BrowserSession]:
@@ -434,5 +485,8 @@ def drop(app: Any, participant_id: int) -> list[int]:
     """Stop taking the logs of the participant's browser attempts (their games go on
     from the server): the episodes they were."""
     held = sessions(app)
-    gone = [token for token, played in held.items() if played.participant_id == participant_id]
-    return [held.pop(token).episode_id for token in gone]
+    gone = [held.pop(token) for token, played in list(held.items())
+            if played.participant_id == participant_id]
+    for played in gone:
+        played.attempt.move()  # a batch being taken is stored first, none after
+    return [played.episode_id for played in gone]

@@ -336,6 +336,7 @@ def heartbeat(app: Any, socketio: Any) -> None:
     # pending from before its lease is taken until after it is added.
     pending = set(cluster.pending)
     recorded = {token for token, s in list(scheduler.sessions.items()) if s.recorder is not None}
+    recorded |= set(list(browser_play.sessions(app)))
     agents = app.extensions.get("gridstudy.agent_episodes", {})
     recorded |= {agent_token(episode_id) for episode_id in list(agents)}
     held = cluster.held()
@@ -387,8 +388,11 @@ def _abandoned(engine: Engine, episode_ids: list[int]) -> list[int]:
 
 
 def _hand_over(app: Any, socketio: Any, token: str, by: str, takeover: bool) -> None:
+    from study_server import browser_play
+
     cluster: Cluster = app.extensions["gridstudy.cluster"]
-    session = app.extensions["gridstudy.realtime"].get(token)
+    session = app.extensions["gridstudy.realtime"].get(token) or \
+        browser_play.sessions(app).get(token)
     if session is not None and session.sid is not None and not takeover:
         cluster.decline(token)
         return
@@ -402,8 +406,17 @@ def _hand_over(app: Any, socketio: Any, token: str, by: str, takeover: bool) -> 
 def _drop(app: Any, socketio: Any, token: str, disconnect: bool = True) -> None:
     """Stop playing ``token`` here (its lease is, or is about to be, another worker's):
     a participant's session stops ticking, its queued inputs stored as dropped, and its
-    connection is closed so that it reconnects to the owner; an agent's episode is
-    forgotten (the owner rebuilds it from the store)."""
+    connection is closed so that it reconnects to the owner; an agent's episode, or an
+    attempt played in the browser, is forgotten (the owner rebuilds it from the store),
+    once the batch of its log being taken, if any, is stored."""
+    from study_server import browser_play
+
+    played = browser_play.sessions(app).pop(token, None)
+    if played is not None:
+        played.attempt.move()
+        if disconnect and played.sid is not None:
+            socketio.server.disconnect(played.sid)
+        return
     if token.startswith(AGENT):
         live = app.extensions.get("gridstudy.agent_episodes", {}).pop(int(token[len(AGENT):]), None)
         if live is not None:

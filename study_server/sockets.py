@@ -407,12 +407,14 @@ def on_join_browser(peer: Peer, message: Any = None) -> dict[str, Any]:
     token = message.get("token") if isinstance(message, dict) else None
     session = browser_play.sessions(peer.app).get(token) if isinstance(token, str) else None
     if session is None and isinstance(token, str) and TOKEN.fullmatch(token):
-        try:  # a page that played on while its server restarted
-            session = off_loop(browser_play.find, peer.app, token)
+        try:  # a page that played on while its server restarted, or came from another worker
+            session = _adopt_browser(peer, token, takeover=message.get("takeover") is True)
         except STORAGE_ERRORS as error:
             if isinstance(error, SQLAlchemyError) and not unavailable(error):
                 raise
             return peer.refuse(JOIN_LATER)
+        if isinstance(session, str):
+            return peer.refuse(session)
     if session is None or not _may_play(session.study_id, session.participant_id, session.owner):
         return peer.refuse(UNKNOWN_SESSION)
     if session.sid not in (None, peer.sid):
@@ -423,6 +425,16 @@ def on_join_browser(peer: Peer, message: Any = None) -> dict[str, Any]:
     peer.app.extensions["gridstudy.door"].joined(peer.sid)
     return {"ok": True, "problem_id": session.problem_id, "frame_rate": session.frame_rate,
             "record": session.attempt.record(), "verified": session.attempt.verified}
+
+
+def _adopt_browser(peer: Peer, token: str, takeover: bool) -> Any:
+    """An attempt played in the browser that this worker does not hold, rebuilt here: only
+    for the participant it belongs to, as :func:`_adopt` (anyone else moves nothing)."""
+    found = off_loop(browser_play.find, peer.app, token)
+    if found is None or not _may_play(found[1], found[2], None):
+        return None
+    return browser_play.adopt(peer.app, found[0], token, takeover,
+                              sleep=peer.app.extensions["socketio"].sleep)
 
 
 def on_log(peer: Peer, message: Any = None) -> dict[str, Any]:

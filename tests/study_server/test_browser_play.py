@@ -310,7 +310,7 @@ def test_ended_browser_attempts_are_forgotten_and_previews_are_bounded(tmp_path)
         held = browser_play.sessions(live.app)
         first = held[made[0]["token"]]
         first.attempt.ended, first.attempt.ended_at = True, 0.0  # ended long ago
-        browser_play.keep(live.app, held.pop(made[1]["token"]))
+        browser_play.keep(live.app, held.pop(made[1]["token"]), leased=True)
         assert set(held) == {made[1]["token"]}
     finally:
         live.stop()

@@ -29,6 +29,7 @@ import socketio
 from sqlalchemy import create_engine, text
 
 from study_server import services
+from study_server.browser_play import AHEAD
 from study_server.connections import CONNECTIONS_PER_ADDRESS
 from study_server.services import free_port
 from tests.study_server.conftest import outside_address
@@ -41,6 +42,7 @@ from tests.study_server.people import (
     keep_pressing,
     researcher,
 )
+from tests.study_server.test_browser_play import browser_log
 
 STUDY = """
 id: crowd
@@ -358,6 +360,73 @@ def test_a_session_moves_between_live_workers_only_when_its_tab_lets_it(deployme
         assert [row[1] for row in events if row[2] == "input"] == ["right", "left"]
     finally:
         for client in (first.client, second):
+            if client.connected:
+                client.disconnect()
+
+
+def test_a_game_played_in_the_browser_moves_between_live_workers_without_a_tick_stored_twice(
+        deployment):
+    """A page playing in the browser whose worker was out of its reach for a moment comes
+    back through another live worker, then back again (and once as a second tab that
+    chose "continue here"): each worker takes the log only while it holds the attempt's
+    lease, the one before handing it over at its heartbeat, so the page is always given
+    the record as stored and every tick is stored once. Before, the second worker let the
+    page in while the first still held the game, and the first, given the page back,
+    answered with its old copy: the page went back 8 ticks and its log from there was
+    stored again, two events for each of those seq."""
+    one, other = (f"http://{address}" for address in deployment.workers)
+    made = httpx.post(f"{one}/play/ant_trail/planning/session", params={"play": "browser"}).json()
+    token, began = made["token"], time.time()
+    log = browser_log([None, "click 3 3", None, None, "click 2 2", None] * 5)
+    pages: list[socketio.Client] = []
+
+    def page(url: str, takeover: bool = False) -> tuple[socketio.Client, dict]:
+        client = socketio.Client(reconnection=False)
+        client.connect(url, transports=["websocket"])
+        pages.append(client)
+        return client, client.call("join-browser", {"token": token, "takeover": takeover},
+                                   timeout=30)
+
+    def send(client: socketio.Client, start: int, end: int) -> dict:
+        # a page's log keeps to its clock: ant_trail ticks 5 times a second
+        time.sleep(max(0.0, began + end / 5 - AHEAD + 0.5 - time.time()))
+        return client.call("log", {"token": token, "batch": log[start:end]}, timeout=10)
+
+    try:
+        first, joined = page(one)
+        assert joined["ok"] and send(first, 0, 8)["next"] == 8
+        second, refused = page(other)
+        assert refused == {"ok": False, "error": "join: this session is open in another connection"}
+        second.disconnect()
+        first.disconnect()  # the first worker out of reach: the page comes through the other
+
+        moved, joined = page(other)
+        assert joined["ok"] and joined["record"]["next"] == 8, joined
+        assert send(moved, 8, 16)["next"] == 16
+        moved.disconnect()
+
+        back, joined = page(one)
+        assert joined["record"] == {"actions": [e["action"] for e in log[:16]], "next": 16}
+        assert send(back, 16, 24)["next"] == 24
+        told: list[dict] = []
+        back.on("taken-over", told.append)
+        tab, joined = page(other, takeover=True)
+        assert joined["ok"] and joined["record"]["next"] == 24, joined
+        assert send(back, 24, 30) == {"ok": False, "error": "log: not your session"}
+        assert told == [{"token": token}]
+        assert send(tab, 24, 30)["next"] == 30
+        for client in pages:
+            client.disconnect()
+        [(owner,)] = deployment.sql("SELECT w.address FROM livesession l JOIN worker w "
+                                    "ON w.id = l.worker WHERE l.token = :t", t=token)
+        assert owner == deployment.workers[1]
+        time.sleep(1.5)  # the writer's flush
+        events = deployment.sql("SELECT seq, tick, frame_hash FROM event WHERE episode_id = :e "
+                                "ORDER BY seq, id", e=made["episode_id"])
+        assert [(seq, tick, frame) for seq, tick, frame in events] == \
+            [(entry["n"], entry["tick"], entry["hash"]) for entry in log[:30]]
+    finally:
+        for client in pages:
             if client.connected:
                 client.disconnect()
 
