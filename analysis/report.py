@@ -260,16 +260,25 @@ def warning_lines(dataset: Dataset) -> list[str]:
     how many of people's attempts are excluded."""
     incomplete = Counter((agent_of(e), e.status) for e in dataset if e.is_incomplete)
     attempts = Counter(agent_of(e) for e in dataset)
-    plays = {agent_of(e) for e in dataset if e.agent_kind == schema.UNKNOWN}
+    kinds = {agent_of(e): e.agent_kind for e in dataset}
     lines = []
     for agent in sorted({a for a, _ in incomplete}):
         parts = ", ".join(f"{n} {status}" for (a, status), n in sorted(incomplete.items())
                           if a == agent)
         total = sum(n for (a, _), n in incomplete.items() if a == agent)
-        if agent in plays:  # no run to resume
+        if kinds[agent] == schema.UNKNOWN:  # no run to resume
             lines.append(f"Warning: {total} of {attempts[agent]} plays recorded outside any "
                          f"study and any run did not finish ({parts}); they are not in the "
                          "scores.")
+            continue
+        if kinds[agent] == schema.RL:  # the researcher's own process plays them
+            stopped = (" An active one's training process, unless it is still running, "
+                       "stopped before the episode ended (killed, or interrupted outside a "
+                       "`with` block and without `env.close()`, which record it as "
+                       "abandoned); nothing resumes a Gymnasium episode."
+                       if incomplete[(agent, "active")] else "")
+            lines.append(f"Warning: {agent} has {total} of {attempts[agent]} episodes "
+                         f"unfinished ({parts}); they are not in its scores.{stopped}")
             continue
         lines.append(f"Warning: {agent} has {total} of {attempts[agent]} attempts incomplete "
                      f"({parts}); they are not in its scores. Run the same `gridstudy agent "

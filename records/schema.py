@@ -580,6 +580,9 @@ EPISODE_VIEW = Table("episode view", "One row per attempt at a problem, with who
 """The episode table joined with its agent run and participant (see :func:`agent_kind`)."""
 
 HUMAN = "human"
+RL = "rl"
+"""The agent kind of a Gymnasium run (``game_client.gym.RecordEpisodes``): its episodes
+are played by the researcher's own training process, which nothing else resumes."""
 UNKNOWN = "unknown"
 """The agent of a play recorded outside any study and any agent run (a preview with
 ``?record=1``, local play with ``--record``)."""

@@ -8,9 +8,7 @@ import gymnasium
 
 from game_client.batch import find_or_create_run
 from records.recorder import EpisodeRecorder
-
-KIND = "rl"
-"""The ``agent_kind`` of every run recorded here."""
+from records.schema import RL as KIND
 
 
 def parse_agent(agent: str) -> str:

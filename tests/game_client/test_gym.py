@@ -305,3 +305,64 @@ def test_docstring_examples(name):
 
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
+
+
+STOPPED = """
+import os, sys, gymnasium, game_client.gym
+from game_client.gym import RecordEpisodes
+from tests.game_client.test_gym import index_of
+env = RecordEpisodes(gymnasium.make("gridstudy/lamp_grid-planning-v0"), db=sys.argv[1],
+                     agent="rl:stopped")
+env.reset(seed=0)
+env.step(index_of(env, "go-to-test"))
+for text in env.unwrapped.problem.params["plan"]:
+    if env.step(index_of(env, text))[2]:
+        break
+env.reset(seed=1)
+env.step(index_of(env, "up"))
+env.store.flush(timeout=30)
+os._exit(0)  # a process that stops without closing: a kill after its rows were written
+"""
+INTERRUPTED = """
+import sys, gymnasium, game_client.gym
+from game_client.gym import RecordEpisodes
+from tests.game_client.test_gym import index_of
+with RecordEpisodes(gymnasium.make("gridstudy/lamp_grid-planning-v0"), db=sys.argv[1],
+                    agent="rl:interrupted") as env:
+    env.reset(seed=0)
+    env.step(index_of(env, "up"))
+    raise KeyboardInterrupt  # Ctrl-C inside the with block
+"""
+
+
+def test_an_episode_its_training_process_left_unfinished_is_said_as_such(tmp_path):
+    """A training process that stops mid-episode without closing its environment leaves
+    the episode active: the report leaves it out of the scores and says why, without
+    sending the researcher to `gridstudy agent run` (which resumes model runs, not
+    Gymnasium episodes); one interrupted inside a ``with`` block is recorded abandoned.
+    Before, the report told the researcher to run `gridstudy agent run` again."""
+    import signal
+    import subprocess
+    import sys
+
+    from click.testing import CliRunner
+
+    from analysis.cli import report
+
+    url = f"sqlite:///{tmp_path / 'rl.db'}"
+    for script, code in ((STOPPED, 0), (INTERRUPTED, -signal.SIGINT)):  # as a Ctrl-C ends it
+        done = subprocess.run([sys.executable, "-c", script, url], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == code, done.stderr
+    assert "KeyboardInterrupt" in done.stderr
+    with Store(url) as store, store.session() as session:
+        rows = session.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all()
+    assert [row.status for row in rows] == ["done", "active", "abandoned"]
+    result = CliRunner().invoke(report, ["--db", url, "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.output.splitlines() if line.startswith("Warning")]
+    [said] = [line for line in warnings if "rl:" in line]
+    assert said.startswith("Warning: rl:stopped has 1 of 2 episodes unfinished (1 active); "
+                           "they are not in its scores. An active one's training process")
+    assert "nothing resumes a Gymnasium episode" in said
+    assert not any("agent run" in line for line in warnings), warnings
