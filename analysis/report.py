@@ -283,6 +283,7 @@ def warning_lines(dataset: Dataset) -> list[str]:
         lines.append(f"Warning: {agent} has {total} of {attempts[agent]} attempts incomplete "
                      f"({parts}); they are not in its scores. Run the same `gridstudy agent "
                      "run` command again to resume them.")
+    lines += _version_lines(dataset)
     thin = {problem: n for problem, n in _attempts_per_problem(dataset).items()
             if n < SMALL_N}
     if thin:
@@ -296,6 +297,27 @@ def warning_lines(dataset: Dataset) -> list[str]:
         total = sum(1 for e in dataset if e.is_human)
         lines.append(f"Note: {len(excluded)} of {total} attempts by people are excluded and "
                      "left out of every score (reasons under Exclusions).")
+    return lines
+
+
+def _version_lines(dataset: Dataset) -> list[str]:
+    """A warning per problem whose attempts were played on more than one version of its
+    environment (``info.environment_version``: its program or definition was edited
+    while the data was being collected); attempts recorded before versions were kept
+    have none and are not counted."""
+    versions: dict[str, Counter] = {}
+    for episode in dataset:
+        version = (episode.info or {}).get(schema.VERSION_KEY)
+        if version:
+            versions.setdefault(episode.problem_id, Counter())[version] += 1
+    lines = []
+    for problem, counts in sorted(versions.items()):
+        if len(counts) > 1:
+            shown = ", ".join(f"{n} on {version}" for version, n in counts.most_common())
+            lines.append(f"Warning: {problem} was played on {len(counts)} versions of its "
+                         f"environment (its program or problem was edited while the data "
+                         f"was collected): {shown}; its scores pool them. Each attempt's "
+                         f"version is `{schema.VERSION_KEY}` in its info.")
     return lines
 
 

@@ -309,7 +309,9 @@ EPISODE = Table("episode", "One attempt at one problem, by a person or an agent.
     Field("exclusion_reason", TEXT, "Why the attempt is excluded."),
     Field("started_at", TIME, "When the attempt began.", default=NOW),
     Field("ended_at", TIME, "When it ended; empty while active."),
-    Field("info", JSON, "Challenge outcome details (t*, chosen option, resets, ticks ...)."),
+    Field("info", JSON, "Challenge outcome details (t*, chosen option, resets, ticks ...), "
+                        "and environment_version: the version of the environment the "
+                        "attempt was played on (its problem and programs)."),
 ))
 
 EVENT = Table("event", "One applied action, or one model turn that was refused.", (
@@ -579,6 +581,10 @@ EPISODE_VIEW = Table("episode view", "One row per attempt at a problem, with who
 ))
 """The episode table joined with its agent run and participant (see :func:`agent_kind`)."""
 
+VERSION_KEY = "environment_version"
+"""``info`` key of an attempt: the version of the environment it was played on
+(``tasks.registry.problem_version``: its problem's definition and programs, as the
+process that started it ran them)."""
 HUMAN = "human"
 RL = "rl"
 """The agent kind of a Gymnasium run (``game_client.gym.RecordEpisodes``): its episodes

@@ -53,6 +53,7 @@ from records.models import EpisodeRow, Event, RawInput, Setting, utcnow
 from records.offload import blocking
 from records.rows import check
 from records.writer import BatchWriter, Change, Failure, TableSpec
+from tasks import registry
 from tasks.core import frame_hash
 
 log = logging.getLogger(__name__)
@@ -235,7 +236,9 @@ class Store:
         agent_run_id: int | None = None,
         info: dict[str, Any] | None = None,
     ) -> int:
-        """Insert the row of a new attempt at ``problem`` (a ``Problem``); return its id."""
+        """Insert the row of a new attempt at ``problem`` (a ``Problem``); return its id.
+        Its ``info`` records the version of the environment it is played on."""
+        info = {schema.VERSION_KEY: registry.problem_version(problem), **(info or {})}
         row = EpisodeRow(
             study_id=study_id,
             participant_id=participant_id,
@@ -244,7 +247,7 @@ class Store:
             challenge=problem.challenge,
             env_id=problem.env_id,
             seed=problem.seed,
-            info=dict(info or {}),
+            info=info,
         )
         with self.session() as session:
             session.add(row)

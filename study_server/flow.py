@@ -34,6 +34,7 @@ from consent.stages import (
     Stage,
     build_steps,
 )
+from records import schema
 from records.models import EpisodeRow, Event, Participant, Signal, utcnow
 from records.recorder import merge_info
 from records.schema import as_utc
@@ -361,9 +362,11 @@ class Flow:
                 new = assignment.replace_abandoned(self.store.engine, page.definition.id, page.participant.id,
                                                    page.state.argument)
                 row = db.get(EpisodeRow, new) if new else row
-            if row.status == assignment.ASSIGNED:
-                row.status, row.started_at = assignment.ACTIVE, utcnow()
             problem = registry.get_problem(row.problem_id)
+            if row.status == assignment.ASSIGNED:  # it is played from now, on this version
+                row.status, row.started_at = assignment.ACTIVE, utcnow()
+                row.info = {**(row.info or {}),
+                            schema.VERSION_KEY: registry.problem_version(problem)}
             done, episode_id = row.status in assignment.ENDED, row.id
             ended = row.status == assignment.ABANDONED
         context = {"episode_done": done, "episode_ended": ended, "problem": problem,

@@ -32,7 +32,7 @@ def load_program(path: str) -> AutumnEnv:
     from tasks.library import step_budget_of
 
     file = Path(path)  # errors name the file, as an editor opens it
-    return load(file.read_text(encoding="utf-8"), name=str(file),
+    return load(registry.program_text(file), name=str(file),
                 step_budget=step_budget_of(file.parent))
 
 

@@ -14,11 +14,15 @@ Adding an environment to the library therefore touches no other file.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -185,6 +189,34 @@ def get_problem(problem_id: str) -> Problem:
             raise KeyError(_unknown("problem", problem_id, _problems)) from None
         problem = _problem_cache[problem_id] = spec.loader()
         return problem
+
+
+def program_text(path: str | Path) -> str:
+    """The text of the program file at ``path`` as this process runs it: read at its
+    first use and kept, so that every environment this process makes from it, and the
+    version its attempts record (:func:`problem_version`), is the same program. An edit
+    takes effect at the process's next start."""
+    return _read(str(path))
+
+
+@cache
+def _read(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
+def problem_version(problem: Problem) -> str:
+    """A 16-hex-digit digest of what decides how ``problem`` plays here: its definition
+    (seed, parameters, goal, options) and the text of each program it runs (the changed
+    one too, for change detection), as this process runs them (:func:`program_text`).
+    Two attempts with the same version played the same environment; an environment
+    written in Python (a task-DAG map) is versioned by its problem's definition only."""
+    _ensure_builtins()
+    parts = [json.dumps(problem.to_dict(), sort_keys=True, default=str)]
+    for env_id in (problem.env_id, problem.params.get("changed_env_id")):
+        spec = _envs.get(env_id) if isinstance(env_id, str) else None
+        if spec is not None and spec.program:
+            parts.append(program_text(spec.program))
+    return hashlib.blake2b("\0".join(parts).encode(), digest_size=8).hexdigest()
 
 
 def problem_spec(problem_id: str) -> ProblemSpec:

@@ -182,12 +182,8 @@ def load_env(name: str, variant: str = "program", folder: str | None = None):
 
     path = Path(folder or LIBRARY / name) / f"{variant}.sexp"
     # errors name the file, as an editor opens it
-    return load(_source(path), name=str(path), step_budget=step_budget_of(path.parent))
-
-
-@cache
-def _source(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+    return load(registry.program_text(path), name=str(path),
+                step_budget=step_budget_of(path.parent))
 
 
 def _register_all() -> None:

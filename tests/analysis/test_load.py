@@ -11,8 +11,10 @@ import pytest
 
 from analysis.dataset import EventRecord
 from analysis.load import load
+from records import schema
 from records.store import Store
 from study_server.export import export
+from tasks import registry
 from tests.sample_study import PLAN, fill
 
 
@@ -55,7 +57,7 @@ def test_records_are_typed_and_say_who_acted(stored):
     episodes = {e.episode_id: e for e in load(url)}
     human = episodes[sample.human]
     assert (human.agent_kind, human.is_human, human.score, human.info) == (
-        "human", True, 1.0, {"resets": 0})
+        "human", True, 1.0, {"resets": 0, schema.VERSION_KEY: registry.problem_version(PLAN)})
     assert human.actions == ["right", "go-to-test", "right", "right"]
     assert human.started_at.tzinfo == UTC and human.ended_at >= human.started_at
     assert human.events[0] == EventRecord(

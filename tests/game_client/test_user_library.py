@@ -113,3 +113,57 @@ def _environ() -> dict[str, str]:
     import os
 
     return dict(os.environ)
+
+
+def test_a_program_edited_between_two_runs_is_two_versions_and_the_report_says_so(
+        tmp_path: Path) -> None:
+    """An author edits a program while its data is being collected: each attempt records
+    the version of the environment it was played on (the program as its process ran it),
+    and the report warns that the problem's scores pool two versions. A process keeps the
+    program it first read, so an edit under a running process changes neither what it
+    plays nor the version it records. Before, nothing in the record told the attempts on
+    the old program from those on the new one."""
+    from click.testing import CliRunner
+    from sqlmodel import select
+
+    from analysis.cli import report
+    from records.models import EpisodeRow
+    from records.schema import VERSION_KEY
+    from records.store import Store
+    from tasks.library import load_env
+
+    library = tmp_path / "lib"
+    env = {"GRIDSTUDY_LIBRARY": str(library)}
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        done = gridstudy(*args, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    run("envs", "new", "glass_house", "--category", "tool use", "--library", str(library))
+    run("problems", "derive", "glass_house", "--samples", "4")
+    play = ("agent", "run", "--agent", "random", "--problems", "glass_house/planning",
+            "--db", db)
+    run(*play, "--runs", "2")
+    program = library / "autumn" / "glass_house" / "program.sexp"
+    original = program.read_text()
+    program.write_text(original.replace("(range 2 8)", "(range 1 9)"))  # longer walls
+    run(*play, "--runs", "3")  # the same run goes on, on the edited program
+    with Store(db) as store, store.session() as session:
+        rows = session.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all()
+    versions = [row.info[VERSION_KEY] for row in rows]
+    assert versions[0] == versions[1] != versions[2] and len(versions) == 3
+
+    result = CliRunner().invoke(report, ["--db", db, "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert (f"Warning: glass_house/planning was played on 2 versions of its environment "
+            f"(its program or problem was edited while the data was collected): 2 on "
+            f"{versions[0]}, 1 on {versions[2]}; its scores pool them.") in result.output
+
+    # In one process: what it read first is what it plays and records.
+    program.write_text(original)
+    made = load_env("glass_house", folder=str(program.parent))
+    program.write_text(original.replace("(range 2 8)", "(range 1 9)"))
+    again = load_env("glass_house", folder=str(program.parent))
+    assert made.reset(0).frame == again.reset(0).frame

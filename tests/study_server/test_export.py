@@ -13,7 +13,8 @@ from records.store import Store
 from study_server.cli import main
 from study_server.export import ExportSummary, export
 from study_server.export_dictionary import COLUMNS, FILES
-from tests.sample_study import fill
+from tasks import registry
+from tests.sample_study import PLAN, fill
 
 
 @pytest.fixture
@@ -82,7 +83,9 @@ def test_episode_summary_rows(stored, tmp_path):
     assert {k: human[k] for k in ("agent_kind", "participant_id", "agent_run_id", "status",
                                   "score", "included", "n_events", "info")} == {
         "agent_kind": "human", "participant_id": "1", "agent_run_id": "", "status": "done",
-        "score": "1.0", "included": "true", "n_events": "4", "info": '{"resets":0}'}
+        "score": "1.0", "included": "true", "n_events": "4",
+        "info": json.dumps({"environment_version": registry.problem_version(PLAN), "resets": 0},
+                           separators=(",", ":"))}
     assert (rows[sample.llm]["agent_kind"], rows[sample.llm]["model"]) == ("llm", "m-1")
     assert rows[sample.excluded_participant]["participant_exclusion_reason"] == (
         "failed 2 attention checks")

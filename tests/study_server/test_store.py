@@ -22,10 +22,14 @@ from records.models import AgentRun, EpisodeRow, Event, Frame, RawInput
 from records.rows import step_row
 from records.store import Store, StoreWriteError
 from records.writer import BulkInsert, frame_insert_ignoring_duplicates
+from tasks import registry
 from tasks.core import frame_hash
 from tasks.worldtest import Episode
 from tests.envs import register_test_envs
 from tests.sample_study import PLAN
+
+VERSION = {"environment_version": registry.problem_version(PLAN)}
+"""What every attempt's info records at its start (the version of its environment)."""
 
 
 @pytest.fixture
@@ -141,7 +145,7 @@ def test_round_trip_of_events_frames_raw_inputs_and_episode(store):
         episode_id, "left", "dropped", "second input in one tick", 201.5)
     assert (row.problem_id, row.challenge, row.env_id, row.seed) == (
         PLAN.id, "planning", "test/walker", 3)
-    assert (row.status, row.phase, row.score, row.info) == ("done", "done", 1.0, {"ticks": 4})
+    assert (row.status, row.phase, row.score, row.info) == ("done", "done", 1.0, {**VERSION, "ticks": 4})
     assert row.ended_at is not None and row.study_id == "pilot" and row.participant_id == 7
 
 
@@ -151,7 +155,8 @@ def test_finish_episode_merges_info_and_refuses_unknown_episodes(store):
                          info={"resets": 2})
     with store.session() as session:
         row = session.get(EpisodeRow, episode_id)
-    assert (row.status, row.agent_run_id, row.info) == ("abandoned", 3, {"model": "m", "resets": 2})
+    assert (row.status, row.agent_run_id, row.info) == ("abandoned", 3, {**VERSION, "model": "m",
+                                                                          "resets": 2})
     with pytest.raises(StoreWriteError, match="no episode 999"):
         store.finish_episode(999, status="done", phase="done", score=0.0)
     store.finish_episode(999, status="done", phase="done", score=0.0, wait=False)
@@ -316,7 +321,8 @@ def test_a_nul_or_a_lone_surrogate_is_stored_as_a_replacement_character(store, t
         [(reply, reasoning)] = reader.execute("select raw_reply, reasoning from event").fetchall()
         [(info,)] = reader.execute("select info from episode").fetchall()
     assert (reply, reasoning) == ("a\ufffdb\ufffdc", "\ufffd😀")  # a whole emoji is kept
-    assert json.loads(info) == {"reason": "cut\ufffd", "k\ufffd": ["\ufffd"], "why": "\x00\ufffd"}
+    assert json.loads(info) == {**VERSION, "reason": "cut\ufffd", "k\ufffd": ["\ufffd"],
+                                "why": "\x00\ufffd"}
 
 
 @pytest.mark.parametrize("field, value, message", [
