@@ -70,6 +70,22 @@ def rebuild(problem: Problem, events: Sequence[Any],
                    turns.count(False), streak)
 
 
+def changed(row: Any, problem: Problem) -> str | None:
+    """Why the attempt of episode ``row`` cannot be rebuilt here: the version of the
+    environment it was played on (``info.environment_version``) is not the one this
+    process runs (its program or problem was edited, and this process started after);
+    None when it can (or when it recorded no version). Replayed on another program, its
+    stored actions would make a world its player never saw."""
+    from records.schema import VERSION_KEY
+
+    played = (row.info or {}).get(VERSION_KEY)
+    now = registry.problem_version(problem)
+    if played is None or played == now:
+        return None
+    return (f"abandoned: its environment changed since it began (version {played}, now "
+            f"{now}), so it was not resumed")
+
+
 @dataclass
 class StoredAttempt:
     """A model's attempt read back from the store, ready to continue: its episode row,

@@ -359,11 +359,12 @@ TOKEN_KEY = "browser_token"
 playing while its server restarted (or while another worker took over) joins it again."""
 
 
-def browser_token(app: Any, episode_id: int, token: str | None = None) -> str:
+def browser_token(app: Any, episode_id: int, token: str | None = None) -> str | None:
     """The token of the browser attempt of episode ``episode_id``: the one held here; the
     one another live worker holds (the page's join asks that worker for it); or one
     rebuilt here from its stored record (a first visit, a restart, its worker's death)
-    under its lease's token, else under ``token`` (a new one when None)."""
+    under its lease's token, else under ``token`` (a new one when None). None when it
+    cannot be rebuilt (:func:`_rebuilt`)."""
     from study_server import cluster as clusters
 
     for played in list(sessions(app).values()):
@@ -371,20 +372,22 @@ def browser_token(app: Any, episode_id: int, token: str | None = None) -> str:
             return played.token
     workers: clusters.Cluster = app.extensions["gridstudy.cluster"]
     lease = workers.lease(episode_id=episode_id)
-    if lease is None:
-        return _rebuilt(app, episode_id, token or "", leased=False).token
-    if lease.alive and lease.worker != workers.id:
+    if lease is not None and lease.alive and lease.worker != workers.id:
         return lease.token
-    adopted = adopt(app, episode_id, lease.token)
-    return lease.token if isinstance(adopted, str) else adopted.token
+    adopted = _rebuilt(app, episode_id, token or "", leased=False) if lease is None else \
+        adopt(app, episode_id, lease.token)
+    if isinstance(adopted, str):
+        return lease.token
+    return None if adopted is None else adopted.token
 
 
 def adopt(app: Any, episode_id: int, token: str, takeover: bool = False,
-          sleep: Any = time.sleep) -> BrowserSession | str:
+          sleep: Any = time.sleep) -> BrowserSession | str | None:
     """The attempt of ``episode_id`` rebuilt here under ``token`` once its lease is this
     worker's (:func:`study_server.cluster.acquire`: taken from a dead worker, or handed
     over by a live one at its next heartbeat, which it declines while its page is
-    connected there unless ``takeover``); or the reason it cannot be had. Without the
+    connected there unless ``takeover``); or the reason it cannot be had; None when it
+    cannot be rebuilt (:func:`_rebuilt`). Without the
     lease, a page that reached another worker (its own was briefly unreachable) and came
     back was given the first worker's old copy: it went back to that frame, and its log
     from there was stored a second time, two events with each ``seq``."""
@@ -401,20 +404,24 @@ def adopt(app: Any, episode_id: int, token: str, takeover: bool = False,
         workers.pending.discard(token)
 
 
-def _rebuilt(app: Any, episode_id: int, token: str, *, leased: bool) -> BrowserSession:
+def _rebuilt(app: Any, episode_id: int, token: str, *, leased: bool) -> BrowserSession | None:
     """The attempt rebuilt from its stored record under ``token`` (a new one when empty):
     the stored events replayed on the server's episode, the log numbered on from what is
-    stored; held here (:func:`keep`)."""
+    stored; held here (:func:`keep`). None when it cannot be: its environment changed
+    since it began (``study_server.cluster.resumable`` ends it)."""
     from sqlmodel import func, select
 
     from records.models import EpisodeRow, Event, RawInput
     from records.rebuild import rebuild, replays
+    from study_server.cluster import resumable
     from tasks import registry
 
     store = app.extensions["gridstudy.store"]
     store.wait(PAGE_WAIT)
     with store.session() as db:
         row = db.get(EpisodeRow, episode_id)
+        if not resumable(store, db, row):
+            return None
         events = list(db.exec(select(Event).where(Event.episode_id == episode_id)
                               .order_by(Event.seq)).all())
         refused = db.exec(select(func.count()).select_from(RawInput)

@@ -524,8 +524,8 @@ def _rebuild(app: Any, episode_id: int, token: str | None) -> Any:
 @blocking
 def _replay(store: Any, episode_id: int, token: str | None, limits: dict[str, int]) -> Any:
     """The live session of attempt ``episode_id`` rebuilt from its stored events (None
-    when it is gone or abandoned): read and replayed off the event loop, since a long
-    attempt's replay takes a while."""
+    when it is gone or abandoned, or abandoned now since its environment changed): read
+    and replayed off the event loop, since a long attempt's replay takes a while."""
     from sqlmodel import select as select_rows
 
     from records.models import EpisodeRow, Event
@@ -534,10 +534,28 @@ def _replay(store: Any, episode_id: int, token: str | None, limits: dict[str, in
 
     with store.session() as db:
         row = db.get(EpisodeRow, episode_id)
-        if row is None or row.status == assignment.ABANDONED:
+        if row is None or row.status == assignment.ABANDONED or not resumable(store, db, row):
             return None
         events = list(db.exec(select_rows(Event).where(Event.episode_id == episode_id)))
         return GameSession.resume(store, row, events, token=token, **limits)
+
+
+def resumable(store: Any, db: Any, row: Any) -> bool:
+    """Whether the attempt of ``row`` can be rebuilt here; if not (its environment
+    changed since it began, ``records.rebuild.changed``), it is ended ``abandoned`` with
+    why, its waiting inputs stored as dropped, so that its participant's next page gives
+    them a problem in its place, as after the abandon timeout."""
+    from records.rebuild import changed
+    from study_server import assignment
+    from tasks import registry
+
+    why = changed(row, registry.get_problem(row.problem_id))
+    if why is None:
+        return True
+    log.warning("attempt %s of %s: %s", row.id, row.problem_id, why)
+    store.drop_waiting_inputs(STOPPED_BEFORE_TICK, episode_id=row.id)
+    assignment.mark_abandoned(db, [row.id], why)
+    return False
 
 
 def keep(app: Any, session: Any) -> Any:

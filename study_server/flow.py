@@ -350,7 +350,7 @@ class Flow:
             return self._tutorial_row(db, page)
         return self._task_row(db, page)
 
-    def _live_context(self, page: Page) -> dict[str, Any]:
+    def _live_context(self, page: Page, again: bool = True) -> dict[str, Any]:
         if page.stage.plays is None:
             return {}
         # Written events first: the writer needs the lock a session below may take, and a
@@ -375,9 +375,13 @@ class Flow:
             return {**context, "token": None}
         if page.definition.play == "browser" and not page.participant.data.get(FELL_BACK) \
                 and engine.in_engine(problem.id):
-            return {**context, "play": "browser",
-                    "token": browser_play.browser_token(self.app, episode_id)}
-        return {**context, "token": cluster.live_token(self.app, episode_id)}
+            context = {**context, "play": "browser",
+                       "token": browser_play.browser_token(self.app, episode_id)}
+        else:
+            context = {**context, "token": cluster.live_token(self.app, episode_id)}
+        if context["token"] is None and again:  # abandoned meanwhile (cluster.resumable)
+            return self._live_context(page, again=False)
+        return context
 
     def fall_back(self, study_id: str, participant_id: int, error: str) -> None:
         """The participant's browser could not run the engine: their games are played

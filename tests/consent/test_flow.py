@@ -415,3 +415,43 @@ def test_a_participant_back_with_no_problem_left_to_play_goes_on(tmp_path):
             assert db.get(EpisodeRow, released).status == "abandoned"
     finally:
         shutdown(app)
+
+
+def test_a_participant_whose_problem_changed_across_a_restart_plays_another(tmp_path):
+    """The participant's game is under way when its problem is edited and the server
+    started again: their next page ends that attempt abandoned, with why, and gives them
+    a problem they have not met, as after the abandon timeout (the attempt cannot go on:
+    replayed on the edited problem it would be a world they never saw)."""
+    import dataclasses
+
+    from study_server.app import create_app
+    from tasks import registry
+    from tests.study_server.test_restart import carried
+
+    db = tmp_path / "flow.db"
+    first = study_app(db)
+    client = first.test_client()
+    client.get(ENTRY)
+    while current(first, client).stage.name != "task":
+        answer(first, client)
+    page = current(first, client)
+    session = first.extensions["gridstudy.realtime"].get(page.context["token"])
+    session.enqueue_action("right")
+    shutdown(first)
+    problem = registry.get_problem(page.context["problem_id"])
+    registry.add_problem(dataclasses.replace(problem, seed=problem.seed + 1), replace=True)
+    second = create_app({"DATABASE_URL": str(db), "TESTING": True})
+    try:
+        back = carried(client, second)
+        now = current(second, back)
+        assert now.stage.name == "task" and now.context["token"] is not None
+        assert now.context["episode_id"] != page.context["episode_id"]
+        assert now.context["problem_id"] != problem.id
+        with second.extensions["gridstudy.store"].session() as db_session:
+            ended = db_session.get(EpisodeRow, page.context["episode_id"])
+        assert (ended.status, ended.included) == ("abandoned", False)
+        assert ended.exclusion_reason.startswith("abandoned: its environment changed since it "
+                                                 "began (version ")
+    finally:
+        shutdown(second)
+        registry.add_problem(problem, replace=True)

@@ -99,3 +99,64 @@ def test_a_restart_resumes_a_live_session_under_the_same_token(tmp_path, test_pr
         assert [e.action for e in events if e.source == "input"] == ["right", "left"]
     finally:
         second.stop()
+
+
+def test_an_attempt_whose_environment_changed_across_a_restart_is_ended_not_replayed(
+        tmp_path, test_problems):
+    """The problem (here its seed; a program's text the same way) is edited while a page is
+    open, and the server started again: the attempt was played on the old version, and
+    its actions replayed on the new one would make a world its player never saw. So the
+    page's join is refused, played by the server or in the browser, and the attempt is
+    ended abandoned and excluded with why (a participant's next page gives them another
+    problem), its events kept as they were. Before, it was rebuilt on the edited problem
+    and went on there, one attempt over two worlds."""
+    import dataclasses
+
+    import httpx
+    import socketio
+
+    from records.schema import VERSION_KEY
+    from tasks import registry
+    from tests.conftest import Player, start_live_server
+    from tests.study_server.test_browser_play import row
+
+    problem = test_problems["planning"]
+    db = tmp_path / "gridstudy.db"
+    first = start_live_server(db)
+    opened = first.new_session(problem.id)
+    player = Player(first.url, opened["token"]).connect()
+    player.join()
+    player.send("right")
+    player.wait_ticks(3)
+    player.close()
+    browser = httpx.post(f"{first.url}/play/{problem.id}/session", params={"play": "browser"},
+                         timeout=10).json()
+    first.stop()
+    played_on = registry.problem_version(problem)
+    registry.add_problem(dataclasses.replace(problem, seed=problem.seed + 1), replace=True)
+    now = registry.problem_version(registry.get_problem(problem.id))
+
+    second = start_live_server(db)
+    try:
+        kept = [(e.seq, e.action, e.frame_hash) for e in second.events(opened["episode_id"])]
+        again = Player(second.url, opened["token"]).connect()
+        assert again.join() == {"ok": False, "error": "join: unknown or missing session token"}
+        again.close()
+        page = socketio.Client(reconnection=False)
+        page.connect(second.url, transports=["websocket"])
+        assert page.call("join-browser", {"token": browser["token"]}, timeout=10) == {
+            "ok": False, "error": "join: unknown or missing session token"}
+        page.disconnect()
+        why = (f"abandoned: its environment changed since it began (version {played_on}, now "
+               f"{now}), so it was not resumed")
+        store = second.app.extensions["gridstudy.store"]
+        for episode_id in (opened["episode_id"], browser["episode_id"]):
+            ended = row(store, episode_id)
+            assert (ended.status, ended.included, ended.exclusion_reason) == (
+                "abandoned", False, why)
+            assert ended.info[VERSION_KEY] == played_on
+        assert [(e.seq, e.action, e.frame_hash) for e in second.events(opened["episode_id"])] == kept
+        assert second.scheduler.get(opened["token"]) is None
+    finally:
+        second.stop()
+        registry.add_problem(problem, replace=True)
