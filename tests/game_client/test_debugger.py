@@ -225,10 +225,14 @@ def close_when_drawn(process: subprocess.Popen, display: str, path: Path, cell: 
         x, y = (12 + k * scale + scale // 2 for k in cell)
         while True:
             pixel = screenshot(display, path).getpixel((x, y))
-            if pixel == rgb(colour) or time.monotonic() > deadline:
+            if pixel == rgb(colour) or time.monotonic() > deadline or process.poll() is not None:
                 break
             time.sleep(0.2)
-        assert pixel == rgb(colour)
+        if pixel != rgb(colour):  # what the program said is the first thing to read
+            process.kill()
+            out, err = process.communicate(timeout=30)
+            raise AssertionError(f"cell {cell} is {pixel}, not {colour}; the process "
+                                 f"(exit {process.returncode}) wrote:\n{out}\n{err}")
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:
