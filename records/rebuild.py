@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from records.schema import VERSION_KEY
 from tasks import registry
 from tasks.core import GridEnv
 from tasks.worldtest.episode import Episode, Step
@@ -76,8 +77,6 @@ def changed(row: Any, problem: Problem) -> str | None:
     process runs (its program or problem was edited, and this process started after);
     None when it can (or when it recorded no version). Replayed on another program, its
     stored actions would make a world its player never saw."""
-    from records.schema import VERSION_KEY
-
     played = (row.info or {}).get(VERSION_KEY)
     now = registry.problem_version(problem)
     if played is None or played == now:

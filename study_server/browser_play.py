@@ -391,17 +391,11 @@ def adopt(app: Any, episode_id: int, token: str, takeover: bool = False,
     lease, a page that reached another worker (its own was briefly unreachable) and came
     back was given the first worker's old copy: it went back to that frame, and its log
     from there was stored a second time, two events with each ``seq``."""
-    from study_server import cluster as clusters
+    from study_server.cluster import leased
 
-    workers: clusters.Cluster = app.extensions["gridstudy.cluster"]
-    workers.pending.add(token)
-    try:
-        lease = clusters.acquire(app, token, takeover, sleep)
-        if isinstance(lease, str):
-            return lease
-        return off_loop(_rebuilt, app, episode_id, token, leased=lease is not None)
-    finally:
-        workers.pending.discard(token)
+    return leased(app, token, lambda lease: off_loop(_rebuilt, app, episode_id, token,
+                                                     leased=lease is not None),
+                  takeover, sleep)
 
 
 def _rebuilt(app: Any, episode_id: int, token: str, *, leased: bool) -> BrowserSession | None:

@@ -471,13 +471,20 @@ def adopt(app: Any, token: str, takeover: bool = False, sleep: Callable[[float],
     it cannot be had."""
     if token.startswith(AGENT):  # an agent's attempt is played through the agent API only
         return None
+    return leased(app, token, lambda lease: lease and _rebuild(app, lease.episode_id, token),
+                  takeover, sleep, wait)
+
+
+def leased(app: Any, token: str, rebuild: Callable[[Lease | None], Any], takeover: bool = False,
+           sleep: Callable[[float], Any] = time.sleep, wait: float = ADOPT_WAIT) -> Any:
+    """``rebuild(lease)`` once ``token``'s lease is this worker's, or ``rebuild(None)``
+    when it has none (:func:`acquire`); the reason it cannot be had otherwise. ``token``
+    is pending meanwhile: the heartbeat does not release its lease before it is held."""
     cluster: Cluster = app.extensions["gridstudy.cluster"]
     cluster.pending.add(token)
     try:
         lease = acquire(app, token, takeover, sleep, wait)
-        if lease is None or isinstance(lease, str):
-            return lease
-        return _rebuild(app, lease.episode_id, token)
+        return lease if isinstance(lease, str) else rebuild(lease)
     finally:
         cluster.pending.discard(token)
 
