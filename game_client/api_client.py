@@ -16,6 +16,7 @@ from game_client import owner
 from game_client.agents import Agent, Decision
 from game_client.batch import Job, StoredEpisode
 from game_client.runner import EpisodeResult, Spending, play, recorded_turn
+from records.rebuild import CannotResume
 from tasks import registry
 from tasks.worldtest.turn import (
     ABANDONED,
@@ -56,6 +57,8 @@ class AgentAPIClient:
                 message = response.json()["error"]
             except (ValueError, KeyError, TypeError):
                 message = response.text[:300]
+            if response.status_code == httpx.codes.GONE:  # ended: it cannot go on (agent_api)
+                raise CannotResume(message)
             raise AgentAPIError(f"{method} {path} answered {response.status_code}: {message}",
                                 response.status_code)
         return response.json()

@@ -8,7 +8,11 @@ that row. :func:`pending_jobs` then lists what is left: first the attempts to co
 the new attempts up to ``runs`` per problem. An attempt that is ``done`` or
 ``abandoned`` is over for good. One still ``active`` is played by a live process and left
 alone, or was left by a process that died (``kill -9``): it is ended as ``interrupted``
-first (:func:`reap_orphans`) and so continued like the others.
+first (:func:`reap_orphans`) and so continued like the others. One that cannot be
+continued (its environment was edited since it began, ``records.rebuild.stored_attempt``,
+or its replay does not arrive where its record stands, ``game_client.runner.catch_up``) is
+ended, an ``error`` that cannot be resumed, with why, and its run is played again from the
+start in its place (:attr:`Outcome.restarted`).
 
 :class:`Batch` plays the jobs on ``concurrency`` threads. Ctrl-C (or SIGTERM, or the
 terminal closing: SIGHUP) stops it:
@@ -28,7 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlmodel import select
@@ -38,7 +42,6 @@ from game_client.agents import Agent
 from game_client.runner import (
     Attempt,
     Budget,
-    CannotResume,
     EpisodeResult,
     Guard,
     LocalAttempt,
@@ -46,6 +49,7 @@ from game_client.runner import (
     play,
 )
 from records.models import AgentRun, EpisodeRow
+from records.rebuild import CannotResume
 from records.recorder import last_seen, run_spending
 from tasks import registry
 from tasks.worldtest import protocol as protocols
@@ -247,6 +251,10 @@ class Outcome:
     """Threads still waiting on a model when the batch returned (the process should exit)."""
     unplayed: list[Job] = field(default_factory=list)
     """Jobs never started (the batch stopped first)."""
+    restarted: list[str] = field(default_factory=list)
+    """Why each stored attempt that could not be continued was not (each was ended, an
+    ``error`` that cannot be resumed): their runs were played again from the start, in
+    ``results``."""
 
     @property
     def stopped(self) -> str | None:
@@ -269,6 +277,8 @@ class Batch:
         self.grace = grace
         self.live: dict[Job, Attempt] = {}
         self.results: dict[Job, EpisodeResult] = {}
+        self.restarted: list[str] = []
+        """Stored attempts that could not be continued, their runs played from the start."""
         self.lock = threading.Lock()
         self.signals = 0
 
@@ -301,7 +311,7 @@ class Batch:
             self._restore_signals(previous)
         stragglers = any(w.is_alive() for w in workers)
         return Outcome([self.results[j] for j in jobs if j in self.results], self.guard,
-                       stragglers, [j for j in jobs if j not in self.results])
+                       stragglers, [j for j in jobs if j not in self.results], self.restarted)
 
     def _work(self, todo: queue.SimpleQueue) -> None:
         while not self.guard.stopping:
@@ -309,23 +319,35 @@ class Batch:
                 job = todo.get_nowait()
             except queue.Empty:
                 return
-            attempt = None
-            try:
-                attempt = self.open_attempt(job)
+            result, stale = self._play(job, job)
+            if stale is not None and not self.guard.stopping:
+                # ended, with why (its environment or its agent changed): the run's
+                # attempt is played again from the start, under the same run index
                 with self.lock:
-                    self.live[job] = attempt
-                agent = job.run.make_agent(job.run_index)
-                try:
-                    result = play(agent, attempt, guard=self.guard, budget=job.run.budget,
-                                  agent_label=job.run.label)
-                finally:
-                    getattr(agent, "close", lambda: None)()
-            except Exception as error:  # one attempt's failure never ends the batch
-                result = self._failed(job, attempt, f"{type(error).__name__}: {error}",
-                                      resumable=not isinstance(error, CannotResume))
+                    self.restarted.append(f"{stale} ({job.problem_id}, run {job.run_index})")
+                result, _ = self._play(replace(job, episode_id=None), job)
             with self.lock:
                 self.live.pop(job, None)
                 self.results.setdefault(job, result)
+
+    def _play(self, job: Job, key: Job) -> tuple[EpisodeResult, CannotResume | None]:
+        """Play ``job`` (live under ``key`` meanwhile): its result, and why its stored
+        attempt could not be continued, if that is how it ended."""
+        attempt = None
+        try:
+            attempt = self.open_attempt(job)
+            with self.lock:
+                self.live[key] = attempt
+            agent = job.run.make_agent(job.run_index)
+            try:
+                return play(agent, attempt, guard=self.guard, budget=job.run.budget,
+                            agent_label=job.run.label), None
+            finally:
+                getattr(agent, "close", lambda: None)()
+        except Exception as error:  # one attempt's failure never ends the batch
+            stale = error if isinstance(error, CannotResume) else None
+            return self._failed(job, attempt, f"{type(error).__name__}: {error}",
+                                resumable=stale is None), stale
 
     def _failed(self, job: Job, attempt: Attempt | None, message: str,
                 resumable: bool = True) -> EpisodeResult:

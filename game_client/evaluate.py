@@ -533,6 +533,7 @@ def summary_lines(runs: Iterable[RunSpec], outcome: Outcome,
         for (status, reason), which in unfinished.items():
             lines.append(f"  {status}, {_count(len(which), 'attempt')} (episode "
                          f"{', '.join(which)}): {reason}")
+    lines += [f"{why}; its run was played again from the start" for why in outcome.restarted]
     failed = outcome.failed
     if outcome.stopped:
         lines.append(f"stopped early: {outcome.stopped}")

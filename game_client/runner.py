@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from game_client import owner
 from game_client.agents import Agent, Decision, Turn
 from game_client.bridge.provider import FatalProviderError, ProviderError
-from records.rebuild import stored_attempt
+from records.rebuild import CannotResume, stored_attempt
 from records.recorder import EpisodeRecorder, merge_info
 from records.schema import RECORDED_TURN
 from tasks import registry
@@ -219,10 +219,6 @@ class Attempt(Protocol):
 
     def summary(self) -> dict[str, Any]:
         """``status``, ``reason``, ``turns``, ``invalid`` and ``score``."""
-
-
-class CannotResume(RuntimeError):
-    """A stored attempt whose replay does not arrive where its record stands."""
 
 
 def catch_up(agent: Agent, attempt: Attempt,

@@ -71,6 +71,11 @@ def rebuild(problem: Problem, events: Sequence[Any],
                    turns.count(False), streak)
 
 
+class CannotResume(RuntimeError):
+    """A stored attempt that cannot be continued: its replay does not arrive where its
+    record stands, or its environment changed since it began (:func:`changed`)."""
+
+
 def changed(row: Any, problem: Problem) -> str | None:
     """Why the attempt of episode ``row`` cannot be rebuilt here: the version of the
     environment it was played on (``info.environment_version``) is not the one this
@@ -81,8 +86,8 @@ def changed(row: Any, problem: Problem) -> str | None:
     now = registry.problem_version(problem)
     if played is None or played == now:
         return None
-    return (f"abandoned: its environment changed since it began (version {played}, now "
-            f"{now}), so it was not resumed")
+    return (f"its environment changed since it began (version {played}, now {now}), "
+            f"so it was not resumed")
 
 
 @dataclass
@@ -101,13 +106,18 @@ def stored_attempt(store: Any, episode_id: int,
                    make_env: Callable[[str], GridEnv] = registry.make) -> StoredAttempt | None:
     """The agent attempt ``episode_id`` as stored (None when there is no such episode or
     it is not an agent's): how the agent API rebuilds an episode lost in a restart, and
-    how a rerun continues an interrupted attempt, in process or through the API."""
+    how a rerun continues an interrupted attempt, in process or through the API.
+
+    An attempt not yet over whose environment changed since it began (:func:`changed`)
+    is never continued on the new one: it is ended here, an ``error`` that cannot be
+    resumed, excluded with why (a rerun then plays a new attempt in its place), and
+    :class:`CannotResume` says so."""
     from sqlmodel import select
 
     from records.models import EpisodeRow, Event
     from records.recorder import EpisodeRecorder
     from tasks.worldtest import protocol as protocols
-    from tasks.worldtest.turn import MAX_INVALID, MAX_TURNS, AgentTurns
+    from tasks.worldtest.turn import ACTIVE, ERROR, MAX_INVALID, MAX_TURNS, AgentTurns, resumable
 
     store.wait()
     with store.session() as session:
@@ -117,6 +127,11 @@ def stored_attempt(store: Any, episode_id: int,
         events = list(session.exec(select(Event).where(Event.episode_id == episode_id)
                                    .order_by(Event.seq)).all())
     problem = registry.get_problem(row.problem_id)
+    why = changed(row, problem)
+    if why is not None and (row.status == ACTIVE or resumable(row.status, row.info)):
+        store.finish_episode(episode_id, status=ERROR, phase=row.phase, score=row.score,
+                             info={"reason": why, "resumable": False}, excluded=why)
+        raise CannotResume(f"episode {episode_id}: {why}")
     rebuilt = rebuild(problem, events, make_env)
     recorder = EpisodeRecorder(store, problem, episode_id=episode_id, next_seq=rebuilt.next_seq,
                                agent_run_id=row.agent_run_id, study_id=row.study_id)

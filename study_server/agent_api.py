@@ -7,7 +7,9 @@ the same recorder, so the dashboard and the analysis see agent runs beside parti
 
 Every request carries ``Authorization: Bearer <token>`` (:mod:`study_server.tokens`);
 a run belongs to the token that created it. Routes (JSON in, JSON out; errors are
-``{"error": message}`` with 400, 401, 403, 404, 409 or 413):
+``{"error": message}`` with 400, 401, 403, 404, 409, 410 or 413; 410 for an attempt that
+was not over but cannot go on, its environment changed since it began, ended with why as
+the answer says, ``records.rebuild.stored_attempt``):
 
 ``POST /api/agent/runs``                      ``{agent_kind, model, config, study_id}`` -> 201 ``{agent_run_id}``
 (200 with the existing run when this token already made one with exactly this configuration)
@@ -51,7 +53,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from records import schema
 from records.models import AgentRun, EpisodeRow, Study
-from records.rebuild import stored_attempt
+from records.rebuild import CannotResume, stored_attempt
 from records.recorder import EpisodeRecorder, last_seen, merge_info, run_spending
 from records.store import PAGE_WAIT
 from study_server import cluster, tokens
@@ -473,7 +475,10 @@ def _rebuild(episode_id: int) -> LiveEpisode:
 def _stored(episode_id: int) -> Any:
     """This token's stored attempt ``episode_id`` (404 for another token's)."""
     _stored_run(episode_id)
-    stored = stored_attempt(_store(), episode_id)
+    try:
+        stored = stored_attempt(_store(), episode_id)
+    except CannotResume as error:  # ended now, with why: a rerun plays a new attempt
+        raise ApiError(410, str(error)) from None
     if stored is None:
         raise ApiError(404, f"no agent episode {episode_id}")
     return stored

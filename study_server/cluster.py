@@ -559,6 +559,7 @@ def resumable(store: Any, db: Any, row: Any) -> bool:
     why = changed(row, registry.get_problem(row.problem_id))
     if why is None:
         return True
+    why = f"abandoned: {why}"
     log.warning("attempt %s of %s: %s", row.id, row.problem_id, why)
     store.drop_waiting_inputs(STOPPED_BEFORE_TICK, episode_id=row.id)
     assignment.mark_abandoned(db, [row.id], why)

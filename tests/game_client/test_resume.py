@@ -136,8 +136,8 @@ def episode_of(store, episode_id):
         return session.get(EpisodeRow, episode_id)
 
 
-def test_an_attempt_whose_record_no_longer_replays_is_not_resumed_again(store_factory,
-                                                                       test_problems):
+def test_an_attempt_whose_record_no_longer_replays_is_played_again_from_the_start(
+        store_factory, test_problems):
     from sqlalchemy import text
 
     store = store_factory("tampered.db")
@@ -153,11 +153,74 @@ def test_an_attempt_whose_record_no_longer_replays_is_not_resumed_again(store_fa
         second, jobs = batch(records, fake)
         assert [job.episode_id for job in jobs] == [episode_id]
         result = second.results[0]
-        assert (result.status, result.resumable) == ("error", False)
-        assert "does not arrive where the record stands" in result.reason
-        third, jobs = batch(records, fake)  # not tried again: a new attempt instead
-    assert [job.episode_id for job in jobs] == [None]
-    assert episode_of(store, episode_id).info["resumable"] is False
+        assert (result.status, result.score) == ("done", 1.0)
+        assert result.episode_id != episode_id
+        [why] = second.restarted
+        assert "does not arrive where the record stands" in why
+        third, jobs = batch(records, fake)  # not tried again
+    assert jobs == []
+    old = episode_of(store, episode_id)
+    assert (old.status, old.info["resumable"]) == ("error", False)
+
+
+@pytest.mark.parametrize("where", ["in process", "through the server"])
+def test_an_attempt_whose_environment_was_edited_is_not_resumed_on_the_new_one(
+        where, live_server, store_factory, test_problems):
+    """A model's attempt cut short, its problem edited, the same command run again: the
+    attempt is not continued on the edited problem (before, it was, whenever its stored
+    actions replayed to the same state: one attempt over two versions); it is ended with
+    both versions named, and its run is played again from the start."""
+    import dataclasses
+
+    from game_client.evaluate import summary_lines
+    from records.schema import VERSION_KEY
+    from tasks import registry
+
+    if where == "in process":
+        store = store_factory("edited.db")
+        records = LocalRecords(store)
+    else:
+        store = live_server.store
+        records = AgentAPIClient(live_server.url, live_server.token())
+    problem = registry.get_problem(PROBLEM)
+    played_on = registry.problem_version(problem)
+    try:
+        with FakeOpenAI([*REPLIES[:3], Failure(503), Failure(503)]) as fake:
+            first, _ = batch(records, fake)
+            cut = first.results[0]
+            assert (cut.status, cut.resumable) == ("error", True)
+            store.flush()
+            kept = [(e.seq, e.action, e.raw_reply) for e in events_of(store, cut.episode_id)]
+            assert len(kept) == 3
+            registry.add_problem(dataclasses.replace(problem, seed=problem.seed + 1),
+                                 replace=True)
+            now = registry.problem_version(registry.get_problem(PROBLEM))
+            asked = len(fake.requests)
+            fake.script.extend(REPLIES)
+            second, jobs = batch(records, fake)
+            assert [job.episode_id for job in jobs] == [cut.episode_id]
+            again = batch(records, fake)[1]
+        why = (f"its environment changed since it began (version {played_on}, now {now}), "
+               f"so it was not resumed")
+        assert second.restarted == [f"episode {cut.episode_id}: {why} ({PROBLEM}, run 0)"]
+        assert f"episode {cut.episode_id}: {why} ({PROBLEM}, run 0); its run was played " \
+               "again from the start" in summary_lines([jobs[0].run], second)
+        fresh = second.results[0]
+        assert (fresh.status, fresh.score, fresh.resumable) == ("done", 1.0, False)
+        assert fresh.episode_id != cut.episode_id
+        # the fresh attempt's conversation starts anew: no recorded turn is recalled
+        assert len(fake.requests) - asked == len(REPLIES)
+        assert len(fake.requests[asked]["messages"]) == len(fake.requests[0]["messages"])
+        store.flush()
+        old, new = episode_of(store, cut.episode_id), episode_of(store, fresh.episode_id)
+        assert (old.status, old.info["resumable"], old.info["reason"]) == ("error", False, why)
+        assert (old.included, old.exclusion_reason) == (False, why)
+        assert old.info[VERSION_KEY] == played_on and new.info[VERSION_KEY] == now
+        assert new.info["run_index"] == old.info["run_index"] == 0
+        assert [(e.seq, e.action, e.raw_reply) for e in events_of(store, cut.episode_id)] == kept
+        assert again == []  # the edited problem's run is complete
+    finally:
+        registry.add_problem(problem, replace=True)
 
 
 MISBEHAVING = ["<action>click 999 999</action>", "<action>click 3</action>",
