@@ -309,7 +309,7 @@ def _rerun_notes(reaped, elsewhere, jobs, problems, agents):
         lines.append(f"{len(reaped)} attempt(s) were left active by a process that ended "
                      f"without closing them (episode {', '.join(map(str, reaped))}); they are "
                      "continued from their last recorded turn (one played on the real-time "
-                     "clock is played anew)")
+                     "clock, or on an environment edited since, is played anew)")
     if elsewhere:
         lines.append(f"{len(elsewhere)} attempt(s) are being played by another process "
                      f"(episode {', '.join(str(e.episode_id) for e in elsewhere)}); left to it")

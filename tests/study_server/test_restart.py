@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from records.models import Study
 from study_server import auth
 from study_server.app import create_app, shutdown
@@ -115,6 +117,8 @@ def test_an_attempt_whose_environment_changed_across_a_restart_is_ended_not_repl
     import httpx
     import socketio
 
+    from game_client.api_client import AgentAPIClient
+    from records.rebuild import CannotResume
     from records.schema import VERSION_KEY
     from tasks import registry
     from tests.conftest import Player, start_live_server
@@ -131,6 +135,10 @@ def test_an_attempt_whose_environment_changed_across_a_restart_is_ended_not_repl
     player.close()
     browser = httpx.post(f"{first.url}/play/{problem.id}/session", params={"play": "browser"},
                          timeout=10).json()
+    token = first.token()
+    agent = AgentAPIClient(first.url, token)
+    model = agent.start_episode(agent.create_run("llm", "m", {}), problem.id)["episode_id"]
+    assert agent.act(model, {"action": "right"})["applied"]
     first.stop()
     played_on = registry.problem_version(problem)
     registry.add_problem(dataclasses.replace(problem, seed=problem.seed + 1), replace=True)
@@ -147,8 +155,9 @@ def test_an_attempt_whose_environment_changed_across_a_restart_is_ended_not_repl
         assert page.call("join-browser", {"token": browser["token"]}, timeout=10) == {
             "ok": False, "error": "join: unknown or missing session token"}
         page.disconnect()
-        why = (f"abandoned: its environment changed since it began (version {played_on}, now "
-               f"{now}), so it was not resumed")
+        changed = (f"its environment changed since it began (version {played_on}, now {now}), "
+                   f"so it was not resumed")
+        why = f"abandoned: {changed}"
         store = second.app.extensions["gridstudy.store"]
         for episode_id in (opened["episode_id"], browser["episode_id"]):
             ended = row(store, episode_id)
@@ -157,6 +166,13 @@ def test_an_attempt_whose_environment_changed_across_a_restart_is_ended_not_repl
             assert ended.info[VERSION_KEY] == played_on
         assert [(e.seq, e.action, e.frame_hash) for e in second.events(opened["episode_id"])] == kept
         assert second.scheduler.get(opened["token"]) is None
+        # a model's attempt through the agent API, its next turn sent to the new server
+        with pytest.raises(CannotResume, match=re.escape(f"episode {model}: {changed}")):
+            AgentAPIClient(second.url, token).act(model, {"action": "right"})
+        ended = row(store, model)
+        assert (ended.status, ended.info["resumable"], ended.exclusion_reason) == (
+            "error", False, changed)
+        assert [e.action for e in second.events(model)] == ["right"]
     finally:
         second.stop()
         registry.add_problem(problem, replace=True)
