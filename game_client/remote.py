@@ -20,6 +20,11 @@ import socketio
 from tasks.worldtest.changes import ViewReplica
 
 REDRAW_FPS = 30
+RETRY_WAIT = 2.0
+"""Seconds before joining again after a refusal that says ``retry`` (the database away
+for a moment, another server still holding the game: ``study_server.sockets.TRY_AGAIN``)."""
+JOIN_PATIENCE = 60.0
+"""Seconds :meth:`RemoteSession.join` goes on joining again while the server says retry."""
 
 
 class JoinError(RuntimeError):
@@ -37,7 +42,7 @@ class RemoteSession:
         self.sio = socketio.Client(reconnection=True)
         self.sio.on("state", self._on_state)
         self.sio.on("ping", self._on_ping)
-        self.sio.on("refused", self.refusals.append)
+        self.sio.on("refused", self._on_refused)
         self.sio.on("connect", self._rejoin)
 
     @property
@@ -58,10 +63,26 @@ class RemoteSession:
         if self.state is not None:  # a reconnection: bind the new connection again
             self.sio.emit("join", {"token": self.token})
 
+    def _on_refused(self, message: dict[str, Any]) -> None:
+        self.refusals.append(message)
+        if message.get("retry") and self.state is not None:  # a rejoin: again, shortly
+            self.sio.start_background_task(self._rejoin_later)
+
+    def _rejoin_later(self) -> None:
+        self.sio.sleep(RETRY_WAIT)
+        if self.sio.connected:
+            self._rejoin()
+
     def join(self, timeout: float = 10.0) -> dict[str, Any]:
-        """Connect and join; the first state; :class:`JoinError` when refused."""
+        """Connect and join (again every :data:`RETRY_WAIT` seconds, for at most
+        :data:`JOIN_PATIENCE`, while the server says retry); the first state;
+        :class:`JoinError` when refused."""
         self.sio.connect(self.url, transports=["websocket"], wait_timeout=timeout)
+        deadline = time.monotonic() + JOIN_PATIENCE
         answer = self.sio.call("join", {"token": self.token}, timeout=timeout)
+        while answer and answer.get("retry") and time.monotonic() < deadline:
+            time.sleep(RETRY_WAIT)
+            answer = self.sio.call("join", {"token": self.token}, timeout=timeout)
         if not answer or not answer.get("ok"):
             self.close()
             reason = (self.refusals[-1]["reason"] if self.refusals else "no answer")

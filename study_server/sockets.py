@@ -78,6 +78,10 @@ the database cannot hold."""
 JOIN_LATER = "join: saving; the database is unavailable for a moment, join again shortly"
 """The refusal of a join that needs the database while it is away (the client retries)."""
 
+TRY_AGAIN = frozenset({JOIN_LATER, cluster.HELD_ELSEWHERE})
+"""Refusals of a join that may succeed a moment later: they say ``retry: true``, and every
+client (``game.js``, ``game_client.remote``) joins again two seconds later by itself."""
+
 CLOCK_RESYNC = 30.0
 """Seconds after which the next input starts a new round of clock pings."""
 
@@ -121,10 +125,12 @@ class Peer:
     def refuse(self, reason: str) -> dict[str, Any]:
         """Tell the sender why its message was not acted on. The door counts the refusal
         (one log line a minute per connection at most; the message itself, which may hold
-        a session's token, is never logged)."""
+        a session's token, is never logged). One that may succeed a moment later
+        (:data:`TRY_AGAIN`) says ``retry``."""
         self.app.extensions["gridstudy.door"].note(self.sid, reason[:80])
-        self.emit("refused", {"reason": reason})
-        return {"ok": False, "error": reason}
+        retry = {"retry": True} if reason in TRY_AGAIN else {}
+        self.emit("refused", {"reason": reason, **retry})
+        return {"ok": False, "error": reason, **retry}
 
 
 def register_handlers(socketio: SocketIO, app: Any) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 
+import pytest
 from sqlmodel import select
 
 from records.models import EpisodeRow
@@ -427,6 +428,61 @@ def test_a_page_plays_on_through_a_kill_9_and_the_restart_stores_everything_it_p
     assert {"left", "up"} <= {e.action for e in events}  # the keys pressed while it was down
     replayed = frame_hashes(registry.get_problem(PROBLEM), [e.action for e in events])
     assert [e.frame_hash for e in events] == replayed[1:]
+
+
+@pytest.mark.parametrize("play", ["server", "browser"])
+def test_a_page_whose_game_another_server_holds_joins_again_until_it_can(tmp_path, browser,
+                                                                        play):
+    """``kill -9`` of the server mid-game, and before it is back another worker (on
+    another host) takes the game's lease and keeps beating without ever handing it over:
+    the restarted server's join waits for it, then refuses saying ``retry``. The page,
+    played by the server or in the browser, joins again by itself every two seconds and
+    goes on once that worker goes silent. Before, it stood still at the first refusal:
+    no more frames from the server, or a log nobody stored."""
+    import threading
+
+    from sqlalchemy import create_engine
+
+    from study_server.cluster import ADOPT_WAIT, Cluster
+
+    db = tmp_path / "held.db"
+    server = Killable(tmp_path, db)
+    server.start()
+    page = browser.new_page()
+    stop = threading.Event()
+    progress = "stored" if play == "browser" else "tick"
+
+    def reached() -> int:
+        return int(page.get_attribute(GAME, f"data-{progress}") or 0)
+
+    try:
+        page.goto(f"http://127.0.0.1:{server.port}/play/{PROBLEM}?play={play}&record=1")
+        page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.{progress})"
+                               " > 3", timeout=60000)
+        server.kill()
+        token = page.evaluate(f"document.querySelector('{GAME}').gridstudy.token")
+        wedged = Cluster(create_engine(f"sqlite:///{db}"), worker_id="elsewhere:1:1")
+        wedged.beat()
+        assert wedged.take(token, wedged.lease(token).worker)
+
+        def beating() -> None:
+            while not stop.wait(0.5):
+                wedged.beat()
+
+        threading.Thread(target=beating, daemon=True).start()
+        server.start()
+        page.wait_for_timeout(1000 * ADOPT_WAIT + 4000)  # a join refused, another waiting
+        held = reached()
+        page.wait_for_timeout(1000)
+        assert reached() == held
+        stop.set()  # the other worker goes silent: taken for dead after 4 s
+        page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.{progress})"
+                               f" > {held}", timeout=30000)
+    finally:
+        stop.set()
+        page.close()
+        server.stop()
+    assert "held by another server that did not answer" in server.log.read_text()
 
 
 def test_an_answer_submitted_while_the_server_is_down_is_said_saved_only_once_it_is(

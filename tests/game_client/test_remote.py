@@ -71,11 +71,7 @@ def test_a_window_whose_server_was_killed_joins_it_again_when_it_is_back(tmp_pat
     process, url = start_serve(tmp_path / "g.db", log=tmp_path / "first.log", env=env)
     port = int(url.rsplit(":", 1)[1])
     try:
-        opened = httpx.post(f"{url}/play/{PROBLEM}/session", params={"record": "1"},
-                            timeout=10).json()
-        session = RemoteSession(url, opened["token"])
-        session.join()
-        loop = RemoteLoop(session)
+        opened, session, loop = playing_window(url)
         loop.enqueue("right")
         wait_until(lambda: loop.view()["tick"] >= 8, 30, "the first ticks")  # the key a second ago
         process.send_signal(signal.SIGKILL)
@@ -96,6 +92,64 @@ def test_a_window_whose_server_was_killed_joins_it_again_when_it_is_back(tmp_pat
         session.close()
         process.kill()
         process.wait(10)
+
+
+def test_a_window_whose_game_another_server_holds_joins_again_until_it_can(tmp_path):
+    """``kill -9`` under a pygame player, and before its server is back another worker
+    (on another host) takes the game's lease and keeps beating without ever handing it
+    over: the restarted server's join waits for it, then refuses saying ``retry``. The
+    window joins again by itself every two seconds and gets its game once that worker
+    goes silent. Before, it stood still for good at the first refusal (so did a page)."""
+    import threading
+
+    from sqlalchemy import create_engine
+
+    from study_server.cluster import HELD_ELSEWHERE, Cluster
+
+    db = tmp_path / "g.db"
+    env = {"GRIDSTUDY_PREVIEW": "open"}
+    process, url = start_serve(db, log=tmp_path / "first.log", env=env)
+    port = int(url.rsplit(":", 1)[1])
+    stop = threading.Event()
+    try:
+        opened, session, loop = playing_window(url)
+        wait_until(lambda: loop.view()["tick"] >= 4, 30, "the first ticks")
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+        shown = loop.view()
+        wedged = Cluster(create_engine(f"sqlite:///{db}"), worker_id="elsewhere:1:1")
+        wedged.beat()
+        assert wedged.take(opened["token"], wedged.lease(opened["token"]).worker)
+
+        def beating() -> None:
+            while not stop.wait(0.5):
+                wedged.beat()
+
+        threading.Thread(target=beating, daemon=True).start()
+        process, _ = start_serve(db, log=tmp_path / "second.log", env=env, port=port)
+        wait_until(lambda: any(r.get("retry") for r in session.refusals), 30,
+                   "a refusal saying retry")
+        assert {r["reason"] for r in session.refusals} == {HELD_ELSEWHERE}
+        assert loop.view()["tick"] == shown["tick"]
+        stop.set()  # the other worker goes silent: taken for dead after 4 s
+        wait_until(lambda: loop.view()["tick"] > shown["tick"], 30, "ticks once it did")
+        ticks, _ = zip(*stored_steps(db, opened["episode_id"]))
+        assert list(ticks) == list(range(len(ticks)))
+    finally:
+        stop.set()
+        session.close()
+        process.kill()
+        process.wait(10)
+
+
+def playing_window(url: str) -> tuple[dict, RemoteSession, RemoteLoop]:
+    """A recorded attempt of ``PROBLEM`` opened at ``url``, and a window's session joined
+    to it: ``(opened, session, loop)``."""
+    opened = httpx.post(f"{url}/play/{PROBLEM}/session", params={"record": "1"},
+                        timeout=10).json()
+    session = RemoteSession(url, opened["token"])
+    session.join()
+    return opened, session, RemoteLoop(session)
 
 
 def stored_steps(db: Path, episode_id: int) -> list[tuple[int, str]]:

@@ -20,6 +20,7 @@
 
   var KEYS = { ArrowUp: "up", ArrowDown: "down", ArrowLeft: "left", ArrowRight: "right" };
   var MASK = "mask";
+  var RETRY_WAIT = 2000;  // ms before joining again after a refusal that says retry
 
   function now() { return Date.now() / 1000; }
 
@@ -133,9 +134,10 @@
     socket.on("state", function (message) { self.receive(message); });
     socket.on("refused", function (m) {
       if (/another connection/.test(m.reason || "")) { self.offerTakeover(); return; }
-      if (/^join: saving/.test(m.reason || "")) {  // the database is away: join again soon
-        self.say("Saving your progress, one moment...");
-        setTimeout(function () { socket.emit("join", { token: self.token }); }, 2000);
+      if (m.retry) {  // the database is away, or another server still holds the game
+        self.say(/^join: saving/.test(m.reason) ? "Saving your progress, one moment..."
+          : "Reconnecting...");
+        setTimeout(function () { socket.emit("join", { token: self.token }); }, RETRY_WAIT);
         return;
       }
       self.refused(m.reason || "");
@@ -204,8 +206,8 @@
     socket.on("game-ended", function (m) { self.ended(m.url); });
     socket.on("refused", function (m) {
       if (/another connection/.test(m.reason || "")) { self.offerTakeover(); return; }
-      if (/^join: saving/.test(m.reason || "")) {  // the database is away: join again soon
-        setTimeout(function () { self.rejoin(false); }, 2000);
+      if (m.retry) {  // the page ticks on meanwhile; its log waits for the join
+        setTimeout(function () { self.rejoin(false); }, RETRY_WAIT);
         return;
       }
       self.refused(m.reason || "");
