@@ -21,7 +21,7 @@ from sqlmodel import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from records.models import Admin
-from records.offload import off_loop
+from records.offload import off_loop_for_pages
 
 CSRF_FIELD = "csrf_token"
 
@@ -67,12 +67,13 @@ _UNKNOWN_USER_HASH = generate_password_hash("no admin has this password")
 
 def verify(engine: Engine, username: str, password: str) -> bool:
     """Whether ``password`` is ``username``'s. The slow hash runs off the event loop (a
-    gevent server would otherwise stall every game while it runs), and an unknown user
-    costs the same hash as a known one."""
+    gevent server would otherwise stall every game while it runs), in the threads kept
+    for pages (a burst of attempts waits for those, not for the games'), and an unknown
+    user costs the same hash as a known one."""
     with Session(engine) as db:
         admin = db.get(Admin, username[:200])
     stored = admin.password_hash if admin is not None else _UNKNOWN_USER_HASH
-    matches = off_loop(check_password_hash, stored, password[:1000])
+    matches = off_loop_for_pages(check_password_hash, stored, password[:1000])
     return admin is not None and matches
 
 

@@ -47,7 +47,7 @@ from records.models import (
     Signal,
     Study,
 )
-from records.offload import off_loop
+from records.offload import off_loop_for_pages
 from records.store import PAGE_WAIT
 from study_server import (
     assignment,
@@ -78,8 +78,9 @@ def utc_time(seconds: float | None) -> str:
 
 
 def built_off_loop(view: Any) -> Any:
-    """A page that only reads, built in gevent's native threads (:func:`off_loop`) with the
-    request's context: its rows made into objects and its template rendered there, so
+    """A page that only reads, built in the native threads kept for pages
+    (``records.offload.off_loop_for_pages``) with the request's context: its rows made
+    into objects and its template rendered there, so
     that the loop goes on ticking every game meanwhile (the interpreter hands it the lock
     every few milliseconds). On the loop, with 16,000 participants on the server, reading
     the dashboard made every game's ticks 0.27 to 0.45 s late (measured), and it grows
@@ -90,7 +91,7 @@ def built_off_loop(view: Any) -> Any:
 
     @functools.wraps(view)
     def page(*args: Any, **kwargs: Any) -> Any:
-        return off_loop(copy_current_request_context(view), *args, **kwargs)
+        return off_loop_for_pages(copy_current_request_context(view), *args, **kwargs)
 
     return page
 
@@ -127,17 +128,16 @@ def login() -> Any:
     if request.method == "POST":
         username, password = request.form.get("username", ""), request.form.get("password", "")
         engine, address = _store().engine, request.remote_addr or "unknown"
-        wait = logins.retry_after(engine, address, username, login_limits(current_app))
-        if wait > 0:
-            seconds = math.ceil(wait)
+        attempt = logins.begin(engine, address, username, login_limits(current_app))
+        if attempt.wait > 0:
+            seconds = math.ceil(attempt.wait)
             return (render_template("dashboard/login.html", error=(
                 f"Too many failed logins from this address; try again in {seconds} s.")),
                     429, {"Retry-After": str(seconds)})
-        if not auth.verify(engine, username, password):
-            logins.failed(engine, address, username)
+        if not auth.verify(engine, username, password):  # counted as a failure already
             error = "Wrong username or password."
         if error is None:
-            logins.succeeded(engine, address, username)
+            logins.succeeded(engine, address, username, attempt)
             auth.login(engine, username)
             target = request.args.get("next", "")
             return redirect(target if target.startswith("/dashboard") else url_for("dashboard.index"))
@@ -374,7 +374,7 @@ def export_download() -> Any:
 
     # Reading a study and zipping it takes seconds of a large one: on the event loop
     # that stopped every game (1.3 s without a frame for 49,000 events).
-    buffer = off_loop(zipped)
+    buffer = off_loop_for_pages(zipped)
     name = f"gridstudy-{study or 'all'}-export.zip"
     return send_file(buffer, mimetype="application/zip", as_attachment=True, download_name=name)
 

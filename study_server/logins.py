@@ -6,11 +6,12 @@ the researcher out everywhere for a minute (the limit counted the user name alon
 with two workers each kept its own count, so a guesser had twice the tries.
 
 Each failed attempt is a ``loginfailure`` row under two keys: its address, and its
-address with the user name (hashed: the name is not kept in clear). Before a password is
-checked, each key's failures of the last :data:`WINDOW` seconds decide how long the next
-attempt must wait after the last failure: nothing for the first ``free`` ones, then a
-delay that doubles with every further failure, up to :data:`LONGEST`. A refused attempt
-costs no password hash and is not counted again. A guesser at one address slows only
+address with the user name (hashed: the name is not kept in clear). An attempt is
+counted as a failure first (:func:`begin`); then each key's failures of the last
+:data:`WINDOW` seconds counted before it decide how long it must wait after the last of
+them: nothing for the first ``free`` ones, then a delay that doubles with every further
+failure, up to :data:`LONGEST`. A refused attempt costs no password hash and its rows are
+taken back, so it is not counted again; a right password takes its rows back too. A guesser at one address slows only
 that address; the right password from another address is never held up by it. A
 successful login clears its (address, user name) failures.
 """
@@ -21,7 +22,7 @@ import hashlib
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import and_, delete, func, or_, select
 from sqlalchemy.engine import Engine
 
 from records.models import LoginFailure
@@ -65,35 +66,58 @@ def keys(address: str, username: str) -> tuple[str, str]:
     return f"addr:{address}", f"pair:{address} {name}"
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """A login attempt as counted: the seconds it must still wait (above 0: refused, and
+    not counted), and its own rows, which count it as a failure until its password is
+    found right."""
+
+    wait: float
+    rows: tuple[int, ...] = ()
+
+
 @blocking
-def retry_after(engine: Engine, address: str, username: str, limits: Limits,
-                now: float | None = None) -> float:
-    """Seconds this attempt must still wait (0: check the password)."""
+def begin(engine: Engine, address: str, username: str, limits: Limits,
+          now: float | None = None) -> Attempt:
+    """Count this attempt as a failure, then decide from the failures counted before it
+    how long it must still wait (0: check the password; more: it is refused and its rows
+    taken back). Counted before it is checked, so that attempts sent at once see one
+    another, on every worker: checked first and counted after the hash, a burst of 60
+    wrong passwords sent together from one address was hashed and counted whole, where
+    5 are free."""
     now = time.time() if now is None else now
     address_key, pair_key = keys(address, username)
+    table = LoginFailure.__table__
+    with engine.begin() as db:
+        db.execute(delete(LoginFailure).where(LoginFailure.at < now - WINDOW))
+        mine = {key: db.execute(table.insert().values(key=key, at=now)).inserted_primary_key[0]
+                for key in (address_key, pair_key)}
+    earlier = or_(*(and_(LoginFailure.key == key, LoginFailure.id < row)
+                    for key, row in mine.items()))
     with engine.connect() as db:
         rows = db.execute(
             select(LoginFailure.key, func.count(), func.max(LoginFailure.at))
-            .where(LoginFailure.key.in_((address_key, pair_key)), LoginFailure.at >= now - WINDOW)
+            .where(earlier, LoginFailure.at >= now - WINDOW)
             .group_by(LoginFailure.key)).all()
     found = {key: (count, last) for key, count, last in rows}
     pair, by_address = found.get(pair_key, (0, None)), found.get(address_key, (0, None))
-    return max(wait_for(*pair, limits.per_pair, limits.first_delay, now),
+    wait = max(wait_for(*pair, limits.per_pair, limits.first_delay, now),
                wait_for(*by_address, limits.per_address, limits.first_delay, now))
+    if wait > 0:
+        _forget(engine, list(mine.values()))
+        return Attempt(wait)
+    return Attempt(0.0, tuple(mine.values()))
 
 
 @blocking
-def failed(engine: Engine, address: str, username: str, now: float | None = None) -> None:
-    """Count a failed attempt (and forget failures older than :data:`WINDOW`)."""
-    now = time.time() if now is None else now
+def succeeded(engine: Engine, address: str, username: str, attempt: Attempt) -> None:
+    """The right password: the attempt was no failure, and this (address, user name)
+    starts afresh."""
     with engine.begin() as db:
-        db.execute(LoginFailure.__table__.insert(),
-                   [{"key": key, "at": now} for key in keys(address, username)])
-        db.execute(delete(LoginFailure).where(LoginFailure.at < now - WINDOW))
+        db.execute(delete(LoginFailure).where(or_(LoginFailure.key == keys(address, username)[1],
+                                                  LoginFailure.id.in_(attempt.rows))))
 
 
-@blocking
-def succeeded(engine: Engine, address: str, username: str) -> None:
-    """The right password: this (address, user name) starts afresh."""
+def _forget(engine: Engine, rows: list[int]) -> None:
     with engine.begin() as db:
-        db.execute(delete(LoginFailure).where(LoginFailure.key == keys(address, username)[1]))
+        db.execute(delete(LoginFailure).where(LoginFailure.id.in_(rows)))

@@ -25,7 +25,7 @@ from flask_socketio import SocketIO, join_room
 from sqlmodel import select
 
 from records.models import Participant
-from records.offload import blocking, off_loop
+from records.offload import blocking, off_loop_for_pages
 from records.schema import as_utc
 from records.writer import unavailable
 from study_server import auth, browser_play
@@ -222,8 +222,8 @@ def render(app: Flask, data: dict[str, Any] | None = None) -> str:
 
 
 def pushed(app: Flask) -> str:
-    """The section pushed to the watchers, read and rendered in one of gevent's native
-    threads (the caller's :func:`off_loop`), not on the loop: with 400 participants
+    """The section pushed to the watchers, read and rendered in a native thread kept for
+    pages (the caller's ``off_loop_for_pages``), not on the loop: with 400 participants
     playing, its template alone would hold every game for about 27 ms each second
     (measured)."""
     with app.test_request_context("/dashboard/"):
@@ -258,7 +258,7 @@ def init_monitor(app: Flask, socketio: SocketIO) -> None:
             if not watchers:
                 continue
             try:
-                html = off_loop(pushed, app)
+                html = off_loop_for_pages(pushed, app)
                 # each worker pushes to its own watchers, with every worker's sessions
                 socketio.emit("monitor", {"html": html}, to="monitor", namespace=NAMESPACE,
                               ignore_queue=True)

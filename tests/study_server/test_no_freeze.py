@@ -369,6 +369,64 @@ def many_participants(db: Path, count: int) -> None:
         session.commit()
 
 
+def asked_at_once(url: str, cookies: dict[str, str], path: str, count: int) -> list[int]:
+    """The statuses of ``count`` requests for ``path`` sent together, as tabs opened at
+    once would send them (run in a process of its own, so that its threads do not slow
+    the test's own clients down)."""
+    answers: list[int] = []
+
+    def tab() -> None:
+        with httpx.Client(base_url=url, cookies=cookies, timeout=300) as client:
+            answers.append(client.get(path).status_code)
+
+    tabs = [threading.Thread(target=tab) for _ in range(count)]
+    for each in tabs:
+        each.start()
+    for each in tabs:
+        each.join()
+    return answers
+
+
+def test_a_researchers_twenty_tabs_on_a_large_study_keep_no_one_from_starting_a_game(
+        tmp_path):
+    """Twenty dashboard pages asked for at once (tabs opened together, a script polling
+    the payment decisions) of a study of 16,000 participants, while someone plays and a
+    newcomer opens a game: the pages are built in threads of their own
+    (``records.offload.PAGE_THREADS``), so the newcomer's game opens and is joined at once
+    and the player's frames keep coming. Before, the pages took every thread of the pool
+    the real-time path uses, and the newcomer's game took 6 to 7.4 s to open."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from tests.conftest import Player
+
+    many_participants(tmp_path / "g.db", 16_000)
+    with researcher_beside_a_player(tmp_path / "g.db") as (board, victim), \
+            ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as tabs:
+        url = str(board.base_url).rstrip("/")
+        tabs.submit(int, 0).result()  # the process is up
+        started = time.monotonic()
+        pages = tabs.submit(asked_at_once, url, dict(board.cookies),
+                            "/dashboard/study/demo/decisions.csv", 20)
+        time.sleep(0.5)
+        asked = time.monotonic()
+        opened = httpx.post(f"{url}/play/lamp_grid/planning/session", params={"record": "1"},
+                            timeout=60)
+        opened_in = time.monotonic() - asked
+        newcomer = Player(url, opened.json()["token"]).connect()
+        asked = time.monotonic()
+        assert newcomer.join()["ok"]
+        joined_in = time.monotonic() - asked
+        newcomer.close()
+        answers = pages.result()
+        ended = time.monotonic()
+    assert answers == [200] * 20
+    assert ended - asked > 2, ended - asked  # the pages held threads after the newcomer came
+    assert opened_in < 1 and joined_in < 1, (opened_in, joined_in)
+    gap = largest_gap(victim.frames, started, ended)
+    assert gap <= 0.5, gap
+
+
 def test_a_researcher_reading_a_large_studys_dashboard_freezes_no_game(tmp_path):
     """A researcher reads the dashboard of a server whose study holds 16,000 participants
     and 8,000 excluded attempts (a lab's studies add up on one server): the index twice,
