@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import Index
 from sqlmodel import JSON, Column, SQLModel
 from sqlmodel import Field as SQLField
 
@@ -51,6 +52,8 @@ def table_model(class_name: str, table: schema.Table) -> type[SQLModel]:
                                  "__doc__": table.doc, "__module__": __name__}
     for field in table.fields:
         namespace["__annotations__"][field.name], namespace[field.name] = _column(field)
+    namespace["__table_args__"] = tuple(Index(f"uq_{table.name}_{'_'.join(fields)}", *fields,
+                                              unique=True) for fields in table.unique)
     return type(class_name, (SQLModel,), namespace, table=True)
 
 

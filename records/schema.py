@@ -198,11 +198,14 @@ def _shown(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Table:
-    """A table's name, what one row is, and its fields in order."""
+    """A table's name, what one row is, its fields in order, and the sets of fields no
+    two rows may share (each a unique index, made on an existing database too:
+    ``records.store.create_tables``)."""
 
     name: str
     doc: str
     fields: tuple[Field, ...]
+    unique: tuple[tuple[str, ...], ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -250,7 +253,8 @@ STUDY = Table("study", "A study a researcher launched.", (
     Field("status", TEXT, "open (taking participants) or closed.", default="open"),
 ))
 
-PARTICIPANT = Table("participant", "One person who opened the study's link.", (
+PARTICIPANT = Table("participant", "One person who opened the study's link (one row per "
+                                   "study and Prolific id).", (
     _id("Participant id (participant_id elsewhere)."),
     Field("study_id", TEXT, "Study slug.", required=True, index=True, foreign_key="study.id"),
     Field("external_id", TEXT, "Prolific's PROLIFIC_PID, or a join code for local "
@@ -275,7 +279,9 @@ PARTICIPANT = Table("participant", "One person who opened the study's link.", (
     Field("ended_at", TIME, "When the visit ended (completed, screened out, declined, timed "
                             "out or study full); empty while active."),
     Field("updated_at", TIME, "Last change.", default=NOW),
-))
+), unique=(("study_id", "external_id"),))
+"""One row per person and study: two arrivals of one person at the same instant (a link
+opened twice, a double click) are one participant (before, ten made four rows)."""
 
 AGENT_RUN = Table("agentrun", "One agent configuration; its attempts are episodes.", (
     _id("Agent run id (agent_run_id elsewhere)."),

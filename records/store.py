@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import bindparam, delete, inspect, select, text, update
+from sqlalchemy import bindparam, delete, func, inspect, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel
 
@@ -107,6 +107,37 @@ def add_missing_columns(engine: Any) -> list[str]:
     return added
 
 
+def add_missing_unique_indexes(engine: Any) -> list[str]:
+    """Make on existing tables the unique indexes the schema has gained
+    (``records.schema.Table.unique``). An index whose rows are not unique yet (made
+    before it, by a race it now closes) is not made: the log says which values repeat,
+    for the researcher to look at, and the server goes on. Returns the names made."""
+    made = []
+    present = set(inspect(engine).get_table_names())
+    for table in SQLModel.metadata.sorted_tables:
+        for index in table.indexes:
+            if not index.unique or table.name not in present:
+                continue
+            try:
+                with engine.begin() as connection:
+                    if index.name in {i["name"] for i in inspect(connection).get_indexes(table.name)}:
+                        continue
+                    index.create(connection)
+                made.append(index.name)
+            except IntegrityError:
+                columns = ", ".join(column.name for column in index.columns)
+                with engine.connect() as connection:
+                    repeated = connection.execute(select(func.count()).select_from(
+                        select(*index.columns).group_by(*index.columns)
+                        .having(func.count() > 1).subquery())).scalar()
+                log.warning("%s: %d value(s) of (%s) are on more than one row, made before "
+                            "the unique index %s, which is therefore not made yet; see them "
+                            "with SELECT %s, count(*) FROM %s GROUP BY %s HAVING count(*) > 1",
+                            table.name, repeated, columns, index.name, columns, table.name,
+                            columns)
+    return made
+
+
 def create_tables(engine: Any) -> None:
     """Create the missing tables and columns. Several processes started together on a
     new database race to create them; the loser of a race finds the table or column
@@ -118,6 +149,7 @@ def create_tables(engine: Any) -> None:
         try:
             SQLModel.metadata.create_all(engine)
             add_missing_columns(engine)
+            add_missing_unique_indexes(engine)
             return
         except (OperationalError, ProgrammingError, IntegrityError) as error:
             if not _created_meanwhile(error) or attempt == attempts - 1:

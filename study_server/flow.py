@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from flask import Flask
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 
 from consent import exclusion, quality
@@ -113,7 +114,16 @@ class Flow:
               address: str | None = None) -> int:
         """The participant with this Prolific id (created on first arrival, unless
         ``address`` brought too many new participants lately: :mod:`study_server.arrivals`);
-        their id."""
+        their id. Two arrivals of one person at once (a link opened twice, a double click)
+        are one participant: the second finds the row the first made (the database keeps
+        one row per study and Prolific id)."""
+        try:
+            return self._enter(study_id, pid, prolific_study, prolific_session, address)
+        except IntegrityError:  # the same person's other arrival made the row first
+            return self._enter(study_id, pid, prolific_study, prolific_session, address)
+
+    def _enter(self, study_id: str, pid: str, prolific_study: str | None,
+               prolific_session: str | None, address: str | None) -> int:
         with self.store.session() as db:
             study, definition = assignment.load_study(db, study_id)
             found = db.exec(select(Participant).where(

@@ -646,3 +646,43 @@ def test_a_copy_left_by_a_server_killed_as_it_wrote_the_database_back_is_pointed
     with caplog.at_level("WARNING", logger="records.store"):
         Store(str(db)).close()
     assert f"{copy} is left from a server stopped as it wrote the database back" in caplog.text
+
+
+def test_a_database_made_before_a_unique_index_gets_it_once_its_rows_allow(tmp_path, caplog):
+    """A database from before participants were kept one per Prolific id, holding a
+    person twice (two arrivals at the same instant): the store opens it, says in the log
+    that the index is not made yet and how to see the repeated ids (never the ids), and
+    works on; once the researcher has removed the copy, the next start makes the index,
+    and the database then refuses a second row for the person."""
+    from sqlalchemy.exc import IntegrityError
+
+    from records.models import Participant
+
+    db = tmp_path / "old.db"
+    with Store(str(db)) as store:
+        pass
+    with closing(sqlite3.connect(db)) as raw:  # as a database made before the index was
+        raw.execute("DROP INDEX uq_participant_study_id_external_id")
+        raw.executemany("INSERT INTO participant (study_id, external_id, stage, status, data, "
+                        "created_at, updated_at) VALUES ('demo', '5f0123456789abcdef012345', "
+                        "'consent', 'active', '{}', ?, ?)", [("2026-01-01", "2026-01-01")] * 2)
+        raw.commit()
+    with Store(str(db)) as store:
+        with store.session() as session:
+            assert len(session.exec(select(Participant)).all()) == 2
+    said = [r.getMessage() for r in caplog.records if "uq_participant" in r.getMessage()]
+    assert said == ["participant: 1 value(s) of (study_id, external_id) are on more than one "
+                    "row, made before the unique index uq_participant_study_id_external_id, "
+                    "which is therefore not made yet; see them with SELECT study_id, "
+                    "external_id, count(*) FROM participant GROUP BY study_id, external_id "
+                    "HAVING count(*) > 1"]
+    assert "5f0123456789abcdef012345" not in caplog.text
+    with closing(sqlite3.connect(db)) as raw:
+        raw.execute("DELETE FROM participant WHERE id = 2")
+        raw.commit()
+    caplog.clear()
+    with Store(str(db)) as store:
+        with pytest.raises(IntegrityError), store.session() as session:
+            session.add(Participant(study_id="demo", external_id="5f0123456789abcdef012345",
+                                    data={}))
+    assert "uq_participant" not in caplog.text
