@@ -3,6 +3,10 @@ of the participant flow, the assignment and the dashboard."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from consent.definition import StudyDefinition, parse_definition
@@ -64,3 +68,43 @@ def study_app(db_path: Any, **overrides: Any) -> Any:
     with app.extensions["gridstudy.store"].session() as db:
         db.add(Study(id="pilot", title=definition.title, definition=definition.to_dict()))
     return app
+
+
+@contextlib.contextmanager
+def serving_demo_study(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """``gridstudy serve`` on a new database holding the demo study
+    (``examples/demo-study.yaml``): ``(url, database)``; stopped after."""
+    from consent.definition import load_definition
+    from records.models import Study
+    from records.store import Store
+    from tests.conftest import start_serve
+
+    db = tmp_path / "g.db"
+    definition = load_definition(Path(__file__).parents[2] / "examples" / "demo-study.yaml")
+    with Store(str(db)) as store, store.session() as session:
+        session.add(Study(id=definition.id, title=definition.title,
+                          definition=definition.to_dict()))
+    process, url = start_serve(db)
+    try:
+        yield url, db
+    finally:
+        process.terminate()
+        process.wait(60)
+
+
+def at_once(count: int, do: Callable[[], Any]) -> list[Any]:
+    """``do()`` run by ``count`` threads released together; what each returned."""
+    together = threading.Barrier(count)
+    done: list[Any] = []
+
+    def run() -> None:
+        together.wait()
+        done.append(do())
+
+    threads = [threading.Thread(target=run) for _ in range(count)]
+    for each in threads:
+        each.start()
+    for each in threads:
+        each.join()
+    return done
+

@@ -230,42 +230,21 @@ def test_one_person_arriving_ten_times_at_once_is_one_participant(tmp_path):
     """The study's link opened ten times at the same instant by one person (a double
     click, a link opened in two tabs, a browser fetching it ahead) on a real server:
     one participant row, and every answer is that participant's consent page. Before,
-    each arrival looked for the person, found nobody yet and made a row: ten made four,
-    each a participant of its own in the record, the dashboard and the analysis."""
-    import threading
+    each arrival looked for the person, found nobody yet and made a row: ten made four
+    to ten, each a participant of its own in the record, the dashboard and the analysis."""
     from contextlib import closing
-    from pathlib import Path
 
     import httpx
 
-    from consent.definition import load_definition
-    from records.store import Store
-    from tests.conftest import start_serve
+    from tests.consent.helpers import at_once, serving_demo_study
 
-    db = tmp_path / "g.db"
-    definition = load_definition(Path(__file__).parents[2] / "examples" / "demo-study.yaml")
-    with Store(str(db)) as store, store.session() as session:
-        session.add(Study(id=definition.id, title=definition.title,
-                          definition=definition.to_dict()))
-    process, url = start_serve(db)
-    pages: list[httpx.Response] = []
-    try:
-        together = threading.Barrier(10)
+    def arrive() -> httpx.Response:
+        with httpx.Client(timeout=60, follow_redirects=True) as browser:
+            return browser.get(f"{url}/study/demo?PROLIFIC_PID=5f0123456789abcdef012345"
+                               "&STUDY_ID=s1&SESSION_ID=x9")
 
-        def arrive() -> None:
-            with httpx.Client(timeout=60, follow_redirects=True) as browser:
-                together.wait()
-                pages.append(browser.get(f"{url}/study/demo?PROLIFIC_PID=5f0123456789abcdef012345"
-                                         "&STUDY_ID=s1&SESSION_ID=x9"))
-
-        arrivals = [threading.Thread(target=arrive) for _ in range(10)]
-        for each in arrivals:
-            each.start()
-        for each in arrivals:
-            each.join()
-    finally:
-        process.terminate()
-        process.wait(60)
+    with serving_demo_study(tmp_path) as (url, db):
+        pages = at_once(10, arrive)
     assert [page.status_code for page in pages] == [200] * 10
     stages = {re.search(r'data-stage="([^"]+)"', page.text).group(1) for page in pages}
     assert stages == {"consent"}

@@ -144,6 +144,31 @@ def test_a_participant_stores_no_more_signals_than_a_page_sends(app):
     assert send(client, [{"kind": "focus"}]).status_code == 200
 
 
+def test_signals_sent_all_at_once_keep_to_the_same_budget(tmp_path):
+    """Forty requests of 50 signals sent together by one participant to a real server:
+    the budget holds (200 stored, the rest refused whole). Before, each request counted
+    what was stored before any of the others had stored theirs: 900 rows in a second."""
+    import sqlite3
+    from contextlib import closing
+
+    import httpx
+
+    from tests.consent.helpers import at_once, serving_demo_study
+
+    with serving_demo_study(tmp_path) as (url, db), \
+            httpx.Client(base_url=url, timeout=60, follow_redirects=True) as browser:
+        browser.get("/study/demo?PROLIFIC_PID=5f0123456789abcdef012345&STUDY_ID=s1"
+                    "&SESSION_ID=x9")
+        token = re.search(r'data-csrf="([^"]+)"', browser.get("/study/demo/flow").text).group(1)
+        form = {"csrf_token": token, "signals": json.dumps([{"kind": "blur"}] * 50)}
+        answers = at_once(40, lambda: browser.post("/study/demo/signals", data=form))
+    assert sorted(a.status_code for a in answers) == [200] * 4 + [400] * 36
+    assert all("more signals than a page sends" in a.json()["error"]
+               for a in answers if a.status_code == 400)
+    with closing(sqlite3.connect(db)) as raw:
+        assert raw.execute("SELECT count(*) FROM signal").fetchone() == (quality.SIGNALS_AHEAD,)
+
+
 def test_an_attempt_left_too_often_is_excluded_with_its_flags_kept(app):
     client = app.test_client()
     client.get(ENTRY)
