@@ -42,15 +42,19 @@ def off_loop(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return _applied(get_hub().threadpool, function, args, kwargs)
 
 
-PAGE_THREADS = 4
+PAGE_THREADS = 2
 """Native threads for the work of pages nobody plays in: the researcher's pages that
 only read, the export, sign-in's slow hash (:func:`off_loop_for_pages`). They are kept
 apart from gevent's own pool (10 threads), which the real-time path uses (a join's
 rebuild, a browser log's replay, the writes of ticks, the heartbeat), so that however
 many of those pages are asked for at once, a participant's game is not held up: with
 both in one pool, a researcher's twenty tabs on a study of 16,000 participants made a
-new game take 7.4 s to open (measured), and a burst of sign-in attempts from many
-addresses could hold it the same way."""
+new game take 6 to 7.4 s to open (measured), and a burst of sign-in attempts from many
+addresses could hold it the same way. Two, not more: a page's Python competes with the
+loop for the interpreter's lock, which goes to any thread waiting for it, so the more
+pages at once, the longer the loop may wait; with the twenty tabs, a game's longest
+wait for a frame was 0.26 to 0.28 s with one or two (an idle game's own interval),
+0.33 to 1.0 s with four."""
 
 _page_pools: dict[Any, Any] = {}
 """Each gevent hub's pool for pages (one hub per process in practice)."""

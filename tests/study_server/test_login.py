@@ -111,35 +111,31 @@ def test_a_burst_of_guesses_sent_at_once_gets_only_the_free_ones(tmp_path):
     of a core each), forty failures counted, where the promise is five; the right
     password from another address still gets in."""
     import sqlite3
-    import threading
     from contextlib import closing
 
     import httpx
 
     from records.store import Store
     from tests.conftest import start_serve
+    from tests.consent.helpers import at_once
 
     db = tmp_path / "g.db"
     with Store(str(db)) as store:
         auth.create_admin(store.engine, "researcher", "correct horse")
     process, url = start_serve(db)
-    answers: list[int] = []
     try:
-        together = threading.Barrier(40)
+        guessers = [httpx.Client(base_url=url, timeout=60) for _ in range(40)]
+        ready = [(client, {"username": "researcher", "password": f"guess {n}",
+                           "csrf_token": csrf(client, "/dashboard/login")})
+                 for n, client in enumerate(guessers)]  # each with its form's token
 
-        def guess(number: int) -> None:
-            with httpx.Client(base_url=url, timeout=60) as client:
-                token = csrf(client, "/dashboard/login")
-                together.wait()
-                answers.append(client.post("/dashboard/login", data={
-                    "username": "researcher", "password": f"guess {number}",
-                    "csrf_token": token}).status_code)
+        def guess() -> int:
+            client, form = ready.pop()
+            return client.post("/dashboard/login", data=form).status_code
 
-        guessers = [threading.Thread(target=guess, args=(n,)) for n in range(40)]
-        for guesser in guessers:
-            guesser.start()
-        for guesser in guessers:
-            guesser.join()
+        answers = at_once(40, guess)
+        for client in guessers:
+            client.close()
         elsewhere = httpx.HTTPTransport(local_address="127.0.0.2")  # another address
         with httpx.Client(base_url=url, timeout=60, transport=elsewhere) as client:
             assert client.post("/dashboard/login", data={

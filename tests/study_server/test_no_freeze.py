@@ -373,18 +373,13 @@ def asked_at_once(url: str, cookies: dict[str, str], path: str, count: int) -> l
     """The statuses of ``count`` requests for ``path`` sent together, as tabs opened at
     once would send them (run in a process of its own, so that its threads do not slow
     the test's own clients down)."""
-    answers: list[int] = []
+    from tests.consent.helpers import at_once
 
-    def tab() -> None:
+    def tab() -> int:
         with httpx.Client(base_url=url, cookies=cookies, timeout=300) as client:
-            answers.append(client.get(path).status_code)
+            return client.get(path).status_code
 
-    tabs = [threading.Thread(target=tab) for _ in range(count)]
-    for each in tabs:
-        each.start()
-    for each in tabs:
-        each.join()
-    return answers
+    return at_once(count, tab)
 
 
 def test_a_researchers_twenty_tabs_on_a_large_study_keep_no_one_from_starting_a_game(
