@@ -107,6 +107,25 @@ def add_missing_columns(engine: Any) -> list[str]:
     return added
 
 
+@contextmanager
+def locked(engine: Any, model: Any, key: Any) -> Iterator[Session]:
+    """A session holding the write lock of ``model``'s row ``key`` until it commits (or
+    rolls back): what is read in it is not changed meanwhile by another request, on this
+    worker or another. ``BEGIN IMMEDIATE`` on SQLite (one writer at a time: the others
+    wait on the busy timeout), ``SELECT ... FOR UPDATE`` of the row elsewhere."""
+    with Session(engine, expire_on_commit=False) as session:
+        try:
+            if engine.dialect.name == "sqlite":
+                session.connection().exec_driver_sql("BEGIN IMMEDIATE")
+            else:
+                session.exec(select(model).where(model.id == key).with_for_update()).one()
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
 def add_missing_unique_indexes(engine: Any) -> list[str]:
     """Make on existing tables the unique indexes the schema has gained
     (``records.schema.Table.unique``). An index whose rows are not unique yet (made

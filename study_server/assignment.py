@@ -22,8 +22,7 @@ IMMEDIATE`` on SQLite (one writer at a time, the others wait on the busy timeout
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, update
@@ -33,6 +32,7 @@ from sqlmodel import Session, select
 from consent.definition import StudyDefinition, from_stored
 from records.models import EpisodeRow, Event, Participant, Study, utcnow
 from records.schema import as_utc
+from records.store import locked
 from tasks import registry
 
 ASSIGNED, ACTIVE, DONE, ABANDONED = "assigned", "active", "done", "abandoned"
@@ -51,20 +51,9 @@ class StudyFull(RuntimeError):
     """No problem this participant has not seen still needs attempts."""
 
 
-@contextmanager
-def locked_study(engine: Engine, study_id: str) -> Iterator[Session]:
+def locked_study(engine: Engine, study_id: str) -> AbstractContextManager[Session]:
     """A session holding the study's write lock until it commits (or rolls back)."""
-    with Session(engine, expire_on_commit=False) as session:
-        try:
-            if engine.dialect.name == "sqlite":
-                session.connection().exec_driver_sql("BEGIN IMMEDIATE")
-            else:
-                session.exec(select(Study).where(Study.id == study_id).with_for_update()).one()
-            yield session
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise
+    return locked(engine, Study, study_id)
 
 
 def load_study(session: Session, study_id: str) -> tuple[Study, StudyDefinition]:

@@ -40,7 +40,7 @@ from records import schema
 from records.models import EpisodeRow, Event, Participant, Signal, utcnow
 from records.recorder import merge_info
 from records.schema import as_utc
-from records.store import PAGE_WAIT
+from records.store import PAGE_WAIT, locked
 from study_server import assignment, browser_play, cluster, engine
 from study_server.arrivals import Arrivals
 from tasks import registry
@@ -60,6 +60,13 @@ class StudyNotOpen(LookupError):
         self.status, self.definition = status, definition
 
 
+def answering(data: dict[str, Any]) -> str:
+    """The stage a participant is at and the tries they have made of it (``data`` of
+    their row): a form carries it, so that a form sent twice, or a stale one, is told
+    from the answer the stage waits for (:meth:`Flow.submit`)."""
+    return f"{data['step']}.{data.get('tries', 0)}"
+
+
 @dataclass
 class Page:
     """What the participant sees now: a stage, or the end of their flow."""
@@ -69,6 +76,11 @@ class Page:
     stage: Stage | None = None
     state: FlowState | None = None
     context: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def answering(self) -> str:
+        """Which answer of which stage the page's form gives (:func:`answering`)."""
+        return answering(self.participant.data)
 
     @property
     def deadline(self) -> float:
@@ -162,16 +174,26 @@ class Flow:
         return page
 
     def submit(self, study_id: str, participant_id: int, form: dict[str, str]) -> str | None:
-        """Evaluate the current stage's form; an error message when it must be redone."""
+        """Evaluate the current stage's form; an error message when it must be redone.
+
+        The outcome is applied only to the answer it gives (the form's ``answering``,
+        :func:`answering`; the page's stage and tries when the form has none): under the
+        participant's write lock, a form answered meanwhile by another request (the same
+        button pressed twice, a form sent from two tabs, a page left open) changes nothing.
+        Before, a double click on "I agree" moved on twice: the colour-vision screening
+        was skipped, every time; a double click on a wrong quiz answer cost two tries."""
         self.store.wait(PAGE_WAIT)  # the current episode's events, before judging it
         page = self.page(study_id, participant_id)
         if page.stage is None:
             return None
+        asked = form.get("answering") or page.answering
         page.state.episode_done = self._episode_done(page)
         outcome = page.stage.evaluate(page.state, form)
-        with self.store.session() as db:
+        with locked(self.store.engine, Participant, participant_id) as db:
             participant = db.get(Participant, participant_id)
             data = dict(participant.data)
+            if answering(data) != asked or participant.status != "active":
+                return None  # answered already: the page shows where the participant is
             if outcome.status == RETRY:
                 if page.stage.counts_tries and outcome.costs_try:  # a wrong try
                     data["tries"] = data.get("tries", 0) + 1

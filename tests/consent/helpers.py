@@ -71,16 +71,19 @@ def study_app(db_path: Any, **overrides: Any) -> Any:
 
 
 @contextlib.contextmanager
-def serving_demo_study(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def serving_demo_study(tmp_path: Path, **changes: Any) -> Iterator[tuple[str, Path]]:
     """``gridstudy serve`` on a new database holding the demo study
-    (``examples/demo-study.yaml``): ``(url, database)``; stopped after."""
-    from consent.definition import load_definition
+    (``examples/demo-study.yaml``, with ``changes`` to its fields): ``(url, database)``;
+    stopped after."""
+    import yaml
+
     from records.models import Study
     from records.store import Store
     from tests.conftest import start_serve
 
     db = tmp_path / "g.db"
-    definition = load_definition(Path(__file__).parents[2] / "examples" / "demo-study.yaml")
+    demo = Path(__file__).parents[2] / "examples" / "demo-study.yaml"
+    definition = parse_definition({**yaml.safe_load(demo.read_text()), **changes})
     with Store(str(db)) as store, store.session() as session:
         session.add(Study(id=definition.id, title=definition.title,
                           definition=definition.to_dict()))

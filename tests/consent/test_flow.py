@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 
@@ -250,6 +251,49 @@ def test_one_person_arriving_ten_times_at_once_is_one_participant(tmp_path):
     assert stages == {"consent"}
     with closing(sqlite3.connect(db)) as raw:
         assert raw.execute("SELECT count(*) FROM participant").fetchone() == (1,)
+
+
+def test_a_form_sent_twice_at_once_is_answered_once(tmp_path):
+    """A participant double-clicks on a real server: "I agree" sent twice at the same
+    instant moves them on to the colour screening, once; a wrong quiz answer sent twice
+    costs one of its two tries, so they may try again. Before, each click moved them on:
+    the screening was skipped every time, and the double click on a wrong answer spent
+    both tries and screened them out."""
+    from contextlib import closing
+
+    from consent import quiz
+    from tests.consent.helpers import at_once, serving_demo_study
+    from tests.study_server.people import Person
+
+    def sql(query: str, **params) -> list:
+        with closing(sqlite3.connect(db, timeout=30)) as raw:
+            return raw.execute(query, params).fetchall()
+
+    def twice(person: Person, answers: dict[str, str]) -> None:
+        page = person.get("/study/demo/flow").text
+        form = {**answers, **dict(re.findall(r'name="(csrf_token|answering)" value="([^"]+)"',
+                                             page))}
+        at_once(2, lambda: person.http.post("/study/demo/flow", data=form))
+
+    def stage(person: Person) -> str:
+        page = person.get("/study/demo/flow").text
+        return re.search(r'data-stage="([^"]*)"', page).group(1)
+
+    stages = ["consent", "screening", "quiz", "tasks"]
+    with serving_demo_study(tmp_path, stages=stages) as (url, db):
+        person = Person(url, "demo", "5f0123456789abcdef012345", [], sql)
+        person.arrive()
+        twice(person, {"choice": "agree"})
+        assert stage(person) == "screening"
+        [(records,)] = sql("SELECT data FROM participant")
+        assert [r["stage"] for r in json.loads(records)["records"]] == ["consent"]
+        person.problems = ["lamp_grid/planning", "cloud_burst/planning", "crate_push/planning"]
+        person.post(person.screening_answers())
+        assert stage(person) == "quiz"
+        right = quiz.right_answers(quiz.questions_for(["planning"]))
+        twice(person, {name: str((int(value) + 1) % 3) for name, value in right.items()})
+        page = person.get("/study/demo/flow").text
+        assert 'data-stage="quiz"' in page and "You have 1 try left" in page
 
 
 def test_flow_state_needs_no_database():
