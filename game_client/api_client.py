@@ -17,6 +17,7 @@ from game_client.agents import Agent, Decision
 from game_client.batch import Job, StoredEpisode
 from game_client.runner import EpisodeResult, Spending, play, recorded_turn
 from records.rebuild import CannotResume
+from records.store import RunIndexTaken
 from tasks import registry
 from tasks.worldtest.turn import (
     ABANDONED,
@@ -97,10 +98,19 @@ class AgentAPIClient:
         return Spending(body["cost"], body["tokens"])
 
     def start_episode(self, run_id: int, problem_id: str, max_invalid: int = MAX_INVALID,
-                      max_turns: int = MAX_TURNS, run_index: int = 0) -> dict[str, Any]:
-        return self._request("POST", f"/runs/{run_id}/episodes", {
-            "problem_id": problem_id, "max_invalid": max_invalid, "max_turns": max_turns,
-            "run_index": run_index, "owner": owner.me()})
+                      max_turns: int = MAX_TURNS, run_index: int | None = None) -> dict[str, Any]:
+        """A new attempt; with ``run_index``, that run of the problem claimed for it:
+        :class:`RunIndexTaken` when another client started it first (the server answers
+        409)."""
+        index = {} if run_index is None else {"run_index": run_index}
+        try:
+            return self._request("POST", f"/runs/{run_id}/episodes", {
+                "problem_id": problem_id, "max_invalid": max_invalid, "max_turns": max_turns,
+                **index, "owner": owner.me()})
+        except AgentAPIError as error:
+            if error.status == httpx.codes.CONFLICT:
+                raise RunIndexTaken(str(error)) from None
+            raise
 
     def resume(self, episode_id: int) -> dict[str, Any]:
         return self._request("POST", f"/episodes/{episode_id}/resume", {"owner": owner.me()})
@@ -135,7 +145,7 @@ class RemoteAttempt:
     @classmethod
     def start(cls, client: AgentAPIClient, run_id: int, problem_id: str, *,
               max_invalid: int = MAX_INVALID, max_turns: int = MAX_TURNS,
-              run_index: int = 0) -> RemoteAttempt:
+              run_index: int | None = None) -> RemoteAttempt:
         started = client.start_episode(run_id, problem_id, max_invalid, max_turns, run_index)
         return cls(client, started["episode_id"], started["state"])
 

@@ -51,6 +51,7 @@ from game_client.runner import (
 from records.models import AgentRun, EpisodeRow
 from records.rebuild import CannotResume
 from records.recorder import last_seen, run_spending
+from records.store import RunIndexTaken
 from tasks import registry
 from tasks.worldtest import protocol as protocols
 from tasks.worldtest.problem import Problem
@@ -61,6 +62,7 @@ from tasks.worldtest.turn import (
     INTERRUPTED,
     MAX_INVALID,
     MAX_TURNS,
+    holds_its_place,
     resumable,
 )
 
@@ -188,11 +190,11 @@ def pending_jobs(run: RunSpec, problem_ids: Iterable[str], runs: int,
         if episode.problem_id not in taken:
             continue
         index = episode.info.get("run_index")
+        if not holds_its_place(episode.status, episode.info):
+            continue
         if resumable(episode.status, episode.info):
             resume.append(Job(run, episode.problem_id, index or 0, episode.episode_id))
-        elif episode.status not in (*FINISHED, ACTIVE):  # active: another process plays it
-            continue
-        taken[episode.problem_id].append(index)
+        taken[episode.problem_id].append(index)  # active: another process plays it
     new = []
     for pid in wanted:
         used = {i for i in taken[pid] if i is not None}
@@ -232,7 +234,7 @@ class LocalRecords:
         problem = registry.get_problem(job.problem_id)
         options = {"store": self.store, "agent_run_id": job.run.agent_run_id,
                    "max_invalid": job.run.max_invalid, "max_turns": job.run.max_turns(problem),
-                   "run_index": job.run_index}
+                   "run_index": job.run_index, "claim_run": True}
         if job.run.clock == "realtime":
             from game_client.realtime import RealtimeAttempt
 
@@ -255,6 +257,9 @@ class Outcome:
     """Why each stored attempt that could not be continued was not (each was ended, an
     ``error`` that cannot be resumed): their runs were played again from the start, in
     ``results``."""
+    elsewhere: list[Job] = field(default_factory=list)
+    """Jobs another invocation of the same batch started first: left to it, not played
+    here (their run index was taken, ``records.store.RunIndexTaken``)."""
 
     @property
     def stopped(self) -> str | None:
@@ -278,6 +283,8 @@ class Batch:
         self.live: dict[Job, Attempt] = {}
         self.results: dict[Job, EpisodeResult] = {}
         self.restarted: list[str] = []
+        self.elsewhere: list[Job] = []
+        """Jobs another invocation of the batch started first (``RunIndexTaken``)."""
         """Stored attempts that could not be continued, their runs played from the start."""
         self.lock = threading.Lock()
         self.signals = 0
@@ -311,7 +318,9 @@ class Batch:
             self._restore_signals(previous)
         stragglers = any(w.is_alive() for w in workers)
         return Outcome([self.results[j] for j in jobs if j in self.results], self.guard,
-                       stragglers, [j for j in jobs if j not in self.results], self.restarted)
+                       stragglers, [j for j in jobs if j not in self.results
+                                    and j not in self.elsewhere], self.restarted,
+                       self.elsewhere)
 
     def _work(self, todo: queue.SimpleQueue) -> None:
         while not self.guard.stopping:
@@ -319,13 +328,18 @@ class Batch:
                 job = todo.get_nowait()
             except queue.Empty:
                 return
-            result, stale = self._play(job, job)
-            if stale is not None and not self.guard.stopping:
-                # ended, with why (its environment or its agent changed): the run's
-                # attempt is played again from the start, under the same run index
+            try:
+                result, stale = self._play(job, job)
+                if stale is not None and not self.guard.stopping:
+                    # ended, with why (its environment or its agent changed): the run's
+                    # attempt is played again from the start, under the same run index
+                    with self.lock:
+                        self.restarted.append(f"{stale} ({job.problem_id}, run {job.run_index})")
+                    result, _ = self._play(replace(job, episode_id=None), job)
+            except RunIndexTaken:  # another invocation of the batch plays it: left to it
                 with self.lock:
-                    self.restarted.append(f"{stale} ({job.problem_id}, run {job.run_index})")
-                result, _ = self._play(replace(job, episode_id=None), job)
+                    self.elsewhere.append(job)
+                continue
             with self.lock:
                 self.live.pop(job, None)
                 self.results.setdefault(job, result)
@@ -344,6 +358,8 @@ class Batch:
                             agent_label=job.run.label), None
             finally:
                 getattr(agent, "close", lambda: None)()
+        except RunIndexTaken:
+            raise
         except Exception as error:  # one attempt's failure never ends the batch
             stale = error if isinstance(error, CannotResume) else None
             return self._failed(job, attempt, f"{type(error).__name__}: {error}",

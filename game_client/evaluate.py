@@ -534,6 +534,11 @@ def summary_lines(runs: Iterable[RunSpec], outcome: Outcome,
             lines.append(f"  {status}, {_count(len(which), 'attempt')} (episode "
                          f"{', '.join(which)}): {reason}")
     lines += [f"{why}; its run was played again from the start" for why in outcome.restarted]
+    if outcome.elsewhere:
+        lines.append(f"{_count(len(outcome.elsewhere), 'attempt')} started meanwhile by "
+                     "another invocation of this batch, left to it: "
+                     + ", ".join(f"{job.problem_id} run {job.run_index}"
+                                 for job in outcome.elsewhere))
     failed = outcome.failed
     if outcome.stopped:
         lines.append(f"stopped early: {outcome.stopped}")

@@ -75,13 +75,13 @@ class RealtimeAttempt:
 
     def __init__(self, problem: Problem, *, store: Any = None, agent_run_id: int | None = None,
                  max_invalid: int = MAX_INVALID, max_turns: int = MAX_TURNS,
-                 run_index: int = 0, make_env=registry.make) -> None:
+                 run_index: int = 0, make_env=registry.make, claim_run: bool = False) -> None:
         self.problem = problem
         self.recorded: list[Any] = []
         info = {"max_invalid": max_invalid, "max_turns": max_turns, "run_index": run_index,
                 "clock": CLOCK, "owner": owner.me()}
-        self.recorder = (EpisodeRecorder(store, problem, agent_run_id=agent_run_id, info=info)
-                         if store else None)
+        self.recorder = (EpisodeRecorder(store, problem, agent_run_id=agent_run_id, info=info,
+                                         claim_run=claim_run) if store else None)
         self.episode_id = self.recorder.episode_id if self.recorder else None
         episode = Episode(problem, make_env)
         self.engine = TickEngine(episode, self.recorder)

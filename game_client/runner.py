@@ -296,14 +296,16 @@ def play(agent: Agent, attempt: Attempt, *, guard: Guard | None = None,
 
 
 class LocalAttempt:
-    """An attempt played in this process, recorded in ``store`` when one is given."""
+    """An attempt played in this process, recorded in ``store`` when one is given;
+    ``claim_run``: as a batch's job, its run index claimed (``Store.start_episode``)."""
 
     def __init__(self, problem: Problem, *, store: Any = None, agent_run_id: int | None = None,
                  max_invalid: int = MAX_INVALID, max_turns: int = MAX_TURNS,
                  run_index: int = 0, make_env=registry.make,
                  turns: AgentTurns | None = None, episode_id: int | None = None,
                  recorded: Sequence[Any] = (),
-                 protocol: protocols.Protocol = protocols.GRIDSTUDY) -> None:
+                 protocol: protocols.Protocol = protocols.GRIDSTUDY,
+                 claim_run: bool = False) -> None:
         self.problem = problem
         self.recorded = list(recorded)
         self.lock = threading.Lock()
@@ -314,8 +316,8 @@ class LocalAttempt:
                 "owner": owner.me()}
         if protocol is not protocols.GRIDSTUDY:
             info["protocol"] = protocol.name
-        recorder = (EpisodeRecorder(store, problem, agent_run_id=agent_run_id, info=info)
-                    if store else None)
+        recorder = (EpisodeRecorder(store, problem, agent_run_id=agent_run_id, info=info,
+                                    claim_run=claim_run) if store else None)
         self.episode_id = recorder.episode_id if recorder else None
         self.turns = AgentTurns(Episode(problem, make_env), recorder, max_invalid=max_invalid,
                                 max_turns=max_turns, protocol=protocol)

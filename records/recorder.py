@@ -87,6 +87,7 @@ class EpisodeRecorder:
         agent_run_id: int | None = None,
         info: dict[str, Any] | None = None,
         wait_for_end: bool = True,
+        claim_run: bool = False,
     ) -> None:
         self.store = store
         self.wait_for_end = wait_for_end
@@ -96,7 +97,8 @@ class EpisodeRecorder:
         self.ids = {"study_id": study_id, "participant_id": participant_id,
                     "agent_run_id": agent_run_id}
         if episode_id is None:
-            episode_id = store.start_episode(problem=problem, info=info, **self.ids)
+            episode_id = store.start_episode(problem=problem, info=info, claim_run=claim_run,
+                                             **self.ids)
         self.episode_id = episode_id
         self.seq = next_seq
         self.done = False

@@ -49,12 +49,13 @@ from records.database import (
     make_engine,
     sqlite_path,
 )
-from records.models import EpisodeRow, Event, RawInput, Setting, utcnow
+from records.models import AgentRun, EpisodeRow, Event, RawInput, Setting, utcnow
 from records.offload import blocking
 from records.rows import check
 from records.writer import BatchWriter, Change, Failure, TableSpec
 from tasks import registry
 from tasks.core import frame_hash
+from tasks.worldtest.turn import holds_its_place
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,11 @@ are kept and written when the storage is back)."""
 class StorageUnavailable(RuntimeError):
     """The storage has not written what was queued within the time a caller could wait
     (a full disk, a stopped database): the server answers 503, and nothing is lost."""
+
+
+class RunIndexTaken(RuntimeError):
+    """Another attempt of the agent run holds this problem's run index: another process
+    started it first (two invocations of one evaluation at once)."""
 
 
 class StoreWriteError(RuntimeError):
@@ -286,9 +292,17 @@ class Store:
         participant_id: int | None = None,
         agent_run_id: int | None = None,
         info: dict[str, Any] | None = None,
+        claim_run: bool = False,
     ) -> int:
         """Insert the row of a new attempt at ``problem`` (a ``Problem``); return its id.
-        Its ``info`` records the version of the environment it is played on."""
+        Its ``info`` records the version of the environment it is played on.
+
+        ``claim_run``: the attempt is its agent run's ``info["run_index"]`` at this
+        problem (a job of a batch), inserted only if no attempt of the run holds that
+        place already (``tasks.worldtest.turn.holds_its_place``), under the run's write
+        lock; :class:`RunIndexTaken` otherwise. Without it, two invocations of one
+        evaluation started a few seconds apart each played every job the first had not
+        started yet: ten attempts for six jobs, the model paid twice for four."""
         info = {schema.VERSION_KEY: registry.problem_version(problem), **(info or {})}
         row = EpisodeRow(
             study_id=study_id,
@@ -300,7 +314,19 @@ class Store:
             seed=problem.seed,
             info=info,
         )
-        with self.session() as session:
+        if not claim_run:
+            with self.session() as session:
+                session.add(row)
+                session.flush()
+                return row.id
+        index = info["run_index"]
+        with locked(self.engine, AgentRun, agent_run_id) as session:
+            held = session.exec(select(EpisodeRow.status, EpisodeRow.info).where(
+                EpisodeRow.agent_run_id == agent_run_id, EpisodeRow.problem_id == problem.id))
+            if any((other or {}).get("run_index") == index and holds_its_place(status, other)
+                   for status, other in held):
+                raise RunIndexTaken(f"run {index} of {problem.id} in agent run {agent_run_id} "
+                                    "was started by another process")
             session.add(row)
             session.flush()
             return row.id

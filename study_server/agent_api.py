@@ -55,7 +55,7 @@ from records import schema
 from records.models import AgentRun, EpisodeRow, Study
 from records.rebuild import CannotResume, stored_attempt
 from records.recorder import EpisodeRecorder, last_seen, merge_info, run_spending
-from records.store import PAGE_WAIT
+from records.store import PAGE_WAIT, RunIndexTaken
 from study_server import cluster, tokens
 from tasks import registry
 from tasks.core import LONGEST_ACTION
@@ -327,8 +327,12 @@ def start_episode(run_id: int):
     limits = {"max_invalid": _positive(body, "max_invalid", MAX_INVALID),
               "max_turns": _positive(body, "max_turns", MAX_TURNS)}
     run_index = _positive(body, "run_index", 0, least=0)
-    recorder = EpisodeRecorder(_store(), problem, agent_run_id=run_id, study_id=run.study_id,
-                               info={**limits, "run_index": run_index, **_owner(body)})
+    try:
+        recorder = EpisodeRecorder(_store(), problem, agent_run_id=run_id, study_id=run.study_id,
+                                   info={**limits, "run_index": run_index, **_owner(body)},
+                                   claim_run="run_index" in body)
+    except RunIndexTaken as error:
+        raise ApiError(409, str(error)) from None
     live = LiveEpisode(recorder.episode_id, AgentTurns(Episode(problem), recorder, **limits),
                        g.token.name)
     current_app.extensions["gridstudy.cluster"].claim(cluster.agent_token(live.id), live.id)

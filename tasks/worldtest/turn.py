@@ -48,6 +48,13 @@ def _frame_shown(step: Step) -> dict[str, Any]:
     return {"tick": step.index, "action": step.action, "text": step.observation.text}
 
 
+def holds_its_place(status: str, info: dict[str, Any] | None) -> bool:
+    """Whether a stored attempt holds its place (its run index) in its agent run: over
+    for good, being played, or to be continued. Otherwise (an error that cannot be
+    resumed) a new attempt takes its run index."""
+    return status in (*FINISHED, ACTIVE) or resumable(status, info)
+
+
 def resumable(status: str, info: dict[str, Any] | None) -> bool:
     """Whether a rerun continues a stored attempt: one interrupted (unless it says it
     cannot be continued: a model on the real-time clock), or ended by a failure outside

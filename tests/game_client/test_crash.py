@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import select
@@ -189,19 +190,27 @@ def agent_server(request, tmp_path) -> Iterator[tuple[str, str, Callable[[], tup
         assert "Traceback" not in (tmp_path / "serve.log").read_text()
 
 
-def test_kill_while_playing_through_a_server(agent_server):
-    """The same through a running server's agent API: the server keeps the attempts, the
-    rerun finds those its killed client left active and continues them there."""
-    url, token, stored_here = agent_server
+def through_server(url: str, token: str, *options: str) -> Callable[[Any], subprocess.Popen]:
+    """A starter of ``gridstudy agent run`` on two problems through the server at ``url``
+    with ``options``, given the model stand-in."""
 
     def command(fake):
         env = {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test",
                "GRIDSTUDY_TOKEN": token}
         return subprocess.Popen(
             [str(Path(sys.executable).parent / "gridstudy"), "agent", "run", "--problems",
-             "ant_trail/planning,cloud_burst/planning", "--model", "fake", "--runs", "1",
-             "--concurrency", "2", "--max-turns", str(TURNS), "--server", url,
-             "--quiet"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             "ant_trail/planning,cloud_burst/planning", "--model", "fake", *options,
+             "--max-turns", str(TURNS), "--server", url, "--quiet"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    return command
+
+
+def test_kill_while_playing_through_a_server(agent_server):
+    """The same through a running server's agent API: the server keeps the attempts, the
+    rerun finds those its killed client left active and continues them there."""
+    url, token, stored_here = agent_server
+    command = through_server(url, token, "--runs", "1", "--concurrency", "2")
 
     with FakeOpenAI([NOOP] * 5 + [Stall(30.0, NOOP)] * 10) as fake:
         process = command(fake)
@@ -221,3 +230,48 @@ def test_kill_while_playing_through_a_server(agent_server):
     assert {(ev.episode_id, ev.seq, ev.raw_reply) for ev in events_before} <= \
         {(ev.episode_id, ev.seq, ev.raw_reply) for ev in events}
     assert len(fake.requests) == 2 * TURNS - len(events_before)
+
+
+def both_at_once(start_command: Callable[[Any], subprocess.Popen]) -> tuple[list, FakeOpenAI]:
+    """One command started twice, the second once the first is under way (launched
+    twice by mistake, a scheduler's retry): the two processes' ``(returncode, out,
+    err)``, and the model stand-in they shared."""
+    with FakeOpenAI([Stall(0.05, NOOP)] * 400) as fake:
+        first = start_command(fake)
+        wait_for_requests(fake, 3, first)
+        second = start_command(fake)
+        outputs = [p.communicate(timeout=180) for p in (first, second)]
+        ended = [(p.returncode, *output) for p, output in zip((first, second), outputs)]
+    return ended, fake
+
+
+def check_each_job_once(ended: list, fake: FakeOpenAI, episodes: list, jobs: int) -> None:
+    for returncode, _, err in ended:
+        assert returncode == 0, err[-3000:]
+    assert len({(e.problem_id, e.info["run_index"]) for e in episodes}) == len(episodes) == jobs
+    assert [e.status for e in episodes] == ["abandoned"] * jobs
+    assert len(fake.requests) == jobs * TURNS  # no turn asked of the model twice
+    left = sum(int(line.split()[0]) for _, out, _ in ended for line in out.splitlines()
+               if "started meanwhile by another invocation of this batch" in line)
+    assert left > 0  # the two met, and each job went to one of them
+
+
+def test_two_invocations_at_once_play_each_job_once(tmp_path):
+    """The same ``gridstudy agent run`` started twice on one database, the second a
+    moment after the first: each job is played once, by one of them, and each says
+    which it left to the other. Before, each played every job the other had not
+    started when it listed them: ten attempts for six jobs, the model paid twice for
+    four of them."""
+    db = tmp_path / "runs.db"
+    ended, fake = both_at_once(lambda fake: start(db, fake, "--runs", "4", "--concurrency", "1"))
+    episodes, _ = stored(db)
+    check_each_job_once(ended, fake, episodes, 8)
+
+
+def test_two_invocations_at_once_through_a_server_play_each_job_once(agent_server):
+    """The same through a running server's agent API: the server claims each run index
+    for one client (409 for the other)."""
+    url, token, stored_here = agent_server
+    ended, fake = both_at_once(through_server(url, token, "--runs", "4", "--concurrency", "1"))
+    episodes, _ = stored_here()
+    check_each_job_once(ended, fake, episodes, 8)
