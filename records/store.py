@@ -314,19 +314,16 @@ class Store:
             seed=problem.seed,
             info=info,
         )
-        if not claim_run:
-            with self.session() as session:
-                session.add(row)
-                session.flush()
-                return row.id
-        index = info["run_index"]
-        with locked(self.engine, AgentRun, agent_run_id) as session:
-            held = session.exec(select(EpisodeRow.status, EpisodeRow.info).where(
-                EpisodeRow.agent_run_id == agent_run_id, EpisodeRow.problem_id == problem.id))
-            if any((other or {}).get("run_index") == index and holds_its_place(status, other)
-                   for status, other in held):
-                raise RunIndexTaken(f"run {index} of {problem.id} in agent run {agent_run_id} "
-                                    "was started by another process")
+        with locked(self.engine, AgentRun, agent_run_id) if claim_run else self.session() \
+                as session:
+            if claim_run:
+                index = info["run_index"]
+                held = session.exec(select(EpisodeRow.status, EpisodeRow.info).where(
+                    EpisodeRow.agent_run_id == agent_run_id, EpisodeRow.problem_id == problem.id))
+                if any((other or {}).get("run_index") == index and holds_its_place(status, other)
+                       for status, other in held):
+                    raise RunIndexTaken(f"run {index} of {problem.id} in agent run "
+                                        f"{agent_run_id} was started by another process")
             session.add(row)
             session.flush()
             return row.id
