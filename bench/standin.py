@@ -197,17 +197,20 @@ def completion(body: dict[str, Any], reply: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    """Serve a stand-in whose every reply is ``--reply`` until interrupted; print its URL
-    (a separate process, so that a benchmark's CPU is the bridge's own)."""
+    """Serve a stand-in whose every reply is ``--reply``, each after ``--delay`` seconds,
+    until interrupted; print its URL (a separate process, so that a benchmark's CPU is the
+    bridge's own)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--reply", default="<action>noop</action>")
+    parser.add_argument("--delay", type=float, default=0.0,
+                        help="seconds before each reply (a model that thinks)")
     args = parser.parse_args()
-    reply = args.reply
+    reply = Stall(args.delay, args.reply) if args.delay > 0 else args.reply
 
     class Forever(list):
-        def pop(self, index: int = -1) -> str:
+        def pop(self, index: int = -1) -> Entry:
             return reply
 
         def __bool__(self) -> bool:
