@@ -74,7 +74,12 @@ class StorageUnavailable(RuntimeError):
 
 class RunIndexTaken(RuntimeError):
     """Another attempt of the agent run holds this problem's run index: another process
-    started it first (two invocations of one evaluation at once)."""
+    started it first (two invocations of one evaluation at once). ``holder`` is that
+    attempt's id, ``status`` and ``info``."""
+
+    def __init__(self, message: str, holder: tuple[int, str, dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class StoreWriteError(RuntimeError):
@@ -318,12 +323,15 @@ class Store:
                 as session:
             if claim_run:
                 index = info["run_index"]
-                held = session.exec(select(EpisodeRow.status, EpisodeRow.info).where(
-                    EpisodeRow.agent_run_id == agent_run_id, EpisodeRow.problem_id == problem.id))
-                if any((other or {}).get("run_index") == index and holds_its_place(status, other)
-                       for status, other in held):
-                    raise RunIndexTaken(f"run {index} of {problem.id} in agent run "
-                                        f"{agent_run_id} was started by another process")
+                held = session.exec(select(EpisodeRow.id, EpisodeRow.status, EpisodeRow.info)
+                                    .where(EpisodeRow.agent_run_id == agent_run_id,
+                                           EpisodeRow.problem_id == problem.id))
+                for holder in held:
+                    other = holder.info or {}
+                    if other.get("run_index") == index and holds_its_place(holder.status, other):
+                        raise RunIndexTaken(f"run {index} of {problem.id} in agent run "
+                                            f"{agent_run_id} was started by another process",
+                                            (holder.id, holder.status, other))
             session.add(row)
             session.flush()
             return row.id

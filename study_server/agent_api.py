@@ -21,7 +21,7 @@ resumable, run_index, owner, last_seen}]}``
 turns cost over every invocation (``cost`` null when none had a price)
 ``POST /api/agent/runs/<id>/episodes``        ``{problem_id, max_invalid, max_turns, run_index, owner}`` -> 201 ``{episode_id, state}``
 ``GET  /api/agent/episodes/<id>``             -> ``{episode_id, state}``
-``POST /api/agent/episodes/<id>/actions``     ``{action, error, raw_reply, prompt, ...}`` (the
+``POST /api/agent/episodes/<id>/actions``     ``{action, error, raw_reply, prompt, ..., turn}`` (the
 model fields of ``records.schema.MODEL_TURN``) -> ``{applied, action, error, state}``
 ``POST /api/agent/episodes/<id>/end``         ``{reason, status}`` -> ``{state}`` (``abandoned``;
 ``error`` when the agent's model could not answer, ``interrupted`` when its operator stopped
@@ -37,6 +37,19 @@ available now is an invalid turn: logged with the raw reply, counted for groundi
 accuracy, the episode not stepped; ``max_invalid`` of them in a row (default 5) abandon
 the attempt, as do ``max_turns`` turns (default 1000) without an end. A live episode
 lost by a restart is rebuilt from its stored events.
+
+A request may be sent again when its answer did not come (the server restarted, a
+worker died behind nginx, the connection dropped), and it does what it did once:
+
+- a turn that names its ``turn`` (how many model turns the attempt had before it) and
+  repeats the last one taken is answered as it was, not applied again; one that names
+  a later turn than the server holds is refused (409, with ``turns``, the number it
+  holds): the turns between were answered but lost by a ``kill -9`` within the store's
+  flush window, and the client sends them again from its copy;
+- a start naming its ``run_index`` whose place is held by an attempt still being played
+  by the same ``owner`` (the object, apart from ``since``) is answered with that attempt;
+- a resume of an attempt the same ``owner`` resumed and is playing is answered again;
+- an end of an ended attempt changes nothing.
 """
 
 from __future__ import annotations
@@ -68,6 +81,7 @@ from tasks.worldtest.turn import (
     MAX_INVALID,
     MAX_TURNS,
     AgentTurns,
+    TurnResult,
     resumable,
 )
 
@@ -132,9 +146,11 @@ END = {"reason": _event("error", most=2000), "status": _event("source", most=20)
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, **more: Any) -> None:
         super().__init__(message)
         self.status = status
+        self.more = more
+        """Fields the answer carries beside ``error``."""
 
 
 @dataclass
@@ -148,6 +164,8 @@ class LiveEpisode:
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_turn_at: float | None = None
     """When its last turn arrived (the dashboard's monitor)."""
+    last: TurnResult | None = None
+    """What its last model turn did (the answer to that turn sent again)."""
 
     @property
     def episode(self) -> Episode:
@@ -187,7 +205,7 @@ def require_token() -> None:
 
 @bp.errorhandler(ApiError)
 def api_error(error: ApiError):
-    return jsonify({"error": str(error)}), error.status
+    return jsonify({"error": str(error), **error.more}), error.status
 
 
 def _store() -> Any:
@@ -327,12 +345,17 @@ def start_episode(run_id: int):
     limits = {"max_invalid": _positive(body, "max_invalid", MAX_INVALID),
               "max_turns": _positive(body, "max_turns", MAX_TURNS)}
     run_index = _positive(body, "run_index", 0, least=0)
+    owner = _owner(body)
     try:
         recorder = EpisodeRecorder(_store(), problem, agent_run_id=run_id, study_id=run.study_id,
-                                   info={**limits, "run_index": run_index, **_owner(body)},
+                                   info={**limits, "run_index": run_index, **owner},
                                    claim_run="run_index" in body)
     except RunIndexTaken as error:
-        raise ApiError(409, str(error)) from None
+        held, status, info = error.holder
+        if status != ACTIVE or not _same_owner(info.get("owner"), owner.get("owner")):
+            raise ApiError(409, str(error)) from None
+        live = _live(held)  # this client's start sent again: its answer did not arrive
+        return jsonify({"episode_id": live.id, "state": state_of(live)}), 201
     live = LiveEpisode(recorder.episode_id, AgentTurns(Episode(problem), recorder, **limits),
                        g.token.name)
     current_app.extensions["gridstudy.cluster"].claim(cluster.agent_token(live.id), live.id)
@@ -357,15 +380,23 @@ def get_episode(episode_id: int):
 @bp.post("/episodes/<int:episode_id>/actions")
 def post_action(episode_id: int):
     """One turn: apply the action, or log why it could not be applied."""
-    body = _body(TURN)
+    body = _body(TURN, allowed=("turn",))
+    turn = _positive(body, "turn", -1, least=0) if "turn" in body else None
     live = _live(episode_id)
     with live.lock:
-        if live.turns.ended:
+        taken = live.turns.turns
+        if turn is not None and turn == taken - 1 and live.last is not None:
+            result = live.last  # sent again: its answer did not arrive
+        elif live.turns.ended:
             raise ApiError(409, f"episode {episode_id} is over; start another")
-        fields = {name: body[name] for name in schema.MODEL_TURN if name != "raw_reply"}
-        live.last_turn_at = time.time()
-        result = live.turns.take(body["action"], error=body["error"],
-                                 raw_reply=body["raw_reply"], **fields)
+        elif turn is not None and turn != taken:
+            raise ApiError(409, f"episode {episode_id} holds {taken} turns, so the next is turn "
+                                f"{taken}, not {turn}", turns=taken)
+        else:
+            fields = {name: body[name] for name in schema.MODEL_TURN if name != "raw_reply"}
+            live.last_turn_at = time.time()
+            result = live.last = live.turns.take(body["action"], error=body["error"],
+                                                 raw_reply=body["raw_reply"], **fields)
         _stored_if_ended(live)
         return jsonify({"applied": result.applied, "action": result.action,
                         "error": result.error, "state": state_of(live)})
@@ -418,19 +449,49 @@ def resume_episode(episode_id: int):
     live = _live(episode_id)
     with live.lock:
         if not live.turns.ended:
-            raise ApiError(409, f"episode {episode_id} is still being played")
-        stored = _stored(episode_id)
-        if not resumable(stored.row.status, stored.row.info):
-            raise ApiError(409, f"episode {episode_id} is {stored.row.status} and cannot be "
-                                "resumed; only an interrupted attempt, or one its provider "
-                                "failed, can")
-        live.turns = stored.turns
-        live.turns.reopen()
-        if owner:
-            merge_info(_store(), episode_id, owner)
+            if not owner or not _same_owner(_recorded_owner(episode_id), owner["owner"]):
+                raise ApiError(409, f"episode {episode_id} is still being played")
+            stored = _stored(episode_id)  # this client's resume sent again: answered again
+        else:
+            stored = _stored(episode_id)
+            if not resumable(stored.row.status, stored.row.info):
+                raise ApiError(409, f"episode {episode_id} is {stored.row.status} and cannot be "
+                                    "resumed; only an interrupted attempt, or one its provider "
+                                    "failed, can")
+            live.turns, live.last = stored.turns, last_turn(stored.events)
+            live.turns.reopen()
+            if owner:
+                merge_info(_store(), episode_id, owner)
         turns = [{name: getattr(e, name) for name in schema.RECORDED_TURN}
                  for e in stored.events if e.source == "agent"]
         return jsonify({"episode_id": episode_id, "state": state_of(live), "turns": turns})
+
+
+def _recorded_owner(episode_id: int) -> Any:
+    """The ``owner`` the attempt's info names (the client that started or resumed it)."""
+    _store().wait(PAGE_WAIT)
+    with _store().session() as session:
+        row = session.get(EpisodeRow, episode_id)
+        return (row.info or {}).get("owner") if row else None
+
+
+def _same_owner(stored: Any, given: Any) -> bool:
+    """Whether two ``owner`` objects name one client: equal apart from ``since`` (when it
+    asked)."""
+    if not isinstance(stored, dict) or not isinstance(given, dict):
+        return False
+    return {k: v for k, v in stored.items() if k != "since"} == \
+        {k: v for k, v in given.items() if k != "since"}
+
+
+def last_turn(events: list[Any]) -> TurnResult | None:
+    """What the last model turn among an attempt's stored ``events`` did, as its answer
+    said (None before the first)."""
+    turns = [e for e in events if e.parse_valid is not None]
+    if not turns:
+        return None
+    last = turns[-1]
+    return TurnResult(bool(last.applied), last.action if last.applied else None, last.error)
 
 
 def _live(episode_id: int) -> LiveEpisode:
@@ -473,7 +534,7 @@ def _stored_run(episode_id: int) -> AgentRun:
 
 def _rebuild(episode_id: int) -> LiveEpisode:
     stored = _stored(episode_id)
-    return LiveEpisode(episode_id, stored.turns, g.token.name)
+    return LiveEpisode(episode_id, stored.turns, g.token.name, last=last_turn(stored.events))
 
 
 def _stored(episode_id: int) -> Any:

@@ -10,6 +10,7 @@ from game_client.api_client import AgentAPIClient, AgentAPIError, run_remote_epi
 from game_client.bridge.agent import LLMAgent
 from game_client.bridge.provider import ChatProvider
 from game_client.runner import run_episode
+from records.store import RunIndexTaken
 from tasks.worldtest.episode import Episode
 
 PLAN = ["go-to-test", "click 4 4", "right", "right", "down", "down"]
@@ -235,3 +236,46 @@ def test_a_rerun_through_a_server_with_other_options_says_so(live_server, test_p
     assert kept.exit_code == 0, kept.output
     assert "continuing agent run 1 with its recorded options" in kept.output
     assert {r["temperature"] for r in fake.requests[asked:]} == {0.0}
+
+
+def test_a_request_sent_again_does_what_it_did_once(api, live_server, test_problems):
+    """A client whose answer did not come (the server restarted, the connection dropped)
+    sends the request again: a start, a turn, an end or a resume does what it did once,
+    and a turn beyond what the server holds is refused with the number it holds."""
+    run_id = api.create_run("scripted", None, {})
+    me = {"host": "lab-1", "pid": 41, "started": 7}
+    start = {"problem_id": "test/rt-walker-mfp", "run_index": 0}
+    first = api._request("POST", f"/runs/{run_id}/episodes", {**start, "owner": {**me, "since": 1}})
+    again = api._request("POST", f"/runs/{run_id}/episodes", {**start, "owner": {**me, "since": 2}})
+    episode_id = first["episode_id"]
+    assert again == first
+    with pytest.raises(RunIndexTaken):  # another client's start of the same run
+        api.start_episode(run_id, "test/rt-walker-mfp", run_index=0)
+
+    right = {"action": "right", "raw_reply": "<action>right</action>", "turn": 0}
+    answers = [api.act(episode_id, right) for _ in range(2)]
+    assert answers[0] == answers[1] and answers[0]["state"]["tick"] == 1
+    jump = {"action": "jump", "raw_reply": "<action>jump</action>", "turn": 1}
+    invalid = api.act(episode_id, jump)
+    assert invalid["applied"] is False and api.act(episode_id, jump) == invalid
+    live_server.app.extensions["gridstudy.agent_episodes"].clear()  # as after a restart
+    assert api.act(episode_id, jump) == invalid  # answered from the record
+    for turn in (0, 5):  # an older turn than the last, or one beyond: refused
+        with pytest.raises(AgentAPIError, match=f"holds 2 turns, so the next is turn 2, not {turn}") \
+                as refused:
+            api.act(episode_id, {**right, "turn": turn})
+        assert refused.value.status == 409 and refused.value.answer["turns"] == 2
+    assert [(e.action, e.applied) for e in live_server.events(episode_id)] == \
+        [("right", True), (None, False)]
+
+    ended = [api.end(episode_id, "stopped", "interrupted") for _ in range(2)]
+    assert ended[0] == ended[1] and ended[0]["state"]["attempt"]["status"] == "interrupted"
+    resume = {"owner": {**me, "since": 3}}
+    resumed = api._request("POST", f"/episodes/{episode_id}/resume", resume)
+    assert api._request("POST", f"/episodes/{episode_id}/resume", resume) == resumed
+    assert [t["raw_reply"] for t in resumed["turns"]] == [right["raw_reply"], jump["raw_reply"]]
+    with pytest.raises(AgentAPIError, match="409: episode .* is still being played"):
+        api.resume(episode_id)  # another client
+    assert api.act(episode_id, {**right, "turn": 2})["state"]["tick"] == 2
+    assert live_server.episode(episode_id).info["resumed"] == 1
+    assert [e.seq for e in live_server.events(episode_id)] == [0, 1, 2]
