@@ -8,6 +8,11 @@ the server says can be resumed."""
 
 from __future__ import annotations
 
+import collections
+import sys
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -30,39 +35,95 @@ from tasks.worldtest.turn import (
 
 
 class AgentAPIError(RuntimeError):
-    """The server refused a request (its message says why)."""
+    """The server refused a request (its message says why, ``answer`` is the whole JSON
+    answer when there was one)."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None,
+                 answer: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.answer = answer or {}
+
+
+PATIENCE = 300.0
+"""Seconds a client waits for a server that answered before and now does not (restarted,
+killed and started again, a worker's death behind nginx, its database away) before it
+gives up on a request."""
+AWAY = (httpx.codes.BAD_GATEWAY, httpx.codes.SERVICE_UNAVAILABLE, httpx.codes.GATEWAY_TIMEOUT)
+"""Answers that mean the server is away for a moment: nginx with no worker to send to, or
+the server's storage away (guarantee 1.6)."""
 
 
 class AgentAPIClient:
-    """A thin client of ``/api/agent``."""
+    """A thin client of ``/api/agent``. Once the server has answered, a request it does
+    not answer (no connection, or :data:`AWAY`) is sent again, every few seconds, for
+    up to ``patience`` seconds; every request may be sent again (the agent API answers
+    one it already did as it did, ``study_server.agent_api``). ``sleep`` waits between
+    tries and returns True when the caller is stopping (a batch's Ctrl-C): the request
+    then fails at once."""
 
     def __init__(self, base_url: str, token: str, timeout: float = 30.0,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, *, patience: float = PATIENCE,
+                 sleep: Callable[[float], bool] | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
         self.reaped: list[int] = []
         """Attempts a dead client left active, ended here to be resumed."""
-        self.http = httpx.Client(base_url=base_url.rstrip("/") + "/api/agent", timeout=timeout,
+        self.url = base_url.rstrip("/")
+        self.http = httpx.Client(base_url=self.url + "/api/agent", timeout=timeout,
                                  transport=transport,
                                  headers={"Authorization": f"Bearer {token}"})
+        self.patience = patience
+        self.sleep = sleep or (lambda seconds: bool(time.sleep(seconds)))
+        self.say = say or _say
+        self.answered = False
+        """Whether the server has answered once (a wrong address is said at once)."""
+        self._away: float | None = None
+        """Since when (monotonic) the server has not answered, while it has not."""
+        self._lock = threading.Lock()
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        try:
-            response = self.http.request(method, path, json=body)
-        except httpx.HTTPError as error:
-            raise AgentAPIError(f"{method} {path} failed: {error}") from None
-        if response.status_code >= 400:
+        waited, pause = 0.0, 0.5
+        while True:
             try:
-                message = response.json()["error"]
-            except (ValueError, KeyError, TypeError):
-                message = response.text[:300]
+                response = self.http.request(method, path, json=body)
+                why = None if response.status_code not in AWAY else \
+                    f"answered {response.status_code}: {_message(response)}"
+            except httpx.HTTPError as error:
+                response, why = None, f"failed: {error}"
+            if why is None:
+                break
+            if not self.answered or waited >= self.patience:
+                raise AgentAPIError(f"{method} {path} {why}", _status(response))
+            self._gone(why)
+            if self.sleep(pause):
+                raise AgentAPIError(f"{method} {path} {why}; stopped while waiting for the "
+                                    "server", _status(response))
+            waited += pause
+            pause = min(pause * 2, 5.0)
+        self._back()
+        if response.status_code >= 400:
+            message = _message(response)
             if response.status_code == httpx.codes.GONE:  # ended: it cannot go on (agent_api)
                 raise CannotResume(message)
             raise AgentAPIError(f"{method} {path} answered {response.status_code}: {message}",
-                                response.status_code)
+                                response.status_code, _answer(response))
         return response.json()
+
+    def _gone(self, why: str) -> None:
+        with self._lock:
+            if self._away is not None:
+                return
+            self._away = time.monotonic()
+        self.say(f"The server at {self.url} {why}; trying again for up to "
+                 f"{self.patience / 60:g} min (its attempts go on where they stood).")
+
+    def _back(self) -> None:
+        self.answered = True
+        with self._lock:
+            away, self._away = self._away, None
+        if away is not None:
+            self.say(f"The server at {self.url} answers again, after "
+                     f"{time.monotonic() - away:.0f} s.")
 
     def create_run(self, agent_kind: str, model: str | None, config: dict[str, Any]) -> int:
         """The run with this configuration (the server makes it when new)."""
@@ -132,8 +193,45 @@ class AgentAPIClient:
                              {"reason": reason, "status": status})
 
 
+def _status(response: httpx.Response | None) -> int | None:
+    return None if response is None else response.status_code
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    try:
+        answer = response.json()
+    except ValueError:
+        return {}
+    return answer if isinstance(answer, dict) else {}
+
+
+def _message(response: httpx.Response) -> str:
+    """The server's words, or a proxy's (nginx's HTML page: its status's name)."""
+    message = _answer(response).get("error")
+    if isinstance(message, str):
+        return message
+    if response.headers.get("content-type", "").startswith("text/html"):
+        return response.reason_phrase
+    return response.text[:300]
+
+
+def _say(line: str) -> None:
+    from tqdm import tqdm
+
+    try:  # beside a batch's progress bar
+        tqdm.write(line, file=sys.stderr)
+    except OSError:  # the terminal is gone (SIGHUP)
+        pass
+
+
+KEPT_TURNS = 200
+"""The turns an attempt keeps a copy of, to send again those a server that was killed
+answered but did not store (:meth:`RemoteAttempt.take`)."""
+
+
 class RemoteAttempt:
-    """An attempt whose episode lives on the server: each turn is one request."""
+    """An attempt whose episode lives on the server: each turn is one request, naming its
+    index (``turn``), so that a turn sent again is never applied twice."""
 
     def __init__(self, client: AgentAPIClient, episode_id: int, state: dict[str, Any],
                  recorded: list[Any] | None = None) -> None:
@@ -141,6 +239,9 @@ class RemoteAttempt:
         self.episode_id, self._state = episode_id, state
         self.problem = registry.get_problem(state["problem_id"])
         self.recorded = recorded or []
+        self.sent: collections.OrderedDict[int, tuple[dict[str, Any], TurnResult]] = \
+            collections.OrderedDict()
+        """The last :data:`KEPT_TURNS` turns sent, by index, with what each did."""
 
     @classmethod
     def start(cls, client: AgentAPIClient, run_id: int, problem_id: str, *,
@@ -159,16 +260,37 @@ class RemoteAttempt:
         return self._state
 
     def take(self, decision: Decision) -> TurnResult | None:
+        body = {"action": decision.action, "error": decision.error, **decision.model_fields(),
+                "turn": self._state["attempt"]["turns"]}
         try:
-            answer = self.client.act(self.episode_id, {"action": decision.action,
-                                                       "error": decision.error,
-                                                       **decision.model_fields()})
+            return self._send(body)
         except AgentAPIError as error:
-            if error.status == 409:  # ended meanwhile (the batch is stopping)
+            held = error.answer.get("turns")
+            if error.status != httpx.codes.CONFLICT:
+                raise
+            if held is None:  # ended meanwhile (the batch is stopping)
                 return None
-            raise
+        # the server holds fewer turns than it answered: it was killed before it stored
+        # the last ones; they are sent again from this copy, then this one
+        missing = range(held, body["turn"])
+        if any(turn not in self.sent for turn in missing):
+            raise AgentAPIError(f"episode {self.episode_id}: the server lost turns {held} to "
+                                f"{body['turn'] - 1}, which this client no longer holds")
+        for turn in missing:
+            again, result = self.sent[turn]
+            if self._send(again) != result:
+                raise AgentAPIError(f"episode {self.episode_id}: turn {turn} sent again did "
+                                    "not do what it did the first time")
+        return self._send(body)
+
+    def _send(self, body: dict[str, Any]) -> TurnResult:
+        answer = self.client.act(self.episode_id, body)
         self._state = answer["state"]
-        return TurnResult(answer["applied"], answer["action"], answer["error"])
+        result = TurnResult(answer["applied"], answer["action"], answer["error"])
+        self.sent[body["turn"]] = (body, result)
+        while len(self.sent) > KEPT_TURNS:
+            self.sent.popitem(last=False)
+        return result
 
     def end(self, status: str, reason: str, *, resumable: bool = False) -> None:
         self._state = self.client.end(self.episode_id, reason, status)["state"]

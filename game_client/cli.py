@@ -252,6 +252,7 @@ def agent_run(**options):
     import sys
 
     from game_client import evaluate
+    from game_client.api_client import AgentAPIError
     from game_client.batch import Batch, pending_jobs
     from game_client.runner import Guard, Spending
 
@@ -267,7 +268,7 @@ def agent_run(**options):
         if not spec.api_key:
             click.echo(f"warning: ${spec.api_key_env} is not set: requests to {spec.endpoint} "
                        f"for {spec.name} go without an API key", err=True)
-    with _records(config.server, config.token, options["db"]) as records:
+    with _records(config.server, config.token, options["db"], guard.sleep) as records:
         try:
             runs, notes = evaluate.reconcile(records, runs, config.problem_ids, config.choice)
         except evaluate.RerunChoice as error:
@@ -287,8 +288,14 @@ def agent_run(**options):
         guard.carry(sum(before.values(), Spending()))
         outcome = Batch(records.open_attempt, concurrency=config.concurrency, guard=guard,
                         progress=not options["quiet"]).run(jobs)
-        after = {run_id: spent(run_id) for run_id in before}
-        spending = {run_id: (after[run_id] - before[run_id], after[run_id]) for run_id in before}
+        try:
+            after = {run_id: spent(run_id) for run_id in before}
+            spending = {run_id: (after[run_id] - before[run_id], after[run_id])
+                        for run_id in before}
+        except AgentAPIError as error:  # the server went away as the batch ended
+            spending = None
+            click.echo(f"warning: {error}; what is spent below is this invocation's only",
+                       err=True)
     for line in evaluate.summary_lines(runs, outcome, spending):
         click.echo(line)
     if guard.fatal:
@@ -321,9 +328,10 @@ def _rerun_notes(reaped, elsewhere, jobs, problems, agents):
 
 
 @contextmanager
-def _records(server, token, db):
-    """Where the batch keeps its runs and attempts: the server's agent API, or a store;
-    the API's refusals become one-line errors."""
+def _records(server, token, db, sleep):
+    """Where the batch keeps its runs and attempts: the server's agent API (waited for
+    while it is away, until ``sleep`` says the batch is stopping), or a store; the API's
+    refusals become one-line errors."""
     from game_client.api_client import AgentAPIClient, AgentAPIError
     from game_client.batch import LocalRecords
 
@@ -331,7 +339,7 @@ def _records(server, token, db):
         with open_store(db) as store:
             yield LocalRecords(store)
         return
-    client = AgentAPIClient(server, token)
+    client = AgentAPIClient(server, token, sleep=sleep)
     try:
         yield client
     except AgentAPIError as error:

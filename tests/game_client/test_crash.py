@@ -190,9 +190,10 @@ def agent_server(request, tmp_path) -> Iterator[tuple[str, str, Callable[[], tup
         assert "Traceback" not in (tmp_path / "serve.log").read_text()
 
 
-def through_server(url: str, token: str, *options: str) -> Callable[[Any], subprocess.Popen]:
+def through_server(url: str, token: str, *options: str,
+                   turns: int = TURNS) -> Callable[[Any], subprocess.Popen]:
     """A starter of ``gridstudy agent run`` on two problems through the server at ``url``
-    with ``options``, given the model stand-in."""
+    with ``options`` and ``turns`` an attempt, given the model stand-in."""
 
     def command(fake):
         env = {**os.environ, "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test",
@@ -200,7 +201,7 @@ def through_server(url: str, token: str, *options: str) -> Callable[[Any], subpr
         return subprocess.Popen(
             [str(Path(sys.executable).parent / "gridstudy"), "agent", "run", "--problems",
              "ant_trail/planning,cloud_burst/planning", "--model", "fake", *options,
-             "--max-turns", str(TURNS), "--server", url, "--quiet"],
+             "--max-turns", str(turns), "--server", url, "--quiet"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     return command

@@ -469,7 +469,7 @@ def test_an_agents_attempt_goes_on_at_the_other_worker_when_its_worker_dies(depl
                                 t=f"agent:{episode_id}")
     pid = deployment.worker_pids()[owner]
     os.kill(pid, signal.SIGKILL)
-    _wait_gone(pid)  # a request racing the death itself may fail (README: agents retry)
+    _wait_gone(pid)  # a request racing the death itself may fail (a raw client sends it again)
 
     after = turn("down")
     assert after.status_code == 200, after.text
@@ -484,6 +484,43 @@ def test_an_agents_attempt_goes_on_at_the_other_worker_when_its_worker_dies(depl
     [(reply,)] = deployment.sql("SELECT raw_reply FROM event WHERE episode_id = :e AND seq = 3",
                                 e=episode_id)
     assert reply == "<action>noop</action>\ufffdjunk\ufffd"
+
+
+def test_an_evaluation_through_nginx_goes_on_when_the_worker_playing_it_dies(deployment):
+    """``gridstudy agent run --server`` through nginx, its worker killed mid-batch
+    without waiting for its writer: the batch waits, the other worker takes its attempts
+    over, the turns the dead worker answered but had not written are sent again from the
+    batch's copy, and no reply is asked of the model twice. Before, each attempt being
+    played ended in error at the first 502 and the command stopped without its summary."""
+    from bench.standin import FakeOpenAI, Stall
+    from records.store import Store
+    from study_server import tokens
+    from tests.game_client.test_crash import through_server
+    from tests.game_client.test_interrupt import NOOP, wait_for_requests
+
+    turns = 20
+    with Store(deployment.db) as store:
+        secret = tokens.create(store.engine, "model-a")
+    with FakeOpenAI([Stall(0.1, NOOP)] * 400) as fake:
+        batch = through_server(deployment.url, secret, "--runs", "2", "--concurrency", "2",
+                               turns=turns)(fake)
+        try:
+            wait_for_requests(fake, 10, batch)
+            [(owner,)] = deployment.sql("SELECT DISTINCT worker FROM livesession "
+                                        "WHERE token LIKE 'agent:%'")
+            os.kill(deployment.worker_pids()[owner], signal.SIGKILL)
+            out, err = batch.communicate(timeout=240)
+        finally:
+            if batch.poll() is None:
+                batch.kill()
+        asked = len(fake.requests)
+    assert batch.returncode == 0, err[-3000:]
+    assert "4 attempts (abandoned 4)" in out
+    rows = deployment.sql("SELECT episode_id, seq FROM event ORDER BY episode_id, seq")
+    by_attempt = Counter(episode for episode, _ in rows)
+    assert sorted(by_attempt.values()) == [turns] * 4
+    assert rows == [(e, s) for e in sorted(by_attempt) for s in range(turns)]
+    assert asked == 4 * turns  # no reply lost, none asked for twice
 
 
 def test_a_participant_in_the_browser_plays_on_when_their_worker_dies(deployment, page):
