@@ -12,7 +12,8 @@ Configuration keys (each may also be set as an environment variable ``GRIDSTUDY_
 ``ASYNC_MODE``        ``threading`` (default; see README, "Async mode") or ``gevent``
 ``PREVIEW``           who may open ``/play/<problem_id>``: ``open`` (default; ``demo``),
                       ``researchers`` (logged in; ``gridstudy serve``'s default) or ``off``
-``MAX_PREVIEWS``, ``UNJOINED_TIMEOUT``  previews open at once (200), and the seconds a
+``MAX_PREVIEWS``, ``UNJOINED_TIMEOUT``  previews open at once, played by the server and in the
+                      browser together (200), and the seconds a
                       preview nobody joins is kept (45)
 ``QUEUE_SIZE``, ``RATE_LIMIT``, ``IDLE_TIMEOUT``   real-time input limits (see tasks/worldtest/tick.py)
 ``SOCKET_RATE``, ``SOCKET_BURST``  Socket.IO events a second (60) and at once (120) one

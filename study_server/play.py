@@ -10,6 +10,9 @@ pygame client) and answers its token as JSON.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from flask import (
@@ -43,19 +46,52 @@ def open_session(
     """A new live session of ``problem`` under the app's scheduler (ticking once a
     client joins); its episode is recorded in the app's store when ``record``."""
     config = current_app.config
-    scheduler = current_app.extensions["gridstudy.realtime"]
-    if participant_id is None and scheduler.preview_count() >= int(config["MAX_PREVIEWS"]):
-        abort(503, f"{config['MAX_PREVIEWS']} previews are open already; try again in a minute")
     store = current_app.extensions["gridstudy.store"] if record else None
-    owner = None
-    if participant_id is None:  # a preview: only the researcher who opened it may join it
-        owner = auth.current_admin(current_app.extensions["gridstudy.store"].engine)
+    with preview_place(participant_id is None):
+        owner = None
+        if participant_id is None:  # a preview: only the researcher who opened it may join it
+            owner = auth.current_admin(current_app.extensions["gridstudy.store"].engine)
+        try:
+            session = GameSession.create(problem, store, study_id=study_id, owner=owner,
+                                         participant_id=participant_id, **limits(config))
+        except (ValueError, OSError) as error:  # AutumnError is a ValueError
+            abort(422, f"{problem.env_id} cannot be played: "
+                       f"{' '.join(str(error).split())[:300]}")
+        return cluster.keep(current_app, session)
+
+
+class _Opening:
+    """Previews being opened on this worker: asked for, not yet kept."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+
+
+@contextmanager
+def preview_place(preview: bool = True) -> Iterator[None]:
+    """A place among the ``MAX_PREVIEWS`` previews open at once, played by the server or
+    in the browser, for one being opened (503 when there is none): counted from the
+    moment it is asked for until it is kept, since opening one waits on the database and
+    the program's compilation. Counted only when kept, 40 asked for at once under a cap
+    of 5 opened 40."""
+    if not preview:
+        yield
+        return
+    app = current_app._get_current_object()
+    limit = int(app.config["MAX_PREVIEWS"])
+    opening = app.extensions.setdefault("gridstudy.previews_opening", _Opening())
+    sweep(app)  # the previews played in the browser that no page came to are let go first
+    with opening.lock:
+        held = sum(played.participant_id is None for played in sessions(app).values())
+        if app.extensions["gridstudy.realtime"].preview_count() + held + opening.count >= limit:
+            abort(503, f"{limit} previews are open already; try again in a minute")
+        opening.count += 1
     try:
-        session = GameSession.create(problem, store, study_id=study_id, owner=owner,
-                                     participant_id=participant_id, **limits(config))
-    except (ValueError, OSError) as error:  # AutumnError is a ValueError
-        abort(422, f"{problem.env_id} cannot be played: {' '.join(str(error).split())[:300]}")
-    return cluster.keep(current_app, session)
+        yield
+    finally:
+        with opening.lock:
+            opening.count -= 1
 
 
 OPEN, RESEARCHERS, OFF = "open", "researchers", "off"
@@ -102,17 +138,13 @@ def open_browser(problem: Problem, *, study_id: str | None = None,
                  participant_id: int | None = None) -> BrowserSession:
     """A new attempt of ``problem`` for the page to play in the browser, recorded and
     checked by the server (``study_server/browser_play.py``)."""
-    owner = None
-    if participant_id is None:
-        sweep(current_app)  # the previews no page came to are let go first
-        held = sessions(current_app).values()
-        limit = int(current_app.config["MAX_PREVIEWS"])
-        if sum(played.participant_id is None for played in held) >= limit:
-            abort(503, f"{limit} previews are open already; try again in a minute")
-        owner = auth.current_admin(current_app.extensions["gridstudy.store"].engine)
-    return keep(current_app, open_browser_session(
-        current_app.extensions["gridstudy.store"], problem, study_id=study_id,
-        participant_id=participant_id, owner=owner))
+    with preview_place(participant_id is None):
+        owner = None
+        if participant_id is None:
+            owner = auth.current_admin(current_app.extensions["gridstudy.store"].engine)
+        return keep(current_app, open_browser_session(
+            current_app.extensions["gridstudy.store"], problem, study_id=study_id,
+            participant_id=participant_id, owner=owner))
 
 
 @bp.post("/<path:problem_id>/session")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -270,3 +271,28 @@ def test_previews_are_capped(make_live_server, test_problems):
     answers = [httpx.post(f"{live.url}/play/test/rt-walker-mfp/session", timeout=10) for _ in range(3)]
     assert [a.status_code for a in answers] == [200, 200, 503]
     assert "2 previews are open already" in answers[2].text
+
+
+def test_previews_asked_for_all_at_once_keep_to_the_cap(tmp_path):
+    """Forty previews asked for at the same instant, from ``gridstudy serve`` (gevent)
+    under a cap of 5: five open, played by the server and in the browser alike. Before,
+    each was counted only once it was open, and opening one waits on the database and
+    the compiler: all forty opened, and forty more played in the browser."""
+    import httpx
+
+    from tests.conftest import start_serve
+    from tests.consent.helpers import at_once
+
+    server, url = start_serve(tmp_path / "previews.db", log=tmp_path / "serve.log",
+                              env={"GRIDSTUDY_PREVIEW": "open", "GRIDSTUDY_MAX_PREVIEWS": "5"})
+    try:
+        def ask(play: str) -> Callable[[], int]:
+            return lambda: httpx.post(f"{url}/play/ant_trail/planning/session?{play}",
+                                      timeout=60).status_code
+
+        assert sorted(at_once(40, ask("record=1"))) == [200] * 5 + [503] * 35
+        assert at_once(10, ask("play=browser")) == [503] * 10
+    finally:
+        server.terminate()
+        server.wait(60)
+    assert "Traceback" not in (tmp_path / "serve.log").read_text()
