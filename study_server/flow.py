@@ -158,11 +158,15 @@ class Flow:
     # -- the current page -----------------------------------------------------------------
 
     def page(self, study_id: str, participant_id: int) -> Page:
-        """Where the participant is, after enforcing the study's time limit."""
+        """Where the participant is, after enforcing the study's time limit (a visit past
+        it is ended in a transaction of its own, :meth:`_end_if_active`, then read again)."""
         with self.store.session() as db:
             participant, definition = self._load(db, study_id, participant_id)
-            if participant.status == "active" and self._over_time(participant, definition):
-                self._end(db, participant, "timed-out")
+            overdue = participant.status == "active" and self._over_time(participant, definition)
+        if overdue:
+            self._end_if_active(participant_id, "timed-out", overdue=True)
+        with self.store.session() as db:
+            participant, definition = self._load(db, study_id, participant_id)
             participant.updated_at = utcnow()
             if participant.status != "active":
                 return Page(participant, definition)
@@ -214,18 +218,17 @@ class Flow:
     def end_overdue(self) -> int:
         """End every active visit whose time limit has passed (``timed-out``: its code,
         its slots freed), whether or not the participant is still here; how many."""
-        ended = 0
         with self.store.session() as db:
             active = db.exec(select(Participant).where(Participant.status == "active")).all()
             definitions: dict[str, StudyDefinition] = {}
+            overdue = []
             for participant in active:
                 study_id = participant.study_id
                 if study_id not in definitions:
                     definitions[study_id] = assignment.load_study(db, study_id)[1]
                 if self._over_time(participant, definitions[study_id]):
-                    self._end(db, participant, "timed-out")
-                    ended += 1
-        return ended
+                    overdue.append(participant.id)
+        return sum(self._end_if_active(pid, "timed-out", overdue=True) for pid in overdue)
 
     def ended_of(self, participant_ids: list[int]) -> dict[int, str]:
         """Which of these participants' visits are over: id -> their study."""
@@ -248,9 +251,25 @@ class Flow:
         """End an active participant's visit with ``status``: at their request (a device
         the study cannot be played on), or the server's (a connection too slow)."""
         with self.store.session() as db:
-            participant, _ = self._load(db, study_id, participant_id)
-            if participant.status == "active":
-                self._end(db, participant, status)
+            self._load(db, study_id, participant_id)  # LookupError for another study's
+        self._end_if_active(participant_id, status)
+
+    def _end_if_active(self, participant_id: int, status: str, *, overdue: bool = False) -> bool:
+        """End the visit with ``status`` if it is still active (and, with ``overdue``,
+        past its time limit), under its write lock: whether it was ended. A visit is read
+        again under the lock, since another request may have ended it since it was read:
+        on PostgreSQL, the deadline sweep, released by the lock of a participant's last
+        answer, wrote ``timed-out`` over the completion that answer had just made."""
+        with locked(self.store.engine, Participant, participant_id) as db:
+            participant = db.get(Participant, participant_id)
+            if participant is None or participant.status != "active":
+                return False
+            if overdue:
+                _, definition = assignment.load_study(db, participant.study_id)
+                if not self._over_time(participant, definition):
+                    return False
+            self._end(db, participant, status)
+            return True
 
     def record_signals(self, study_id: str, participant_id: int, items: list[Any],
                        episode_id: int | None = None) -> int:

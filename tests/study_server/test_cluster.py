@@ -618,6 +618,62 @@ def test_postgresql_stopped_for_ten_seconds_loses_nothing(servers, tmp_path):
         postgres.stop()
 
 
+def test_a_visit_completed_as_its_time_runs_out_stays_completed(servers):
+    """PostgreSQL, where a write waits for a row's lock and then overwrites it: the
+    deadline sweep reads a visit as active and past its limit while the participant's last
+    answer, holding the visit's lock, completes it. The visit stays completed, with its
+    code. Before, the sweep, released, wrote ``timed-out`` over the completion: the
+    participant had the completion code on screen and was asked to return their
+    submission. The same for a page load ending the visit, and for a visit left."""
+    from datetime import timedelta
+
+    from records.models import Participant, utcnow
+    from study_server.app import shutdown
+    from tests.consent.helpers import study_app
+
+    postgres, _ = servers
+    url = services.create_database(postgres.port, f"t{os.getpid()}_{free_port()}")
+    app = study_app(url, time_limit_minutes=1)
+    engine = create_engine(url)
+    try:
+        flow, store = app.extensions["gridstudy.flow"], app.extensions["gridstudy.store"]
+        ending = {"sweep": lambda pid: flow.end_overdue(),
+                  "page load": lambda pid: flow.page("pilot", pid),
+                  "leaving": lambda pid: flow.leave("pilot", pid, "wrong-device")}
+        for index, (name, end) in enumerate(ending.items()):
+            pid = flow.enter("pilot", f"person{index}", None, None)
+            with store.session() as db:  # arrived two minutes ago: past the limit
+                db.get(Participant, pid).created_at = utcnow() - timedelta(minutes=2)
+            with engine.connect() as answer:  # the last answer, holding the visit's lock
+                answer.begin()
+                answer.execute(text("SELECT id FROM participant WHERE id = :p FOR UPDATE"),
+                               {"p": pid})
+                ender = threading.Thread(target=end, args=(pid,))
+                ender.start()
+                deadline = time.monotonic() + 30
+                while not deployment_waits(engine):  # its write waits on the lock
+                    assert ender.is_alive() and time.monotonic() < deadline, name
+                    time.sleep(0.05)
+                answer.execute(text("UPDATE participant SET status = 'complete', "
+                                    "code = 'DONE-CODE' WHERE id = :p"), {"p": pid})
+                answer.commit()
+            ender.join(30)
+            with store.session() as db:
+                row = db.get(Participant, pid)
+                assert (row.status, row.code) == ("complete", "DONE-CODE"), name
+    finally:
+        engine.dispose()
+        shutdown(app)
+
+
+def deployment_waits(engine: Any) -> bool:
+    """Whether a connection to this database waits for a lock."""
+    with engine.connect() as db:
+        return bool(db.execute(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock'")).scalar())
+
+
 def test_a_guesser_is_slowed_down_on_every_worker_and_the_researcher_gets_in(deployment):
     """Wrong passwords for the researcher's name from one address, sent to one worker:
     the other worker refuses that address's next try too (the count is in the database),
