@@ -452,7 +452,9 @@ class Flow:
         from the server from now on (the attempt under way goes on from what its log
         stored), and the data says why."""
         with self.store.session() as db:
-            participant, _ = self._load(db, study_id, participant_id)
+            self._load(db, study_id, participant_id)  # LookupError for another study's
+        with locked(self.store.engine, Participant, participant_id) as db:
+            participant = db.get(Participant, participant_id)  # its data as it is now
             if participant.data.get(FELL_BACK):
                 return
             participant.data = {**participant.data, FELL_BACK: {"error": error[:200],

@@ -9,6 +9,8 @@ clients playing; each carries its own route cookie, as separate browsers do.
 from __future__ import annotations
 
 import base64
+import contextlib
+import functools
 import json
 import os
 import re
@@ -20,6 +22,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -618,6 +621,45 @@ def test_postgresql_stopped_for_ten_seconds_loses_nothing(servers, tmp_path):
         postgres.stop()
 
 
+@contextlib.contextmanager
+def pilot_on_postgres(servers: Any) -> Iterator[tuple[Any, Any]]:
+    """The participant flow's app on a new database of the module's PostgreSQL, its
+    pilot study's time limit a minute: the app, and an engine of its own on the database."""
+    from study_server.app import shutdown
+    from tests.consent.helpers import study_app
+
+    postgres, _ = servers
+    url = services.create_database(postgres.port, f"t{os.getpid()}_{free_port()}")
+    app = study_app(url, time_limit_minutes=1)
+    engine = create_engine(url)
+    try:
+        yield app, engine
+    finally:
+        engine.dispose()
+        shutdown(app)
+
+
+def while_an_answer_holds_the_lock(engine: Any, pid: int, do: Callable[[], Any],
+                                   answer: str) -> None:
+    """``do()`` in a thread while another transaction holds participant ``pid``'s row
+    lock (as the participant's answer does, ``Flow.submit``), then ``answer`` (SQL on
+    that row, ``:p`` its id) written and committed once ``do`` waits on the lock."""
+    with engine.connect() as holder:
+        holder.begin()
+        holder.execute(text("SELECT id FROM participant WHERE id = :p FOR UPDATE"), {"p": pid})
+        doing = threading.Thread(target=do)
+        doing.start()
+        deadline = time.monotonic() + 30
+        while not holder.execute(text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock'")).scalar():
+            assert doing.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+        holder.execute(text(answer), {"p": pid})
+        holder.commit()
+    doing.join(30)
+
+
 def test_a_visit_completed_as_its_time_runs_out_stays_completed(servers):
     """PostgreSQL, where a write waits for a row's lock and then overwrites it: the
     deadline sweep reads a visit as active and past its limit while the participant's last
@@ -628,14 +670,8 @@ def test_a_visit_completed_as_its_time_runs_out_stays_completed(servers):
     from datetime import timedelta
 
     from records.models import Participant, utcnow
-    from study_server.app import shutdown
-    from tests.consent.helpers import study_app
 
-    postgres, _ = servers
-    url = services.create_database(postgres.port, f"t{os.getpid()}_{free_port()}")
-    app = study_app(url, time_limit_minutes=1)
-    engine = create_engine(url)
-    try:
+    with pilot_on_postgres(servers) as (app, engine):
         flow, store = app.extensions["gridstudy.flow"], app.extensions["gridstudy.store"]
         ending = {"sweep": lambda pid: flow.end_overdue(),
                   "page load": lambda pid: flow.page("pilot", pid),
@@ -644,34 +680,33 @@ def test_a_visit_completed_as_its_time_runs_out_stays_completed(servers):
             pid = flow.enter("pilot", f"person{index}", None, None)
             with store.session() as db:  # arrived two minutes ago: past the limit
                 db.get(Participant, pid).created_at = utcnow() - timedelta(minutes=2)
-            with engine.connect() as answer:  # the last answer, holding the visit's lock
-                answer.begin()
-                answer.execute(text("SELECT id FROM participant WHERE id = :p FOR UPDATE"),
-                               {"p": pid})
-                ender = threading.Thread(target=end, args=(pid,))
-                ender.start()
-                deadline = time.monotonic() + 30
-                while not deployment_waits(engine):  # its write waits on the lock
-                    assert ender.is_alive() and time.monotonic() < deadline, name
-                    time.sleep(0.05)
-                answer.execute(text("UPDATE participant SET status = 'complete', "
-                                    "code = 'DONE-CODE' WHERE id = :p"), {"p": pid})
-                answer.commit()
-            ender.join(30)
+            while_an_answer_holds_the_lock(
+                engine, pid, functools.partial(end, pid),
+                "UPDATE participant SET status = 'complete', code = 'DONE-CODE' WHERE id = :p")
             with store.session() as db:
                 row = db.get(Participant, pid)
                 assert (row.status, row.code) == ("complete", "DONE-CODE"), name
-    finally:
-        engine.dispose()
-        shutdown(app)
 
 
-def deployment_waits(engine: Any) -> bool:
-    """Whether a connection to this database waits for a lock."""
-    with engine.connect() as db:
-        return bool(db.execute(text(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock'")).scalar())
+def test_a_fallback_to_server_play_as_the_participant_answers_loses_neither(servers):
+    """PostgreSQL: a page whose browser cannot run the engine asks for server play while
+    the participant's answer, holding the visit's lock, moves them on. Both are kept.
+    Before, the fallback, released, wrote the visit's data as it had read it: the answer
+    was lost, and the participant was sent back to the stage they had answered."""
+    from records.models import Participant
+    from study_server.flow import FELL_BACK
+
+    with pilot_on_postgres(servers) as (app, engine):
+        flow, store = app.extensions["gridstudy.flow"], app.extensions["gridstudy.store"]
+        pid = flow.enter("pilot", "person", None, None)
+        while_an_answer_holds_the_lock(
+            engine, pid, lambda: flow.fall_back("pilot", pid, "no WebAssembly"),
+            """UPDATE participant SET data = '{"step": 1, "records": [{"stage": "consent"}]}'
+               WHERE id = :p""")
+        with store.session() as db:
+            data = db.get(Participant, pid).data
+        assert (data["step"], data["records"]) == (1, [{"stage": "consent"}])
+        assert data[FELL_BACK]["error"] == "no WebAssembly"
 
 
 def test_a_guesser_is_slowed_down_on_every_worker_and_the_researcher_gets_in(deployment):
