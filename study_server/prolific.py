@@ -33,6 +33,7 @@ import getpass
 import hashlib
 import hmac
 import json
+import logging
 import os
 import random
 import time
@@ -44,7 +45,7 @@ from typing import Any
 
 import httpx
 from flask import Blueprint, current_app, request
-from sqlalchemy import update
+from sqlalchemy import delete, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -59,6 +60,7 @@ from records.models import (
     Setting,
 )
 from records.remote import Backoff, WaitTooLong, request_whole, retry_after_seconds
+from records.schema import as_utc
 from study_server import assignment
 from study_server.payments import (
     APPROVE,
@@ -69,6 +71,8 @@ from study_server.payments import (
     bonus_lines,
     payment_rows,
 )
+
+log = logging.getLogger(__name__)
 
 API_URL = "https://api.prolific.com"
 TOKEN_VARIABLE = "PROLIFIC_API_TOKEN"
@@ -302,15 +306,20 @@ def publish(store: Any, api: Api, study_id: str, link: str, *, places: int, rewa
             raise ValueError(f"--{name} must be at least 1, got {value}")
     with store.session() as db:
         _, definition = assignment.load_study(db, study_id)
-        known = db.get(ProlificStudy, study_id)
+    known = _known_or_claimed(store, study_id)
     created = False
-    if known is None:
-        answer = api.call("POST", "/api/v1/studies/",
-                          study_body(definition, link, places, reward_cents, minutes))
+    if known is None:  # this request creates it
+        try:
+            answer = api.call("POST", "/api/v1/studies/",
+                              study_body(definition, link, places, reward_cents, minutes))
+        except BaseException:
+            with store.session() as db:  # the next publish creates it
+                db.exec(delete(ProlificStudy).where(ProlificStudy.study_id == study_id,
+                                                    ProlificStudy.status == CREATING))
+            raise
         with store.session() as db:
-            known = ProlificStudy(study_id=study_id, prolific_id=answer["id"],
-                                  status=answer.get("status") or "UNPUBLISHED")
-            db.add(known)
+            known = db.get(ProlificStudy, study_id)
+            known.prolific_id, known.status = answer["id"], answer.get("status") or "UNPUBLISHED"
             _audit(db, actor, "prolific-publish", f"study {study_id}",
                    f"created on Prolific as {answer['id']}", {}, {"prolific_id": answer["id"]})
         created = True
@@ -334,11 +343,53 @@ def publish(store: Any, api: Api, study_id: str, link: str, *, places: int, rewa
     return Published(known.prolific_id, status, created)
 
 
+CREATING = "CREATING"
+"""The status of a study's row while one request creates the study on Prolific (its
+Prolific id empty until Prolific answers)."""
+
+
+def _known_or_claimed(store: Any, study_id: str) -> ProlificStudy | None:
+    """The study's counterpart on Prolific, or None when this request is now the one to
+    create it: its row is inserted first, ``CREATING``, so that two publishes at once (a
+    double click on the dashboard's button, the command run twice) create one study on
+    Prolific. Before, each created one: a second study, a draft nobody would publish, and
+    a 500. Another request creating it is said (:class:`ProlificError`); one that died
+    creating it (``STALE_CLAIM`` ago) is taken over, with a note in the log, since it may
+    have left a draft on Prolific."""
+    try:
+        with store.session() as db:
+            db.add(ProlificStudy(study_id=study_id, prolific_id="", status=CREATING))
+        return None
+    except IntegrityError:
+        pass
+    with store.session() as db:
+        known = db.get(ProlificStudy, study_id)
+    if known is None:  # its creation failed meanwhile: this request creates it
+        return _known_or_claimed(store, study_id)
+    if known.status != CREATING:
+        return known
+    since = as_utc(known.created_at)
+    waited = (datetime.now(UTC) - since).total_seconds()
+    if waited >= STALE_CLAIM:
+        with store.session() as db:
+            taken = db.exec(update(ProlificStudy).where(
+                ProlificStudy.study_id == study_id, ProlificStudy.status == CREATING,
+                ProlificStudy.created_at == known.created_at).values(
+                created_at=datetime.now(UTC))).rowcount
+        if taken:
+            log.warning("the creation of %s on Prolific begun at %s never finished; created "
+                        "again (a draft named %r from then may be on Prolific: delete it)",
+                        study_id, since.isoformat(timespec="seconds"), f"gridstudy {study_id}")
+            return None
+    raise ProlificError(f"{study_id} is being created on Prolific by another request (for "
+                        f"{waited:.0f} s); look again in a minute")
+
+
 def prolific_study(store: Any, study_id: str) -> ProlificStudy:
     with store.session() as db:
         assignment.load_study(db, study_id)  # LookupError naming the study if unknown
         row = db.get(ProlificStudy, study_id)
-    if row is None:
+    if row is None or row.status == CREATING:
         raise LookupError(f"{study_id} is not on Prolific yet: run `gridstudy prolific "
                           f"publish --study {study_id}` first")
     return row

@@ -23,13 +23,16 @@ from click.testing import CliRunner
 from sqlmodel import select
 
 from records.models import Audit, ProlificBatch, ProlificStudy, ProlificSubmission, Study
+from study_server import auth
 from study_server.app import shutdown
 from study_server.cli import main
 from study_server.prolific import Api, review
+from study_server.prolific import publish as prolific_publish
 from tests.conftest import start_live_server
 from tests.consent.helpers import make_definition, study_app
 from tests.consent.test_flow import answer
 from tests.prolific_standin import TOKEN, Prolific
+from tests.study_server.test_dashboard import log_in
 from tests.study_server.test_payments import complete, complete_failing
 
 BONUS = {"per_solved": 0.15, "max": 0.25}
@@ -130,6 +133,60 @@ def test_a_draft_is_published_later_without_a_second_study(app, db, standin):
     assert study["status"] == "UNPUBLISHED"
     assert "published (ACTIVE)" in publish(db)
     assert len(standin.studies) == 1 and study["status"] == "ACTIVE"
+
+
+def test_two_publishes_at_once_create_one_study_on_prolific(app, db, standin):
+    """The dashboard's button clicked twice, or the command run twice: while the first
+    waits for Prolific to create the study, the second says so and creates nothing; the
+    study is created and published once. Before, the second created a second study on
+    Prolific (a draft nobody would publish) and the first ended in a 500. A creation
+    Prolific refused leaves nothing behind: the next publish creates it."""
+    from study_server.commands.study import PROLIFIC_QUERY
+    from study_server.prolific import ProlificError
+
+    store = app.extensions["gridstudy.store"]
+    link = f"{BASE}/study/pilot?{PROLIFIC_QUERY}"
+    terms = {"places": 3, "reward_cents": 450, "minutes": 20, "draft": False}
+    standin.fail("POST", "/api/v1/studies/", 400, detail="reward too low")
+    with pytest.raises(ProlificError, match="reward too low"):
+        prolific_publish(store, Api(), "pilot", link, **terms, actor="one")
+    arrived, release = standin.hold("POST", "/api/v1/studies/")
+    first = threading.Thread(target=prolific_publish, args=(store, Api(), "pilot", link),
+                             kwargs={**terms, "actor": "one"})
+    first.start()
+    assert arrived.wait(30)  # Prolific made the study; its answer has not reached us
+    with pytest.raises(ProlificError, match="pilot is being created on Prolific by another "
+                                            "request"):
+        prolific_publish(store, Api(), "pilot", link, **terms, actor="two")
+    auth.create_admin(store.engine, "researcher", "correct horse")
+    page = app.test_client()
+    log_in(page)
+    assert "data-prolific-creating" in page.get("/dashboard/").text
+    release.set()
+    first.join(30)
+    [study] = standin.studies.values()
+    assert study["status"] == "ACTIVE" and prolific_id(app) == study["id"]
+    assert "already published" in publish(db)
+
+
+def test_a_creation_that_never_finished_is_taken_over_after_a_while(app, db, standin, caplog):
+    """A publish killed while Prolific created the study leaves its claim: the next
+    publish waits ``STALE_CLAIM`` for it, then creates the study and says that a draft
+    from then may be on Prolific."""
+    from datetime import UTC, datetime, timedelta
+
+    from study_server.prolific import STALE_CLAIM
+
+    with app.extensions["gridstudy.store"].session() as session:
+        session.add(ProlificStudy(study_id="pilot", prolific_id="", status="CREATING",
+                                  created_at=datetime.now(UTC) - timedelta(seconds=30)))
+    assert "is being created on Prolific by another request (for 30 s)" in publish(db, ok=False)
+    with app.extensions["gridstudy.store"].session() as session:
+        session.get(ProlificStudy, "pilot").created_at = \
+            datetime.now(UTC) - timedelta(seconds=STALE_CLAIM + 1)
+    assert "published (ACTIVE)" in publish(db)
+    assert "never finished; created again" in caplog.text and "'gridstudy pilot'" in caplog.text
+    assert len(standin.studies) == 1
 
 
 def test_a_study_in_the_wrong_state_is_said_plainly(app, db, standin):
