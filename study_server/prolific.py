@@ -921,8 +921,12 @@ def hook() -> Any:
         return {"error": "signature or timestamp not accepted"}, 401
     try:
         payload = json.loads(body)
-        with store.session() as db:
-            done = take_hook(db, payload)
+        try:
+            with store.session() as db:
+                done = take_hook(db, payload)
+        except IntegrityError:  # another hook of a new submission made its row first
+            with store.session() as db:
+                done = take_hook(db, payload)
     except ValueError as error:
         return {"error": str(error)[:200]}, 400
     return {"ok": True, "done": done}, 200

@@ -481,6 +481,39 @@ def test_hooks_subscribe_and_only_signed_recent_hooks_change_a_status(tmp_path, 
         live.stop()
 
 
+def test_hooks_for_a_new_submission_at_once_are_each_taken(tmp_path, standin):
+    """Prolific sends the hooks of a submission our study has not seen yet close
+    together (it joined, then returned at once); ``gridstudy serve`` takes each, and keeps
+    one row. Before, the second insert of the row failed: a 500, and that status was
+    lost."""
+    from records.store import Store
+    from tests.conftest import start_serve
+    from tests.consent.helpers import at_once
+
+    db = tmp_path / "hooks.db"
+    with Store(str(db)) as store, store.session() as session:
+        session.add(Study(id="pilot", title="t", definition=make_definition().to_dict()))
+        session.add(ProlificStudy(study_id="pilot", prolific_id="p1", status="ACTIVE"))
+    gridstudy("hooks", "--study", "pilot", "--db", str(db),
+              "--url", "https://study.example.org/prolific/hook")
+    secret = next(iter(standin.secrets.values()))["value"]
+    server, url = start_serve(db, log=tmp_path / "serve.log")
+    try:
+        body = json.dumps({"event_type": "submission.status.change", "resource_id": "sub9",
+                           "status": "RETURNED", "study_id": "p1",
+                           "participant_id": "PID-9"}).encode()
+        answers = at_once(8, lambda: httpx.post(f"{url}/prolific/hook", content=body,
+                                                headers=signed(secret, body), timeout=30))
+    finally:
+        server.terminate()
+        server.wait(60)
+    assert [a.status_code for a in answers] == [200] * 8, [a.text for a in answers]
+    with Store(str(db)) as store, store.session() as session:
+        [row] = session.exec(select(ProlificSubmission)).all()
+    assert (row.id, row.status, row.prolific_pid) == ("sub9", "RETURNED", "PID-9")
+    assert "Traceback" not in (tmp_path / "serve.log").read_text()
+
+
 # -- the dashboard --------------------------------------------------------------------------
 
 
