@@ -48,7 +48,7 @@ from records.models import (
     Study,
 )
 from records.offload import off_loop_for_pages
-from records.store import PAGE_WAIT
+from records.store import PAGE_WAIT, locked
 from study_server import (
     assignment,
     auth,
@@ -451,7 +451,12 @@ def set_participant_inclusion(participant_id: int) -> Any:
     status they had before."""
     reason, include = _reason(), request.form.get("included") == "1"
     with _store().session() as db:
-        row = db.get(Participant, participant_id) or abort(404, f"no participant {participant_id}")
+        db.get(Participant, participant_id) or abort(404, f"no participant {participant_id}")
+    # under the participant's write lock, as they stand now: on PostgreSQL, an exclusion
+    # read before the participant's last answer and written after it wrote "excluded" over
+    # the completion and kept "active" as the status to restore
+    with locked(_store().engine, Participant, participant_id) as db:
+        row = db.get(Participant, participant_id)
         before = {"status": row.status, "exclusion_reason": row.exclusion_reason}
         if include:
             previous = db.exec(select(Audit).where(

@@ -709,6 +709,33 @@ def test_a_fallback_to_server_play_as_the_participant_answers_loses_neither(serv
         assert data[FELL_BACK]["error"] == "no WebAssembly"
 
 
+def test_a_participant_excluded_as_they_complete_is_included_again_as_completed(servers):
+    """PostgreSQL: a researcher excludes a participant by hand while the participant's
+    last answer, holding their lock, completes the visit. The exclusion keeps
+    ``complete`` as the status to restore, and including them again restores it. Before,
+    it kept ``active``: included again, the visit was active again, and timed out."""
+    from records.models import Participant
+    from study_server import auth
+    from tests.study_server.test_dashboard import log_in
+    from tests.study_server.test_researcher_actions import act
+
+    with pilot_on_postgres(servers) as (app, engine):
+        flow, store = app.extensions["gridstudy.flow"], app.extensions["gridstudy.store"]
+        auth.create_admin(store.engine, "researcher", "correct horse")
+        researcher = app.test_client()
+        log_in(researcher)
+        pid = flow.enter("pilot", "person", None, None)
+        inclusion = f"/dashboard/participant/{pid}/inclusion"
+        while_an_answer_holds_the_lock(
+            engine, pid, lambda: act(researcher, inclusion, included="0", reason="bot-like"),
+            "UPDATE participant SET status = 'complete' WHERE id = :p")
+        with store.session() as db:
+            assert db.get(Participant, pid).status == "excluded"
+        act(researcher, inclusion, included="1", reason="checked again")
+        with store.session() as db:
+            assert db.get(Participant, pid).status == "complete"
+
+
 def test_a_guesser_is_slowed_down_on_every_worker_and_the_researcher_gets_in(deployment):
     """Wrong passwords for the researcher's name from one address, sent to one worker:
     the other worker refuses that address's next try too (the count is in the database),
