@@ -351,7 +351,7 @@ def _records(server, token, db, sleep):
 # -- baselines ----------------------------------------------------------------------------
 
 
-@click.group()
+@click.group(short_help="Reference agents: the random baseline (002 App. C, Table E.3).")
 def baseline() -> None:
     """Reference agents (002 App. C, Table E.3)."""
 
