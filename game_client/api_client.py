@@ -82,7 +82,7 @@ class AgentAPIClient:
         self._lock = threading.Lock()
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        waited, pause = 0.0, 0.5
+        started, pause = time.monotonic(), 0.5
         while True:
             try:
                 response = self.http.request(method, path, json=body)
@@ -92,13 +92,12 @@ class AgentAPIClient:
                 response, why = None, f"failed: {error}"
             if why is None:
                 break
-            if not self.answered or waited >= self.patience:
+            if not self.answered or time.monotonic() - started >= self.patience:
                 raise AgentAPIError(f"{method} {path} {why}", _status(response))
             self._gone(why)
             if self.sleep(pause):
                 raise AgentAPIError(f"{method} {path} {why}; stopped while waiting for the "
                                     "server", _status(response))
-            waited += pause
             pause = min(pause * 2, 5.0)
         self._back()
         if response.status_code >= 400:
@@ -114,8 +113,9 @@ class AgentAPIClient:
             if self._away is not None:
                 return
             self._away = time.monotonic()
-        self.say(f"The server at {self.url} {why}; trying again for up to "
-                 f"{self.patience / 60:g} min (its attempts go on where they stood).")
+        patience = f"{self.patience / 60:g} min" if self.patience >= 60 else f"{self.patience:g} s"
+        self.say(f"The server at {self.url} {why}; trying again for up to {patience} (its "
+                 "attempts go on where they stood).")
 
     def _back(self) -> None:
         self.answered = True

@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from bench.standin import FakeOpenAI, Stall
 from study_server.services import free_port
 from tests.conftest import start_serve
@@ -126,3 +128,31 @@ def test_ctrl_c_while_the_server_is_away_stops_the_batch_at_once(tmp_path):
     assert len({(e.problem_id, e.info["run_index"]) for e in episodes}) == len(episodes) == 4
     for episode in episodes:
         assert [ev.seq for ev in events if ev.episode_id == episode.id] == list(range(TURNS))
+
+
+def test_a_server_that_never_answered_is_said_at_once_and_one_gone_for_good_after_the_wait(
+        tmp_path):
+    """A wrong address (a server that never answered) fails at once; a server that
+    answered and then went for good fails after the client's patience, naming why."""
+    from game_client.api_client import AgentAPIClient, AgentAPIError
+
+    db, port = tmp_path / "served.db", free_port()
+    token = agent_token(db)
+    said: list[str] = []
+    wrong = AgentAPIClient(f"http://127.0.0.1:{free_port()}", token, patience=60, say=said.append)
+    began = time.monotonic()
+    with pytest.raises(AgentAPIError, match="GET /runs/1/spending failed: .*refused"):
+        wrong.spent(1)
+    assert time.monotonic() - began < 5 and not said
+    server, url = start_serve(db, port=port, log=tmp_path / "serve.log")
+    client = AgentAPIClient(url, token, patience=3, say=said.append)
+    try:
+        run_id = client.create_run("scripted", None, {})
+    finally:
+        kill(server)
+    began = time.monotonic()
+    with pytest.raises(AgentAPIError, match=f"GET /runs/{run_id}/spending failed: .*refused"):
+        client.spent(run_id)
+    assert 3 <= time.monotonic() - began < 10
+    assert said == [f"The server at {url} failed: [Errno 111] Connection refused; trying again "
+                    "for up to 3 s (its attempts go on where they stood)."]
