@@ -9,6 +9,7 @@ the server says can be resumed."""
 from __future__ import annotations
 
 import collections
+import random
 import sys
 import threading
 import time
@@ -22,6 +23,7 @@ from game_client.agents import Agent, Decision
 from game_client.batch import Job, StoredEpisode
 from game_client.runner import EpisodeResult, Spending, play, recorded_turn
 from records.rebuild import CannotResume
+from records.remote import Backoff, WaitTooLong, retry_after_seconds
 from records.store import RunIndexTaken
 from tasks import registry
 from tasks.worldtest.turn import (
@@ -52,6 +54,9 @@ gives up on a request."""
 AWAY = (httpx.codes.BAD_GATEWAY, httpx.codes.SERVICE_UNAVAILABLE, httpx.codes.GATEWAY_TIMEOUT)
 """Answers that mean the server is away for a moment: nginx with no worker to send to, or
 the server's storage away (guarantee 1.6)."""
+AGAIN = Backoff(base=0.5, cap=5.0)
+"""The waits between tries: 0.5, 1, 2, 4, then 5 s (less up to half, at random, so that
+many clients do not come back at once), or what the server's ``Retry-After`` asks."""
 
 
 class AgentAPIClient:
@@ -77,12 +82,13 @@ class AgentAPIClient:
         self.say = say or _say
         self.answered = False
         """Whether the server has answered once (a wrong address is said at once)."""
+        self.rng = random.Random()
         self._away: float | None = None
         """Since when (monotonic) the server has not answered, while it has not."""
         self._lock = threading.Lock()
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        started, pause = time.monotonic(), 0.5
+        started, tries = time.monotonic(), 0
         while True:
             try:
                 response = self.http.request(method, path, json=body)
@@ -95,10 +101,17 @@ class AgentAPIClient:
             if not self.answered or time.monotonic() - started >= self.patience:
                 raise AgentAPIError(f"{method} {path} {why}", _status(response))
             self._gone(why)
+            asked = None if response is None else \
+                retry_after_seconds(response.headers.get("Retry-After"))
+            try:
+                pause = AGAIN.delay(tries, self.rng, asked)
+            except WaitTooLong:
+                raise AgentAPIError(f"{method} {path} {why}, asking to wait {asked:.0f} s",
+                                    _status(response)) from None
             if self.sleep(pause):
                 raise AgentAPIError(f"{method} {path} {why}; stopped while waiting for the "
                                     "server", _status(response))
-            pause = min(pause * 2, 5.0)
+            tries += 1
         self._back()
         if response.status_code >= 400:
             message = _message(response)
