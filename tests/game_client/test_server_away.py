@@ -49,7 +49,8 @@ def stored_turns(db: Path) -> int:
                                   ).fetchone()[0]
 
 
-def test_a_server_killed_and_started_again_mid_evaluation_costs_it_nothing(tmp_path):
+@pytest.mark.parametrize("async_mode", ["gevent", "threading"])
+def test_a_server_killed_and_started_again_mid_evaluation_costs_it_nothing(tmp_path, async_mode):
     """The server is killed while it holds turns it answered but has not written, and
     started again 2 s later on the same port. The batch says it waits, goes on with every
     attempt where it stood, sends the turns the server lost from its own copy, and never
@@ -58,7 +59,7 @@ def test_a_server_killed_and_started_again_mid_evaluation_costs_it_nothing(tmp_p
     started yet failed, and the command ended without its summary."""
     db, port = tmp_path / "served.db", free_port()
     token = agent_token(db)
-    server, url = start_serve(db, port=port, log=tmp_path / "first.log")
+    server, url = start_serve(db, async_mode, port=port, log=tmp_path / "first.log")
     batch = None
     try:
         with FakeOpenAI([Stall(0.1, NOOP)] * 400) as fake:
@@ -72,7 +73,7 @@ def test_a_server_killed_and_started_again_mid_evaluation_costs_it_nothing(tmp_p
                 kill(server)
             assert stored_turns(db) < answered  # turns it answered died with it
             time.sleep(2.0)
-            server, _ = start_serve(db, port=port, log=tmp_path / "second.log")
+            server, _ = start_serve(db, async_mode, port=port, log=tmp_path / "second.log")
             out, err = batch.communicate(timeout=240)
             asked = len(fake.requests)
     finally:
