@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
+import threading
+import weakref
 from typing import Any
 
 import gymnasium
@@ -31,7 +34,9 @@ class RecordEpisodes(gymnasium.Wrapper):
 
     ``config`` is what the run's row keeps (hyper-parameters, say); runs with the same
     name and config are one run. ``close()`` ends an unfinished episode (abandoned) and
-    waits until every row is written.
+    waits until every row is written; so does the process's end without it (a training
+    script that returns, or fails, without closing its environment: most do), saying so.
+    Before, such an episode was left ``active`` for good.
     """
 
     def __init__(self, env: gymnasium.Env, db: str, agent: str,
@@ -52,10 +57,24 @@ class RecordEpisodes(gymnasium.Wrapper):
         target.recorder = lambda problem: EpisodeRecorder(
             self.store, problem, agent_run_id=self.agent_run_id,
             info={"max_turns": limit, "max_invalid": limit + 1})
+        self._stop = weakref.finalize(self, _stop_recording, target, self.store)
+        # at the interpreter's end, before the store's writer stops (when the main thread
+        # ends, before the atexit functions: the hook concurrent.futures uses for its own
+        # threads)
+        getattr(threading, "_register_atexit", atexit.register)(self._stop)
 
     def close(self) -> None:
         try:
             super().close()
         finally:
-            self.env.unwrapped.recorder = None
-            self.store.close()
+            self._stop()
+
+
+def _stop_recording(target: Any, store: Any) -> None:
+    """End the environment's unfinished episode, as the process ends without closing it
+    (nothing when ``close`` did), and write every row."""
+    try:
+        target._abandon("the process ended before the episode did")
+    finally:
+        target.recorder = None
+        store.close()

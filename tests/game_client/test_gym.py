@@ -335,6 +335,42 @@ with RecordEpisodes(gymnasium.make("gridstudy/lamp_grid-planning-v0"), db=sys.ar
 """
 
 
+LEFT_OPEN = """
+import sys, gymnasium, game_client.gym
+from game_client.gym import RecordEpisodes
+from tests.game_client.test_gym import index_of
+env = RecordEpisodes(gymnasium.make("gridstudy/lamp_grid-planning-v0"), db=sys.argv[1],
+                     agent="rl:left-open")
+env.reset(seed=0)
+for _ in range(3):
+    env.step(index_of(env, "up"))
+if sys.argv[2] == "fails":
+    raise RuntimeError("the training script's own bug")
+"""
+
+
+def test_a_training_script_that_ends_without_closing_its_environment_ends_its_episode(
+        tmp_path):
+    """Most training scripts never close their environment: one that returns, or fails,
+    mid-episode ends that episode abandoned, saying why, with every step written.
+    Before, it was left active for good."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'rl.db'}"
+    for how, code in (("returns", 0), ("fails", 1)):
+        done = subprocess.run([sys.executable, "-c", LEFT_OPEN, url, how], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == code, done.stderr
+    assert "the training script's own bug" in done.stderr
+    with Store(url) as store, store.session() as session:
+        rows = session.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all()
+        steps = session.exec(select(Event.episode_id)).all()
+    assert [(row.status, row.info["reason"]) for row in rows] == \
+        [("abandoned", "the process ended before the episode did")] * 2
+    assert sorted(steps) == [rows[0].id] * 3 + [rows[1].id] * 3
+
+
 def test_an_episode_its_training_process_left_unfinished_is_said_as_such(tmp_path):
     """A training process that stops mid-episode without closing its environment leaves
     the episode active: the report leaves it out of the scores and says why, without
