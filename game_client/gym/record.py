@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import signal
 import threading
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium
@@ -35,8 +38,9 @@ class RecordEpisodes(gymnasium.Wrapper):
     ``config`` is what the run's row keeps (hyper-parameters, say); runs with the same
     name and config are one run. ``close()`` ends an unfinished episode (abandoned) and
     waits until every row is written; so does the process's end without it (a training
-    script that returns, or fails, without closing its environment: most do), saying so.
-    Before, such an episode was left ``active`` for good.
+    script that returns, or fails, without closing its environment: most do), saying so,
+    and a SIGTERM where the script keeps Python's default for it (which would end the
+    process at once). Before, such an episode was left ``active`` for good.
     """
 
     def __init__(self, env: gymnasium.Env, db: str, agent: str,
@@ -62,12 +66,57 @@ class RecordEpisodes(gymnasium.Wrapper):
         # ends, before the atexit functions: the hook concurrent.futures uses for its own
         # threads)
         getattr(threading, "_register_atexit", atexit.register)(self._stop)
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _end_on_sigterm)  # a scheduler's preemption
+
+    def step(self, action: Any) -> Any:
+        with _whole():
+            return super().step(action)
+
+    def reset(self, **options: Any) -> Any:
+        with _whole():
+            return super().reset(**options)
 
     def close(self) -> None:
         try:
             super().close()
         finally:
             self._stop()
+
+
+class _Steps(threading.local):
+    """Whether this thread is inside a step or a reset, and the exit a SIGTERM asked for
+    meanwhile."""
+
+    depth = 0
+    exit: int | None = None
+
+
+_steps = _Steps()
+
+
+@contextlib.contextmanager
+def _whole() -> Iterator[None]:
+    """A step or a reset, which a SIGTERM does not cut in two: it ends the script after."""
+    _steps.depth += 1
+    try:
+        yield
+    finally:
+        _steps.depth -= 1
+        if not _steps.depth and _steps.exit is not None:
+            raise SystemExit(_steps.exit)
+
+
+def _end_on_sigterm(number: int, _frame: Any) -> None:
+    """SIGTERM (a cluster's scheduler preempting the job, ``kill``) ends the script as an
+    uncaught exception does (after the step under way, whose rows it would split), so
+    that the episode under way is recorded as ended: Python's own default ends the process
+    at once, leaving it active. Installed only where the script keeps the default."""
+    if _steps.depth:
+        _steps.exit = 128 + number
+    else:
+        raise SystemExit(128 + number)
 
 
 def _stop_recording(target: Any, store: Any) -> None:

@@ -346,14 +346,19 @@ for _ in range(3):
     env.step(index_of(env, "up"))
 if sys.argv[2] == "fails":
     raise RuntimeError("the training script's own bug")
+if sys.argv[2] == "is stopped":
+    print("stepping", flush=True)
+    while True:  # training on, until its scheduler stops the job (SIGTERM)
+        env.step(index_of(env, "noop"))
 """
 
 
 def test_a_training_script_that_ends_without_closing_its_environment_ends_its_episode(
         tmp_path):
-    """Most training scripts never close their environment: one that returns, or fails,
-    mid-episode ends that episode abandoned, saying why, with every step written.
-    Before, it was left active for good."""
+    """Most training scripts never close their environment: one that returns, fails, or
+    is stopped by its scheduler (SIGTERM) mid-episode ends that episode abandoned, saying
+    why, with every step written. Before, it was left active for good."""
+    import signal
     import subprocess
     import sys
 
@@ -363,12 +368,19 @@ def test_a_training_script_that_ends_without_closing_its_environment_ends_its_ep
                               text=True, timeout=120)
         assert done.returncode == code, done.stderr
     assert "the training script's own bug" in done.stderr
+    stopped = subprocess.Popen([sys.executable, "-c", LEFT_OPEN, url, "is stopped"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert stopped.stdout.readline() == "stepping\n"
+    stopped.terminate()  # SIGTERM
+    _, err = stopped.communicate(timeout=60)
+    assert stopped.returncode == 128 + signal.SIGTERM, err
     with Store(url) as store, store.session() as session:
         rows = session.exec(select(EpisodeRow).order_by(EpisodeRow.id)).all()
-        steps = session.exec(select(Event.episode_id)).all()
+        steps = list(session.exec(select(Event.episode_id).order_by(Event.id)).all())
     assert [(row.status, row.info["reason"]) for row in rows] == \
-        [("abandoned", "the process ended before the episode did")] * 2
-    assert sorted(steps) == [rows[0].id] * 3 + [rows[1].id] * 3
+        [("abandoned", "the process ended before the episode did")] * 3
+    assert sorted(steps[:6]) == [rows[0].id] * 3 + [rows[1].id] * 3
+    assert steps.count(rows[2].id) == rows[2].info["turns"] >= 3
 
 
 def test_an_episode_its_training_process_left_unfinished_is_said_as_such(tmp_path):
