@@ -452,7 +452,7 @@ def set_participant_inclusion(participant_id: int) -> Any:
     reason, include = _reason(), request.form.get("included") == "1"
     with _store().session() as db:
         db.get(Participant, participant_id) or abort(404, f"no participant {participant_id}")
-    # under the participant's write lock, as they stand now: on PostgreSQL, an exclusion
+    # under the participant's write lock, as they stand now: an exclusion
     # read before the participant's last answer and written after it wrote "excluded" over
     # the completion and kept "active" as the status to restore
     with locked(_store().engine, Participant, participant_id) as db:

@@ -258,7 +258,7 @@ class Flow:
         """End the visit with ``status`` if it is still active (and, with ``overdue``,
         past its time limit), under its write lock: whether it was ended. A visit is read
         again under the lock, since another request may have ended it since it was read:
-        on PostgreSQL, the deadline sweep, released by the lock of a participant's last
+        on SQLite as on PostgreSQL, the deadline sweep, released by the lock of a participant's last
         answer, wrote ``timed-out`` over the completion that answer had just made."""
         with locked(self.store.engine, Participant, participant_id) as db:
             participant = db.get(Participant, participant_id)

@@ -621,15 +621,24 @@ def test_postgresql_stopped_for_ten_seconds_loses_nothing(servers, tmp_path):
         postgres.stop()
 
 
+DATABASES = ["sqlite", "postgresql"]
+"""The two kinds of database a study runs on, for the races of two transactions on one
+participant's row: on both, a write read before another transaction's commit and made
+after it overwrote that commit."""
+
+
 @contextlib.contextmanager
-def pilot_on_postgres(servers: Any) -> Iterator[tuple[Any, Any]]:
-    """The participant flow's app on a new database of the module's PostgreSQL, its
-    pilot study's time limit a minute: the app, and an engine of its own on the database."""
+def pilot_on(database: str, servers: Any, folder: Path) -> Iterator[tuple[Any, Any]]:
+    """The participant flow's app on a new database of that kind (a SQLite file in
+    ``folder``, or one of the module's PostgreSQL), its pilot study's time limit a
+    minute: the app, and an engine of its own on the database."""
     from study_server.app import shutdown
     from tests.consent.helpers import study_app
 
-    postgres, _ = servers
-    url = services.create_database(postgres.port, f"t{os.getpid()}_{free_port()}")
+    if database == "sqlite":
+        url = f"sqlite:///{folder / 'flow.db'}"
+    else:
+        url = services.create_database(servers[0].port, f"t{os.getpid()}_{free_port()}")
     app = study_app(url, time_limit_minutes=1)
     engine = create_engine(url)
     try:
@@ -641,16 +650,23 @@ def pilot_on_postgres(servers: Any) -> Iterator[tuple[Any, Any]]:
 
 def while_an_answer_holds_the_lock(engine: Any, pid: int, do: Callable[[], Any],
                                    answer: str) -> None:
-    """``do()`` in a thread while another transaction holds participant ``pid``'s row
-    lock (as the participant's answer does, ``Flow.submit``), then ``answer`` (SQL on
-    that row, ``:p`` its id) written and committed once ``do`` waits on the lock."""
+    """``do()`` in a thread while another transaction holds participant ``pid``'s write
+    lock (as the participant's answer does, ``Flow.submit``: SQLite's ``BEGIN IMMEDIATE``,
+    PostgreSQL's ``FOR UPDATE``), then ``answer`` (SQL on that row, ``:p`` its id) written
+    and committed once ``do`` waits on the lock."""
     with engine.connect() as holder:
-        holder.begin()
-        holder.execute(text("SELECT id FROM participant WHERE id = :p FOR UPDATE"), {"p": pid})
+        if engine.dialect.name == "sqlite":
+            holder.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            holder.begin()
+            holder.execute(text("SELECT id FROM participant WHERE id = :p FOR UPDATE"),
+                           {"p": pid})
         doing = threading.Thread(target=do)
         doing.start()
+        if engine.dialect.name == "sqlite":  # SQLite does not say who waits: a second
+            time.sleep(1.0)  # reads the row and reaches the lock many times over
         deadline = time.monotonic() + 30
-        while not holder.execute(text(
+        while engine.dialect.name != "sqlite" and not holder.execute(text(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                 "AND wait_event_type = 'Lock'")).scalar():
             assert doing.is_alive() and time.monotonic() < deadline
@@ -660,8 +676,9 @@ def while_an_answer_holds_the_lock(engine: Any, pid: int, do: Callable[[], Any],
     doing.join(30)
 
 
-def test_a_visit_completed_as_its_time_runs_out_stays_completed(servers):
-    """PostgreSQL, where a write waits for a row's lock and then overwrites it: the
+@pytest.mark.parametrize("database", DATABASES)
+def test_a_visit_completed_as_its_time_runs_out_stays_completed(database, servers, tmp_path):
+    """On SQLite and on PostgreSQL a write waits for the lock and then overwrites: the
     deadline sweep reads a visit as active and past its limit while the participant's last
     answer, holding the visit's lock, completes it. The visit stays completed, with its
     code. Before, the sweep, released, wrote ``timed-out`` over the completion: the
@@ -671,7 +688,7 @@ def test_a_visit_completed_as_its_time_runs_out_stays_completed(servers):
 
     from records.models import Participant, utcnow
 
-    with pilot_on_postgres(servers) as (app, engine):
+    with pilot_on(database, servers, tmp_path) as (app, engine):
         flow, store = app.extensions["gridstudy.flow"], app.extensions["gridstudy.store"]
         ending = {"sweep": lambda pid: flow.end_overdue(),
                   "page load": lambda pid: flow.page("pilot", pid),
@@ -688,15 +705,17 @@ def test_a_visit_completed_as_its_time_runs_out_stays_completed(servers):
                 assert (row.status, row.code) == ("complete", "DONE-CODE"), name
 
 
-def test_a_fallback_to_server_play_as_the_participant_answers_loses_neither(servers):
-    """PostgreSQL: a page whose browser cannot run the engine asks for server play while
+@pytest.mark.parametrize("database", DATABASES)
+def test_a_fallback_to_server_play_as_the_participant_answers_loses_neither(database, servers,
+                                                                             tmp_path):
+    """A page whose browser cannot run the engine asks for server play while
     the participant's answer, holding the visit's lock, moves them on. Both are kept.
     Before, the fallback, released, wrote the visit's data as it had read it: the answer
     was lost, and the participant was sent back to the stage they had answered."""
     from records.models import Participant
     from study_server.flow import FELL_BACK
 
-    with pilot_on_postgres(servers) as (app, engine):
+    with pilot_on(database, servers, tmp_path) as (app, engine):
         flow, store = app.extensions["gridstudy.flow"], app.extensions["gridstudy.store"]
         pid = flow.enter("pilot", "person", None, None)
         while_an_answer_holds_the_lock(
@@ -709,8 +728,10 @@ def test_a_fallback_to_server_play_as_the_participant_answers_loses_neither(serv
         assert data[FELL_BACK]["error"] == "no WebAssembly"
 
 
-def test_a_participant_excluded_as_they_complete_is_included_again_as_completed(servers):
-    """PostgreSQL: a researcher excludes a participant by hand while the participant's
+@pytest.mark.parametrize("database", DATABASES)
+def test_a_participant_excluded_as_they_complete_is_included_again_as_completed(database,
+                                                                              servers, tmp_path):
+    """A researcher excludes a participant by hand while the participant's
     last answer, holding their lock, completes the visit. The exclusion keeps
     ``complete`` as the status to restore, and including them again restores it. Before,
     it kept ``active``: included again, the visit was active again, and timed out."""
@@ -719,7 +740,7 @@ def test_a_participant_excluded_as_they_complete_is_included_again_as_completed(
     from tests.study_server.test_dashboard import log_in
     from tests.study_server.test_researcher_actions import act
 
-    with pilot_on_postgres(servers) as (app, engine):
+    with pilot_on(database, servers, tmp_path) as (app, engine):
         flow, store = app.extensions["gridstudy.flow"], app.extensions["gridstudy.store"]
         auth.create_admin(store.engine, "researcher", "correct horse")
         researcher = app.test_client()
