@@ -174,8 +174,7 @@ def agent_server(request, tmp_path) -> Iterator[tuple[str, str, Callable[[], tup
         yield live.url, live.token(), stored_live
         return
     db = tmp_path / "served.db"
-    made = subprocess.run([str(Path(sys.executable).parent / "gridstudy"), "token", "create",
-                           "agents", "--db", str(db)], capture_output=True, text=True, check=True)
+    token = agent_token(db)
     process, url = start_serve(db, log=tmp_path / "serve.log")
 
     def stored_served():
@@ -183,11 +182,18 @@ def agent_server(request, tmp_path) -> Iterator[tuple[str, str, Callable[[], tup
         return stored(db)
 
     try:
-        yield url, made.stdout.strip(), stored_served
+        yield url, token, stored_served
     finally:
         process.terminate()
         process.wait(60)
         assert "Traceback" not in (tmp_path / "serve.log").read_text()
+
+
+def agent_token(db: Path) -> str:
+    """A new agent-API token on the database ``db`` (``gridstudy token create``)."""
+    return subprocess.run([str(Path(sys.executable).parent / "gridstudy"), "token", "create",
+                           "agents", "--db", str(db)], capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 def through_server(url: str, token: str, *options: str,

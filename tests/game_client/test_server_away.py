@@ -7,8 +7,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +16,7 @@ import pytest
 from bench.standin import FakeOpenAI, Stall
 from study_server.services import free_port
 from tests.conftest import start_serve
-from tests.game_client.test_crash import kill, through_server
+from tests.game_client.test_crash import agent_token, kill, through_server
 from tests.game_client.test_interrupt import NOOP, stored, wait_for_requests
 
 TURNS = 20
@@ -35,12 +33,6 @@ def writes_held(db: Path) -> Iterator[None]:
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-
-
-def agent_token(db: Path) -> str:
-    return subprocess.run([str(Path(sys.executable).parent / "gridstudy"), "token", "create",
-                           "agents", "--db", str(db)], capture_output=True, text=True,
-                          check=True).stdout.strip()
 
 
 def stored_turns(db: Path) -> int:
