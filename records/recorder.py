@@ -17,12 +17,14 @@ from records.schema import as_utc
 
 
 def merge_info(store: Any, episode_id: int, info: dict[str, Any]) -> None:
-    """Merge ``info`` into the episode's info (who plays a resumed attempt now)."""
+    """Merge ``info`` into the episode's info as it is now (who plays a resumed attempt
+    now), whatever else is written in it meanwhile."""
     from sqlalchemy import update
 
     from records.models import EpisodeRow
+    from records.store import locked
 
-    with store.session() as session:
+    with locked(store.engine, EpisodeRow, episode_id) as session:
         row = session.get(EpisodeRow, episode_id)
         if row is None:
             raise LookupError(f"no episode {episode_id} in {store!r}")

@@ -137,6 +137,19 @@ def locked(engine: Any, model: Any, key: Any) -> Iterator[Session]:
             raise
 
 
+def hold(connection: Any, model: Any, key: Any) -> bool:
+    """Take the write lock of ``model``'s row ``key`` in ``connection``'s transaction,
+    before reading the row to write it again (False: there is no such row). The
+    statement-level :func:`locked`, for a transaction already begun (the store writer's):
+    a no-op update, which on SQLite also begins the transaction the read then belongs to
+    (Python's ``sqlite3`` begins one only at the first write)."""
+    if connection.dialect.name != "sqlite":
+        return connection.execute(select(model.id).where(model.id == key)
+                                  .with_for_update()).first() is not None
+    return connection.execute(update(model).where(model.id == key)
+                              .values(id=model.id)).rowcount == 1
+
+
 def add_missing_unique_indexes(engine: Any) -> list[str]:
     """Make on existing tables the unique indexes the schema has gained
     (``records.schema.Table.unique``). An index whose rows are not unique yet (made
@@ -357,11 +370,10 @@ class Store:
         self._last_frames.pop(episode_id, None)
 
         def run(connection: Any) -> None:
-            found = connection.execute(select(EpisodeRow.info, EpisodeRow.included)
-                                       .where(EpisodeRow.id == episode_id))
-            row = found.first()
-            if row is None:
+            if not hold(connection, EpisodeRow, episode_id):  # its info as it is now
                 raise LookupError(f"no episode {episode_id} in {self!r}; start_episode first")
+            row = connection.execute(select(EpisodeRow.info, EpisodeRow.included)
+                                     .where(EpisodeRow.id == episode_id)).one()
             values: dict[str, Any] = {"status": status, "phase": phase, "score": score,
                                       "ended_at": ended_at}
             if info:
@@ -384,8 +396,8 @@ class Store:
         """Make an ended attempt active again (it is resumed): no end, no score; its info
         counts the resumptions."""
         self.wait()  # its queued end is written first
-        with self.session() as session:
-            row = session.get(EpisodeRow, episode_id)
+        with locked(self.engine, EpisodeRow, episode_id) as session:
+            row = session.get(EpisodeRow, episode_id)  # its info as it is now
             if row is None:
                 raise LookupError(f"no episode {episode_id} in {self!r}")
             info = {k: v for k, v in (row.info or {}).items() if k not in ("reason", "resumable")}

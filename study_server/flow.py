@@ -378,6 +378,7 @@ class Flow:
 
     def _judge_episode(self, db: Session, participant: Participant, page: Page) -> None:
         row = self._task_row(db, page)
+        db.refresh(row, with_for_update=True)  # its info as it is now, until the answer commits
         events = db.exec(select(Event).where(Event.episode_id == row.id).order_by(Event.seq)).all()
         if not events:
             return

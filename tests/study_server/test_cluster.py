@@ -649,17 +649,17 @@ def pilot_on(database: str, servers: Any, folder: Path) -> Iterator[tuple[Any, A
 
 
 def while_an_answer_holds_the_lock(engine: Any, pid: int, do: Callable[[], Any],
-                                   answer: str) -> None:
-    """``do()`` in a thread while another transaction holds participant ``pid``'s write
-    lock (as the participant's answer does, ``Flow.submit``: SQLite's ``BEGIN IMMEDIATE``,
-    PostgreSQL's ``FOR UPDATE``), then ``answer`` (SQL on that row, ``:p`` its id) written
-    and committed once ``do`` waits on the lock."""
+                                   answer: str, table: str = "participant") -> None:
+    """``do()`` in a thread while another transaction holds the write lock of ``table``'s
+    row ``pid`` (as the participant's answer does, ``Flow.submit``: SQLite's ``BEGIN
+    IMMEDIATE``, PostgreSQL's ``FOR UPDATE``), then ``answer`` (SQL on that row, ``:p`` its
+    id) written and committed once ``do`` waits on the lock."""
     with engine.connect() as holder:
         if engine.dialect.name == "sqlite":
             holder.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             holder.begin()
-            holder.execute(text("SELECT id FROM participant WHERE id = :p FOR UPDATE"),
+            holder.execute(text(f"SELECT id FROM {table} WHERE id = :p FOR UPDATE"),
                            {"p": pid})
         doing = threading.Thread(target=do)
         doing.start()
@@ -755,6 +755,76 @@ def test_a_participant_excluded_as_they_complete_is_included_again_as_completed(
         act(researcher, inclusion, included="1", reason="checked again")
         with store.session() as db:
             assert db.get(Participant, pid).status == "complete"
+
+
+@pytest.mark.parametrize("database", DATABASES)
+def test_two_notes_on_one_attempt_at_once_are_both_kept(database, servers, tmp_path):
+    """What the server writes in an attempt's info at its end (the browser check's
+    verdict, the outcome), a note made on it meanwhile (the fallback to server play, who
+    resumes it), and a resumption each merge into the info as it is when written. Before,
+    each read the info, then wrote it back merged after the other's commit: a fallback
+    asked for as a tampered log's last batch ended the attempt wrote back the info without
+    ``verified: false``, and the attempt was kept in the analysis as verified."""
+    from records.models import EpisodeRow
+    from records.recorder import merge_info
+    from tasks import registry
+
+    with pilot_on(database, servers, tmp_path) as (app, engine):
+        store = app.extensions["gridstudy.store"]
+        problem = registry.get_problem("ant_trail/planning")
+        verdict = '{"play": "browser", "verified": false, "first_difference": {"tick": 7}}'
+        cases = {
+            "a note as the end is written": (
+                lambda e: merge_info(store, e, {"fallback": "no WebAssembly"}),
+                f"UPDATE episode SET info = '{verdict}' WHERE id = :p",
+                {"verified": False, "fallback": "no WebAssembly"}),
+            "the end as a note is written": (
+                lambda e: store.finish_episode(e, status="done", phase="test", score=0.0,
+                                               info={"verified": False}),
+                """UPDATE episode SET info = '{"fallback": "no WebAssembly"}' WHERE id = :p""",
+                {"verified": False, "fallback": "no WebAssembly"}),
+            "a resumption as a note is written": (
+                store.reopen_episode,
+                """UPDATE episode SET info = '{"owner": "host:42", "resumed": 1}'
+                   WHERE id = :p""",
+                {"owner": "host:42", "resumed": 2}),
+        }
+        for name, (do, answer, kept) in cases.items():
+            episode_id = store.start_episode(problem=problem, info={"first": 1})
+            while_an_answer_holds_the_lock(engine, episode_id, functools.partial(do, episode_id),
+                                           answer, table="episode")
+            with store.session() as db:
+                info = db.get(EpisodeRow, episode_id).info
+            assert {k: info.get(k) for k in kept} == kept, (name, info)
+
+
+@pytest.mark.parametrize("database", DATABASES)
+def test_an_attempt_judged_as_a_note_is_written_on_it_keeps_both(database, servers, tmp_path):
+    """The participant's answer after a game judges the attempt (its quality flags go
+    into its info) while a note is written on it (the fallback to server play). Both are
+    kept. Before, on PostgreSQL, the answer read the attempt under the participant's lock
+    only, and wrote its info back over the note."""
+    from records.models import EpisodeRow
+    from tests.consent.test_flow import ENTRY, answer, current, finish_game, post
+
+    note = ("json_set(info, '$.fallback', 'no WebAssembly')" if database == "sqlite" else
+            """(info::jsonb || '{"fallback": "no WebAssembly"}')::json""")
+    with pilot_on(database, servers, tmp_path) as (app, engine):
+        store, client = app.extensions["gridstudy.store"], app.test_client()
+        client.get(ENTRY)
+        while current(app, client).stage.name != "task":
+            answer(app, client)
+        page = current(app, client)
+        finish_game(app, page)
+        store.wait()  # the attempt's end is written
+        episode_id = page.context["episode_id"]
+        while_an_answer_holds_the_lock(
+            engine, episode_id, lambda: post(client, page.stage.simulate(page.state)),
+            f"UPDATE episode SET info = {note} WHERE id = :p", table="episode")
+        assert current(app, client).stage.name != "task"
+        with store.session() as db:
+            info = db.get(EpisodeRow, episode_id).info
+        assert info.get("fallback") == "no WebAssembly" and "quality" in info, info
 
 
 def test_a_guesser_is_slowed_down_on_every_worker_and_the_researcher_gets_in(deployment):
