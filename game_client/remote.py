@@ -4,7 +4,9 @@ The server owns the episode and its clock (``study_server.sockets``): this side 
 session by its token (the join code) over Socket.IO, rebuilds the view from the states
 the server sends (the whole view on joining, then what changed: ``tasks.worldtest.changes``)
 and draws it, answers ``ping`` with its clock (the server estimates the offset), and sends each
-key or click as ``input``. :class:`RemoteLoop` stands where the local
+key or click as ``input``. A key pressed while the connection is lost is kept, not sent,
+and told to the server as ``unsent`` once the game is joined again (stored as never
+applied, ``study_server.sockets.on_unsent``). :class:`RemoteLoop` stands where the local
 :class:`~game_client.loop.GameLoop` stands, so :class:`~game_client.play.PygameClient`
 draws and reads input the same way in both modes.
 """
@@ -18,6 +20,7 @@ from typing import Any
 import socketio
 
 from tasks.worldtest.changes import ViewReplica
+from tasks.worldtest.tick import UNSENT_KEPT
 
 REDRAW_FPS = 30
 RETRY_WAIT = 2.0
@@ -39,11 +42,17 @@ class RemoteSession:
         self.view = ViewReplica()
         self.refusals: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.joined = False
+        """Whether this connection is bound to the game (keys are sent), since its last
+        state; False from a disconnection or a refused join until the next state."""
+        self.unsent: list[dict[str, Any]] = []
+        self.unsent_more = 0
         self.sio = socketio.Client(reconnection=True)
         self.sio.on("state", self._on_state)
         self.sio.on("ping", self._on_ping)
         self.sio.on("refused", self._on_refused)
         self.sio.on("connect", self._rejoin)
+        self.sio.on("disconnect", self._lost)
 
     @property
     def state(self) -> dict[str, Any] | None:
@@ -53,8 +62,18 @@ class RemoteSession:
     def _on_state(self, message: dict[str, Any]) -> None:
         with self.lock:
             lost = self.view.receive(message)
+            back, self.joined = not self.joined, True
+            told = {"token": self.token, "inputs": self.unsent, "more": self.unsent_more}
+            if back:
+                self.unsent, self.unsent_more = [], 0
+        if back and (told["inputs"] or told["more"]):
+            self.sio.emit("unsent", told)
         if lost:  # a state went missing: the server sends the whole view on a join
             self.sio.emit("join", {"token": self.token})
+
+    def _lost(self, *_reason: Any) -> None:
+        with self.lock:
+            self.joined = False
 
     def _on_ping(self, message: dict[str, Any]) -> None:
         self.sio.emit("pong", {"sent": message["sent"], "client_time": time.time()})
@@ -66,6 +85,7 @@ class RemoteSession:
     def _on_refused(self, message: dict[str, Any]) -> None:
         self.refusals.append(message)
         if message.get("retry") and self.state is not None:  # a rejoin: again, shortly
+            self._lost()
             self.sio.start_background_task(self._rejoin_later)
 
     def _rejoin_later(self) -> None:
@@ -91,7 +111,20 @@ class RemoteSession:
         return answer["state"]
 
     def send(self, action: str) -> None:
-        self.sio.emit("input", {"token": self.token, "action": action, "client_time": time.time()})
+        """Send one key or click; kept instead while the game is not joined (the
+        connection lost, or a join refused for a moment)."""
+        pressed = {"action": action, "client_time": time.time()}
+        with self.lock:
+            if self.joined:
+                try:
+                    self.sio.emit("input", {"token": self.token, **pressed})
+                    return
+                except socketio.exceptions.BadNamespaceError:  # lost in this instant
+                    self.joined = False
+            if len(self.unsent) < UNSENT_KEPT:
+                self.unsent.append(pressed)
+            else:
+                self.unsent_more += 1
 
     def close(self) -> None:
         if self.sio.connected:
@@ -135,7 +168,8 @@ class RemoteLoop:
 
     def status_line(self) -> str:
         view = self.view()
-        parts = [view["phase"], f"tick {view['tick']}", "remote"]
+        parts = [view["phase"], f"tick {view['tick']}",
+                 "remote" if self.session.joined else "connection lost: keys do nothing"]
         if view.get("score") is not None:
             parts.append(f"score {view['score']:.3f}")
         return " | ".join(parts)

@@ -57,7 +57,7 @@ MAX_MESSAGE = 64 * 1024
 """Bytes of the largest message Engine.IO accepts (``max_http_buffer_size``)."""
 
 BEFORE_JOIN = frozenset({"join", "join-browser", "pong"})
-AFTER_JOIN = BEFORE_JOIN | {"input", "log"}
+AFTER_JOIN = BEFORE_JOIN | {"input", "unsent", "log"}
 EVENT = re.compile(r'2(\d*)\["([A-Za-z_-]{1,16})"')
 """A Socket.IO event of the default namespace: packet type 2, an optional ack id, then
 the event's name as the first element of its array."""

@@ -88,6 +88,9 @@ class GameSession:
         """Server time since when no connection is bound (None while one is)."""
         self.joined = False
         """Whether a client has ever joined."""
+        self.unsent_from: str | None = None
+        """The connection whose keys pressed while it was lost are kept (it sends them
+        once, ``sockets.on_unsent``)."""
         self.last_input_at: float | None = None
         """Server time of the last input the session accepted (the monitor's idle flag)."""
         self.lateness: deque[float] = deque(maxlen=LATENESS_WINDOW)

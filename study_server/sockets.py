@@ -9,6 +9,10 @@ this protocol:
 * server -> ``state {...}``: the session's view, whole on joining, then after every tick
   what changed (``tasks.worldtest.changes``), to that session's room only.
 * client -> ``input {token, action, client_time}``: one key, click or button.
+* client -> ``unsent {token, inputs: [{action, client_time}], more}``: once after joining
+  again, the keys pressed while the page had lost its connection, which it kept instead
+  of sending (at most ``UNSENT_KEPT``, and how many more it counted); stored as
+  ``dropped`` raw inputs, never applied (:func:`on_unsent`).
 * server -> ``ping {sent}`` / client -> ``pong {sent, client_time}``: the clock-offset
   exchange, a round of a few pings after joining and again with the first input once the
   estimate is ``CLOCK_RESYNC`` seconds old (app config, default 30), so that a long
@@ -52,7 +56,7 @@ from study_server.browser_play import LogError
 from study_server.clock import UNIX_SECONDS, is_unix_time, steady_time
 from study_server.scheduler import Scheduler
 from study_server.session import GameSession, label
-from tasks.worldtest.tick import AUTO, Tick
+from tasks.worldtest.tick import AUTO, UNSENT_KEPT, Tick
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +152,7 @@ def register_handlers(socketio: SocketIO, app: Any) -> None:
     for name, handler in BARE_HANDLERS.items():
         socketio.server.on(name, _one_message(
             name, handler, lambda args: (Peer(app, args[0]), args[1:])))
+    app.jinja_env.globals["unsent_kept"] = UNSENT_KEPT  # the game page's bound
 
 
 def _one_message(name: str, handler: Callable, sender: Callable) -> Callable:
@@ -348,6 +353,33 @@ def on_input(peer: Peer, message: Any = None) -> dict[str, Any]:
     return {"ok": status == "queued", "status": status}
 
 
+def on_unsent(peer: Peer, message: Any = None) -> dict[str, Any]:
+    """Client sends ``unsent {token, inputs, more}`` once after joining again: the keys
+    pressed while its connection was lost, never applied; each kept as a ``dropped`` raw
+    input (``TickEngine.keep_unsent``), so the record holds every key the participant
+    pressed. Once per connection: a page has one outage's keys to tell."""
+    expected = (f"unsent: expected {{token, inputs: at most {UNSENT_KEPT} of {{action, "
+                f"client_time}}, more: a count}}")
+    if not isinstance(message, dict) or not isinstance(message.get("inputs"), list):
+        return peer.refuse(expected)
+    inputs, more = message["inputs"], message.get("more", 0)
+    if len(inputs) > UNSENT_KEPT or type(more) is not int or not 0 <= more <= 10**9 or not all(
+            isinstance(i, dict) and isinstance(i.get("action"), str) for i in inputs):
+        return peer.refuse(expected)
+    times = [i.get("client_time") for i in inputs]
+    if not all(t is None or is_unix_time(t) for t in times):
+        return peer.refuse(f"unsent: client_time must be {UNIX_SECONDS}")
+    session = _owned_session(peer, message.get("token"))
+    if session is None:
+        return peer.refuse("input: not your session")
+    if session.unsent_from == peer.sid:
+        return peer.refuse("unsent: sent already on this connection")
+    session.unsent_from = peer.sid
+    session.engine.keep_unsent([(i["action"], session.clock.to_server(t))
+                                for i, t in zip(inputs, times, strict=True)], more)
+    return {"ok": True, "kept": len(inputs) + min(more, 1)}
+
+
 def _judge_connection(peer: Peer, session: GameSession) -> None:
     """End the visit of a study participant whose round trip stays above the study's
     ``max_round_trip_ms`` (``ClockOffset.typical_rtt``): the flow records the
@@ -475,6 +507,7 @@ HANDLERS = {
 """Handlers run in Flask's request context (they read the flow's cookie)."""
 BARE_HANDLERS = {
     "input": on_input,
+    "unsent": on_unsent,
     "log": on_log,
     "pong": on_pong,
 }

@@ -63,6 +63,10 @@ INPUT, AUTO = "input", "auto"
 """Where an applied action came from: a person, or the clock's automatic noop."""
 ENDED_BEFORE_TICK = "the attempt ended before this input's tick"
 """Why an input queued behind the step that ended the episode was not applied."""
+UNSENT = "pressed while the page had lost its connection to the server; never sent"
+"""Why a key the page kept while it was not connected was not applied."""
+UNSENT_KEPT = 100
+"""Keys a page keeps one by one while it is not connected; it counts the others."""
 
 
 def next_deadline(deadline: float, period: float, now: float) -> float:
@@ -203,6 +207,21 @@ class TickEngine:
             else:
                 self._refuse(str(text), status, reason, now, client_time)
             return status
+
+    def keep_unsent(self, inputs: list[tuple[str, float | None]], more: int = 0,
+                    now: float | None = None) -> None:
+        """Keep the keys a page held back while it had lost its connection (``(text,
+        client_time)``, at most :data:`UNSENT_KEPT`, and how many ``more`` it only
+        counted): each ``dropped`` with why (:data:`UNSENT`), the others in one row.
+        Never applied: the participant saw none of them act."""
+        now = self.clock() if now is None else now
+        with self.lock:
+            for text, client_time in inputs[:UNSENT_KEPT]:
+                self._refuse(text, DROPPED, UNSENT, now, client_time)
+            if more > 0:
+                self._refuse(inputs[-1][0] if inputs else "", DROPPED,
+                             f"{more} more key(s) {UNSENT}, counted, not kept one by one",
+                             now, None)
 
     def _acknowledge(self, item: Input) -> None:
         self.acknowledged += 1

@@ -430,6 +430,58 @@ def test_a_page_plays_on_through_a_kill_9_and_the_restart_stores_everything_it_p
     assert [e.frame_hash for e in events] == replayed[1:]
 
 
+def test_keys_pressed_while_a_server_played_page_is_cut_off_are_stored_never_applied(
+        tmp_path, browser):
+    """Server play, ``kill -9`` of the server mid-game, a key held and keys tapped while it
+    is down, the server started again: the page says keys do nothing now, joins again,
+    and tells the server what was pressed; each key is stored as a ``dropped`` raw input,
+    with why, and none acts. Before, the page queued them in its socket and sent them
+    before joining again: the server's door refused each unread (a key held through ten
+    seconds of outage queued 61, past the door's bound for a flood), and the record held
+    none."""
+    import sqlite3
+    from contextlib import closing
+
+    from tasks.worldtest.tick import UNSENT
+
+    db = tmp_path / "cut.db"
+    server = Killable(tmp_path, db)
+    server.start()
+    page = browser.new_page()
+    try:
+        page.goto(f"http://127.0.0.1:{server.port}/play/key_and_door/planning?record=1")
+        page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.tick) > 3",
+                               timeout=60000)
+        page.locator("[data-gs=grid]").focus()
+        server.kill()
+        page.wait_for_function(f"document.querySelector('{GAME} [data-gs=message]')"
+                               ".textContent.includes('Keys pressed now do nothing')")
+        page.keyboard.down("ArrowRight")
+        page.wait_for_timeout(4000)
+        page.keyboard.up("ArrowRight")
+        for key in ("ArrowUp", "ArrowLeft"):
+            page.keyboard.press(key)
+        pressed = page.evaluate(f"document.querySelector('{GAME}').gridstudy.unsent"
+                                ".map(function (k) {{ return k.action; }})")
+        server.start()
+        tick = int(page.get_attribute(GAME, "data-tick"))
+        page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.tick) > {tick}",
+                               timeout=60000)
+        page.keyboard.press("ArrowDown")  # joined again: keys act
+        page.wait_for_timeout(1000)
+    finally:
+        page.close()
+        server.stop()
+    assert len(pressed) >= 15 and pressed[-2:] == ["up", "left"]
+    with closing(sqlite3.connect(db)) as raw:
+        kept = raw.execute("SELECT text, status FROM rawinput WHERE reason = ?"
+                           " ORDER BY id", (UNSENT,)).fetchall()
+        acted = [a for (a,) in raw.execute("SELECT action FROM event WHERE source = 'input'")]
+    assert kept == [(action, "dropped") for action in pressed]
+    assert acted == ["down"]
+    assert "closed for sending too much" not in server.log.read_text()
+
+
 @pytest.mark.parametrize("play", ["server", "browser"])
 def test_a_page_whose_game_another_server_holds_joins_again_until_it_can(tmp_path, browser,
                                                                         play):

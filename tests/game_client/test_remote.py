@@ -66,7 +66,10 @@ def test_a_window_whose_server_was_killed_joins_it_again_when_it_is_back(tmp_pat
     the window reconnects by itself and joins its game again (the server rebuilds it from
     the record by its token, so it goes on from the last tick stored, at most the writer's
     flush window behind the frame shown); the key pressed before the kill was kept once,
-    and keys move the game again."""
+    and keys move the game again. Keys pressed while the server is away do nothing, and
+    the window says so; they are told to the server once it is back and stored as never
+    applied. Before, the first such key closed the window with a traceback."""
+
     env = {"GRIDSTUDY_PREVIEW": "open"}
     process, url = start_serve(tmp_path / "g.db", log=tmp_path / "first.log", env=env)
     port = int(url.rsplit(":", 1)[1])
@@ -77,13 +80,21 @@ def test_a_window_whose_server_was_killed_joins_it_again_when_it_is_back(tmp_pat
         process.send_signal(signal.SIGKILL)
         process.wait(10)
         shown = loop.view()
+        wait_until(lambda: not session.joined, 10, "the connection lost")
+        for key in ("left", "up"):
+            assert loop.enqueue(key)
+        assert "connection lost: keys do nothing" in loop.status_line()
         process, _ = start_serve(tmp_path / "g.db", log=tmp_path / "second.log", env=env,
                                  port=port)
         wait_until(lambda: loop.view()["tick"] > shown["tick"], 30, "ticks after the restart")
         assert session.sio.connected
         ticks, actions = zip(*stored_steps(tmp_path / "g.db", opened["episode_id"]))
         assert list(ticks) == list(range(len(ticks)))  # one game, no tick twice, no hole
-        assert actions.count("right") == 1
+        assert actions.count("right") == 1 and "left" not in actions
+        wait_until(lambda: unsent_rows(tmp_path / "g.db") == [("left", "dropped"),
+                                                              ("up", "dropped")],
+                   10, "the keys pressed while the server was away")
+        assert "remote" in loop.status_line()
         before = loop.view()["tick"]
         loop.enqueue("go-to-test")
         wait_until(lambda: loop.view()["phase"] == "test", 30, "the key after the restart")
@@ -92,6 +103,14 @@ def test_a_window_whose_server_was_killed_joins_it_again_when_it_is_back(tmp_pat
         session.close()
         process.kill()
         process.wait(10)
+
+
+def unsent_rows(db: Path) -> list[tuple[str, str]]:
+    from tasks.worldtest.tick import UNSENT
+
+    with closing(sqlite3.connect(db)) as raw:
+        return raw.execute("SELECT text, status FROM rawinput WHERE reason = ? ORDER BY id",
+                           (UNSENT,)).fetchall()
 
 
 def test_a_window_whose_game_another_server_holds_joins_again_until_it_can(tmp_path):

@@ -185,6 +185,14 @@ SOCKET = {
     "input: client_time Infinity": ("input", {"token": "{token}", "action": "up", "client_time": float("inf")}, "input: client_time must be"),
     "input: client_time 1e308": ("input", {"token": "{token}", "action": "up", "client_time": 1e308}, "input: client_time must be"),
     "input: client_time negative": ("input", {"token": "{token}", "action": "up", "client_time": -5.0}, "input: client_time must be"),
+    "unsent: nothing": ("unsent", None, "unsent: expected {token, inputs"),
+    "unsent: inputs a string": ("unsent", {"token": "{token}", "inputs": "up"}, "unsent: expected {token, inputs"),
+    "unsent: an input a string": ("unsent", {"token": "{token}", "inputs": ["up"]}, "unsent: expected {token, inputs"),
+    "unsent: 101 inputs": ("unsent", {"token": "{token}", "inputs": [{"action": "up"}] * 101}, "unsent: expected {token, inputs"),
+    "unsent: more negative": ("unsent", {"token": "{token}", "inputs": [], "more": -1}, "unsent: expected {token, inputs"),
+    "unsent: more a float": ("unsent", {"token": "{token}", "inputs": [], "more": 1.5}, "unsent: expected {token, inputs"),
+    "unsent: client_time NaN": ("unsent", {"token": "{token}", "inputs": [{"action": "up", "client_time": float("nan")}]}, "unsent: client_time must be"),
+    "unsent: someone else's token": ("unsent", {"token": "nope", "inputs": []}, "input: not your session"),
 }
 
 
@@ -209,6 +217,51 @@ def test_a_malformed_socket_message_is_refused_and_play_goes_on(server, player, 
     player.wait_ticks(2)
 
 
+def recorded_player(server, kind: type[Player] = Player) -> tuple[dict[str, Any], Player]:
+    """A recorded preview opened by the server's researcher, and a ``kind`` of player
+    connected to it (not joined yet)."""
+    http = server["http"]
+    opened = http.post(f"/play/{PROBLEM}/session?record=1").json()
+    cookie = "; ".join(f"{k}={v}" for k, v in http.cookies.items())
+    return opened, kind(server["url"], opened["token"], cookie=cookie).connect()
+
+
+def test_keys_a_page_kept_while_cut_off_are_stored_once_never_applied(server):
+    """``unsent``: the keys a page pressed while its connection was lost, told once it has
+    joined again. Each is stored as a ``dropped`` raw input with why, the ones it only
+    counted in one row; none is applied; a second telling on the same connection is
+    refused, so a page cannot fill the record with them."""
+    from tasks.worldtest.tick import UNSENT
+
+    opened, page = recorded_player(server)
+    try:
+        assert page.join()["ok"]
+        pressed = [{"action": a, "client_time": time.time() - 3} for a in ("up", "left", "up")]
+        told = {"token": page.token, "inputs": pressed, "more": 40}
+        assert page.sio.call("unsent", told, timeout=10) == {"ok": True, "kept": 4}
+        again = page.sio.call("unsent", told, timeout=10)
+        assert again["error"] == "unsent: sent already on this connection"
+        assert page.send("right") == {"ok": True, "status": "queued"}
+        page.wait_ticks(3)
+    finally:
+        page.close()
+
+    def stored() -> tuple[list, list]:
+        with closing(sqlite3.connect(server["log"].parent / "gridstudy.db")) as db:
+            episode = opened["episode_id"]
+            return (db.execute("select text, status, reason from rawinput where episode_id = ?"
+                               " order by id", (episode,)).fetchall(),
+                    [a for (a,) in db.execute("select action from event where episode_id = ?"
+                                              " and source = 'input'", (episode,))])
+
+    wait_until(lambda: stored()[1] == ["right"], 10, "the applied key's event")
+    kept, applied = stored()
+    assert kept == [("up", "dropped", UNSENT), ("left", "dropped", UNSENT),
+                    ("up", "dropped", UNSENT),
+                    ("up", "dropped", f"40 more key(s) {UNSENT}, counted, not kept one by one")]
+    assert applied == ["right"]
+
+
 @pytest.mark.parametrize("event, payload", [
     ("pong", None), ("pong", {"sent": "x", "client_time": 1}), ("pong", [1, 2]),
     ("hack", {"a": 1}), ("input", "x" * 60_000),
@@ -231,10 +284,7 @@ def test_a_clock_answered_with_an_impossible_time_is_refused_and_every_input_is_
         def _pong(self, message: dict[str, Any]) -> None:
             self.sio.emit("pong", {"sent": message["sent"], "client_time": answer})
 
-    http = server["http"]
-    opened = http.post(f"/play/{PROBLEM}/session?record=1").json()
-    cookie = "; ".join(f"{k}={v}" for k, v in http.cookies.items())
-    wrong = WrongClock(server["url"], opened["token"], cookie=cookie).connect()
+    opened, wrong = recorded_player(server, WrongClock)
     try:
         assert wrong.join()["ok"]
         sent = [wrong.send("right") for _ in range(3)]

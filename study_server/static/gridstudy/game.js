@@ -120,6 +120,8 @@
     this.goalBase = null;  // the first test frame this page showed: the goal's backdrop
     this.goalCell = null;  // the cell size the goal was drawn at
     this.held = {};
+    this.unsent = [];  // keys pressed while the connection was lost (keepUnsent)
+    this.unsentMore = 0;
     if (root.dataset.play === "browser") { this.connectBrowser(); } else { this.connect(); }
     this.bindControls();
   }
@@ -135,6 +137,7 @@
     socket.on("refused", function (m) {
       if (/another connection/.test(m.reason || "")) { self.offerTakeover(); return; }
       if (m.retry) {  // the database is away, or another server still holds the game
+        self.lost = true;  // not joined: keys are kept, not sent
         self.say(/^join: saving/.test(m.reason) ? "Saving your progress, one moment..."
           : "Reconnecting...");
         setTimeout(function () { socket.emit("join", { token: self.token }); }, RETRY_WAIT);
@@ -149,8 +152,26 @@
     });
     socket.on("disconnect", function () {
       self.lost = true;
-      self.say("Connection lost; reconnecting...");
+      self.say("Connection lost; reconnecting... Keys pressed now do nothing.");
     });
+  };
+
+  /* A key pressed while the connection is lost (or the game not joined again) is not
+     sent, since it could only act seconds late or be refused; it is kept and told to the
+     server once the game is joined again, which stores it as never applied. */
+  Game.prototype.keepUnsent = function (action) {
+    if (this.unsent.length < Number(this.root.dataset.unsentKept || 0)) {
+      this.unsent.push({ action: action, client_time: now() });
+    } else {
+      this.unsentMore += 1;
+    }
+  };
+
+  Game.prototype.tellUnsent = function () {
+    if (!this.unsent.length && !this.unsentMore) { return; }
+    this.socket.emit("unsent", { token: this.token, inputs: this.unsent, more: this.unsentMore });
+    this.unsent = [];
+    this.unsentMore = 0;
   };
 
   /* Browser play (study_server/browser_play.py): the page ticks the engine itself, at
@@ -333,6 +354,10 @@
     if (this.local) {  // browser play: applied at the next local tick
       var status = this.local.admit(action, now());
       if (status !== "queued") { this.refused(status); }
+      return;
+    }
+    if (this.lost) {
+      this.keepUnsent(action);
       return;
     }
     this.socket.emit("input", { token: this.token, action: action, client_time: now() });
@@ -525,6 +550,7 @@
       this.say(this.hint());  // back after a reconnection or a pause
     }
     if (state.paused) { this.root.dataset.paused = "1"; } else { delete this.root.dataset.paused; }
+    if (this.lost) { this.tellUnsent(); }
     this.lost = false;
     if (state.refused && state.refused.length) { this.refused("rejected"); }
     this.updateButtons(state.buttons || []);
