@@ -375,8 +375,9 @@ def on_unsent(peer: Peer, message: Any = None) -> dict[str, Any]:
     if session.unsent_from == peer.sid:
         return peer.refuse("unsent: sent already on this connection")
     session.unsent_from = peer.sid
-    session.engine.keep_unsent([(i["action"], session.clock.to_server(t))
-                                for i, t in zip(inputs, times, strict=True)], more)
+    if not session.engine.keep_unsent([(i["action"], session.clock.to_server(t))
+                                       for i, t in zip(inputs, times, strict=True)], more):
+        return peer.refuse("unsent: more keys than a page can have kept")
     return {"ok": True, "kept": len(inputs) + min(more, 1)}
 
 

@@ -67,6 +67,9 @@ UNSENT = "pressed while the page had lost its connection to the server; never se
 """Why a key the page kept while it was not connected was not applied."""
 UNSENT_KEPT = 100
 """Keys a page keeps one by one while it is not connected; it counts the others."""
+UNSENT_GRACE = 60.0
+"""Seconds of keys at the rate limit an attempt may be told of beyond its own age here
+(an outage before the server that rebuilt it started): :meth:`TickEngine.keep_unsent`."""
 
 
 def next_deadline(deadline: float, period: float, now: float) -> float:
@@ -180,6 +183,9 @@ class TickEngine:
         """Why no input is admitted any more (the server is stopping), or None."""
         self.acknowledged = 0
         """Inputs queued so far: the next one's number."""
+        self.began = clock()
+        self.unsent_rows = 0
+        """Rows stored for keys pressed while the page was cut off (:meth:`keep_unsent`)."""
         self.stopped: str | None = None
         """Why the environment could not go on (a step over its limit), in plain words."""
         self.tick_refusals: list[str] = []
@@ -209,19 +215,27 @@ class TickEngine:
             return status
 
     def keep_unsent(self, inputs: list[tuple[str, float | None]], more: int = 0,
-                    now: float | None = None) -> None:
+                    now: float | None = None) -> bool:
         """Keep the keys a page held back while it had lost its connection (``(text,
         client_time)``, at most :data:`UNSENT_KEPT`, and how many ``more`` it only
         counted): each ``dropped`` with why (:data:`UNSENT`), the others in one row.
-        Never applied: the participant saw none of them act."""
+        Never applied: the participant saw none of them act. False, keeping none, past
+        the rows a person could have pressed at the rate limit since this engine began,
+        and for :data:`UNSENT_GRACE` seconds before (a page reconnecting again and again
+        cannot write more than one sending inputs)."""
         now = self.clock() if now is None else now
+        rows = len(inputs[:UNSENT_KEPT]) + (more > 0)
         with self.lock:
+            if self.unsent_rows + rows > self.rate_limit * (now - self.began + UNSENT_GRACE):
+                return False
+            self.unsent_rows += rows
             for text, client_time in inputs[:UNSENT_KEPT]:
                 self._refuse(text, DROPPED, UNSENT, now, client_time)
             if more > 0:
                 self._refuse(inputs[-1][0] if inputs else "", DROPPED,
                              f"{more} more key(s) {UNSENT}, counted, not kept one by one",
                              now, None)
+        return True
 
     def _acknowledge(self, item: Input) -> None:
         self.acknowledged += 1

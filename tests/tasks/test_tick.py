@@ -241,3 +241,29 @@ def test_a_step_over_its_limit_tells_the_researcher_and_the_participant(
             events = db.exec(select(Event).where(Event.episode_id == session.episode_id)).all()
     assert (row.status, row.info["reason"], row.info["ticks"]) == ("error", plain, 0)
     assert row.info["error"] == events[0].error and len(events) == 1
+
+
+def test_keys_told_as_unsent_are_bounded_by_what_a_person_could_press(problems, tmp_path):
+    """A page told of the keys pressed while it was cut off (``keep_unsent``) is taken at
+    its word only up to the rows a person pressing at the rate limit could have made since
+    the attempt began here, and a minute before: a page reconnecting again and again to
+    tell made-up keys writes no more than one sending inputs. Each row kept is
+    ``dropped``, never applied."""
+    from tasks.worldtest.tick import RATE_LIMIT, UNSENT, UNSENT_GRACE, UNSENT_KEPT, TickEngine
+
+    clock = Clock()
+    with Store(str(tmp_path / "unsent.db"), flush_interval=0.01) as store:
+        recorder = EpisodeRecorder(store, problems["mfp"])
+        engine = TickEngine(Episode(problems["mfp"]), recorder, clock=clock)
+        told = [("right", clock.now - 1)] * UNSENT_KEPT
+        allowed = int(RATE_LIMIT * UNSENT_GRACE) // UNSENT_KEPT
+        assert [engine.keep_unsent(told) for _ in range(allowed + 1)] == [True] * allowed + [False]
+        clock.now += 10  # ten seconds on: ten seconds of keys more
+        assert [engine.keep_unsent(told) for _ in range(4)] == [True, True, True, False]
+        engine.tick()
+        store.flush(timeout=10)
+        with store.session() as db:
+            kept = db.exec(select(RawInput.status, RawInput.reason)).all()
+            events = db.exec(select(Event.action)).all()
+    assert len(kept) == (allowed + 3) * UNSENT_KEPT
+    assert set(kept) == {("dropped", UNSENT)} and events == ["noop"]
