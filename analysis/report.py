@@ -283,7 +283,7 @@ def warning_lines(dataset: Dataset) -> list[str]:
         lines.append(f"Warning: {agent} has {total} of {attempts[agent]} attempts incomplete "
                      f"({parts}); they are not in its scores. Run the same `gridstudy agent "
                      "run` command again to resume them.")
-    lines += _version_lines(dataset)
+    lines += _version_lines(dataset) + _unknown_lines(dataset)
     thin = {problem: n for problem, n in _attempts_per_problem(dataset).items()
             if n < SMALL_N}
     if thin:
@@ -319,6 +319,29 @@ def _version_lines(dataset: Dataset) -> list[str]:
                          f"was collected): {shown}; its scores pool them. Each attempt's "
                          f"version is `{schema.VERSION_KEY}` in its info.")
     return lines
+
+
+def _unknown_lines(dataset: Dataset) -> list[str]:
+    """A warning when problems of the data are not registered where the report runs (a
+    report run outside the folder holding the researcher's library, or without
+    ``$GRIDSTUDY_LIBRARY``): what needs the environment is read from the frames or left
+    out for their attempts, and the figures differ from the ones the library gives."""
+    from analysis.replay import known_problem
+    from tasks.library import library_root
+
+    attempts = Counter(e.problem_id for e in dataset)
+    unknown = sorted(p for p in attempts if known_problem(p) is None)
+    if not unknown:
+        return []
+    shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+    return [f"Warning: {len(unknown)} problem(s) of the data are not registered here "
+            f"({shown}: {sum(attempts[p] for p in unknown)} attempts). Their scores are "
+            "read from the record, but what needs the environment is not: their loop ratio "
+            "counts repeated frames instead of the environment's full state, progress rate, "
+            "exploration and exploitation errors, discovery@k and interaction@k leave them "
+            "out, and their difficulty is unlabelled. Run the report with the library they were "
+            f"played from (the library read here is {library_root().resolve()}; set "
+            "$GRIDSTUDY_LIBRARY)."]
 
 
 SMALL_N = 10

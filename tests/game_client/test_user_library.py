@@ -167,3 +167,46 @@ def test_a_program_edited_between_two_runs_is_two_versions_and_the_report_says_s
     program.write_text(original.replace("(range 2 8)", "(range 1 9)"))
     again = load_env("glass_house", folder=str(program.parent))
     assert made.reset(0).frame == again.reset(0).frame
+
+
+def test_a_report_run_without_the_library_its_data_was_played_from_says_so(tmp_path: Path):
+    """The default library is ``./gridstudy-library``: a report run from another folder
+    does not know the researcher's own environments. Their scores are read from the
+    record, but the metrics that replay the environment fall back to the frames or leave
+    the attempts out, so the figures differ; the report says so, naming the problems and
+    the library it read. Before, it said nothing: the loop ratio changed (0.19 to 0.07 in
+    one such run) and the progress table was missing, silently."""
+    import csv
+    import html
+
+    library = tmp_path / "lib"
+    env = {"GRIDSTUDY_LIBRARY": str(library)}
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def run(*args: str, cwd: Path = tmp_path, **more: str) -> subprocess.CompletedProcess:
+        done = gridstudy(*args, cwd=cwd, env={**env, **more})
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    run("envs", "new", "glass_house", "--category", "tool use", "--library", str(library))
+    run("problems", "derive", "glass_house", "--samples", "4")
+    run("agent", "run", "--agent", "random", "--problems", "glass_house/planning", "--db", db,
+        "--runs", "2")
+    report = ("report", "--db", db, "--runs-outside-studies", "--quiet", "--out")
+    whole = run(*report, str(tmp_path / "whole"))
+    assert "not registered here" not in whole.stderr
+    cut = run(*report, str(tmp_path / "cut"), cwd=elsewhere, GRIDSTUDY_LIBRARY="")
+    warning = next(line for line in cut.stderr.splitlines() if "not registered here" in line)
+    assert "(glass_house/planning: 2 attempts)" in warning
+    assert f"the library read here is {elsewhere / 'gridstudy-library'}" in warning
+    assert html.escape(warning) in (tmp_path / "cut" / "report.html").read_text()
+    assert (tmp_path / "whole" / "progress.csv").exists()
+    assert not (tmp_path / "cut" / "progress.csv").exists()
+
+    def scores(out: str) -> list[str]:
+        with (tmp_path / out / "problem_scores.csv").open() as handle:
+            return [row["score"] for row in csv.DictReader(handle)]
+
+    assert scores("whole") == scores("cut")  # what the record holds is read the same
