@@ -127,6 +127,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.before_request(refuse_bad_input)
     for error in STORAGE_ERRORS:
         app.register_error_handler(error, storage_unavailable)
+    app.register_error_handler(500, failed)
     app.add_url_rule("/vendor/socket.io.min.js", "socketio_client", socketio_client)
     app.add_url_rule("/favicon.ico", "favicon", favicon)
     return app
@@ -295,6 +296,21 @@ def storage_unavailable(error: Exception) -> Any:
         refresh=f'<meta http-equiv="refresh" content="{RETRY_AFTER}">' if again else "",
         heading=heading, what=what)
     return page, 503, headers
+
+
+def failed(error: Any) -> Any:
+    """A defect (the traceback is in the server's log, written before this runs): plain
+    words on the participant's page, JSON under ``/api/``; never the framework's bare
+    "Internal Server Error", which told a participant nothing of what to do."""
+    cause = type(getattr(error, "original_exception", None) or error).__name__
+    if request.path.startswith("/api/"):
+        return {"error": f"the server failed ({cause}); its log says why"}, 500
+    page = STORAGE_PAGE.format(
+        refresh="", heading="Something went wrong on our side",
+        what="This is not your doing, and the researchers can see what happened. Please try "
+             "again in a minute; if this page comes back, message the researchers (on "
+             "Prolific: through its messages) rather than returning your submission.")
+    return page, 500, {"Cache-Control": "no-store"}
 
 
 def _held_rows() -> str:

@@ -54,15 +54,23 @@ def _patch_for(async_mode: str) -> None:
         psycopg_waits_natively_off_loop()
 
 
-def run(config: dict[str, Any], host: str, port: int, announce: Any = None) -> None:
+def run(config: dict[str, Any], host: str, port: int, announce: Any = None,
+        check: bool = True) -> None:
     """Build the app from ``config`` and serve it until interrupted, then write out the
-    store's queue. ``announce(app, base_url)`` prints what the user should open."""
+    store's queue. ``announce(app, base_url)`` prints what the user should open;
+    ``check``: refuse to serve a study whose problems are not registered here."""
     _patch_for(config.get("ASYNC_MODE", "threading"))
     from study_server.app import create_app, shutdown, socketio
     from study_server.connections import ConnectionGuard
 
     _say_open_file_limit()
     app = create_app(config)
+    if check:
+        try:
+            check_studies(app.extensions["gridstudy.store"].engine)
+        except click.ClickException:
+            shutdown(app)
+            raise
     _freeze_startup_objects()
     _stop_on_signals(config.get("ASYNC_MODE", "threading"), socketio)
     base_url = f"http://{host}:{port}"
@@ -203,15 +211,17 @@ def _echo_study_links(store: Any, base_url: str) -> None:
               help="One worker behind a load balancer (several machines): trusts its "
                    "X-Forwarded-* headers and prints nothing at start.")
 @click.option("--skip-check", is_flag=True,
-              help="Start without SQLite's quick_check of the database file, which reads all "
-                   "of it (measured: about 1 s per GB from the page cache, 20 s per GB from "
-                   "a cold disk): only for a huge database checked otherwise.")
+              help="Start without the checks: SQLite's quick_check of the database file, "
+                   "which reads all of it (measured: about 1 s per GB from the page cache, "
+                   "20 s per GB from a cold disk), and that every study open or being played "
+                   "plays problems registered here.")
 def serve(host: str, port: int, db: str | None, async_mode: str, workers: int,
           message_queue: str | None, data_dir: str | None, nginx_for: tuple[str, ...],
           worker: bool, skip_check: bool) -> None:
     """Run the study server (HTTP pages, Socket.IO real-time play, agent API). Previews
     are for logged-in researchers unless GRIDSTUDY_PREVIEW says otherwise. A SQLite
-    database that fails SQLite's quick_check is refused (exit 1)."""
+    database that fails SQLite's quick_check is refused (exit 1), and so is a study open
+    or being played whose problems are not registered here (its library is elsewhere)."""
     from study_server.workers import nginx_config
 
     if nginx_for:
@@ -227,13 +237,14 @@ def serve(host: str, port: int, db: str | None, async_mode: str, workers: int,
     if message_queue:
         config["SOCKETIO_MESSAGE_QUEUE"] = message_queue
     if workers > 1 or data_dir:
-        run_workers(workers, host, port, db, message_queue, data_dir, async_mode)
+        run_workers(workers, host, port, db, message_queue, data_dir, async_mode, skip_check)
         return
     if worker:  # behind nginx, one of several: say nothing, the supervisor announces
         config.update(BEHIND_PROXY=True, ADDRESS=f"{host}:{port}")
     else:
         check_address(host, port)
-    run(config, host, port, announce=(lambda app, url: None) if worker else None)
+    run(config, host, port, announce=(lambda app, url: None) if worker else None,
+        check=not skip_check)
 
 
 def check_address(host: str, port: int) -> None:
@@ -248,6 +259,26 @@ def check_address(host: str, port: int) -> None:
             raise click.ClickException(
                 f"cannot listen on {host}:{port}: {error.strerror or error}. Is another "
                 "gridstudy serve running there? Stop it, or choose another --port") from None
+
+
+def check_studies(engine: Any) -> None:
+    """Refuse, in one line, to serve a study (open, or with participants playing) whose
+    problems this process has not registered: the library is read from
+    ``$GRIDSTUDY_LIBRARY``, else ``./gridstudy-library`` of the folder the server starts
+    in, and a server started elsewhere answered every page of the study with a bare
+    Internal Server Error, to participants arriving from Prolific."""
+    from study_server.commands.study import unknown_problems
+    from tasks.library import library_root
+
+    unknown = unknown_problems(engine)
+    if unknown:
+        studies = "; ".join(f"study {study!r} plays {', '.join(problems)}"
+                            for study, problems in unknown.items())
+        raise click.ClickException(
+            f"problems not registered here: {studies}. The library read here is "
+            f"{library_root().resolve()}: start in the folder that holds the library the "
+            "study was made with, or set GRIDSTUDY_LIBRARY to it (--skip-check serves it "
+            "anyway, and its participants' pages fail)")
 
 
 def check_database(url: str) -> None:
@@ -275,12 +306,12 @@ def check_database(url: str) -> None:
 
 
 def run_workers(workers: int, host: str, port: int, db: str | None, message_queue: str | None,
-                data_dir: str | None, async_mode: str) -> None:
+                data_dir: str | None, async_mode: str, skip_check: bool = False) -> None:
     """``serve --workers N``: the database and queue checked (or started in
     ``data_dir``), then the workers and nginx until Ctrl-C or SIGTERM."""
     import tempfile
 
-    from records.database import database_url
+    from records.database import database_url, make_engine
     from study_server import services
     from study_server.workers import Supervisor
 
@@ -301,8 +332,15 @@ def run_workers(workers: int, host: str, port: int, db: str | None, message_queu
         if not message_queue:
             raise click.UsageError("several workers talk through Redis: give --message-queue "
                                    "redis://... (or --data-dir to keep one there)")
+        if not skip_check:
+            engine = make_engine(db)
+            try:
+                check_studies(engine)
+            finally:
+                engine.dispose()
         _say_open_file_limit()  # nginx inherits it
-        supervisor = Supervisor(workers, host, port, folder / "run", ["--async-mode", async_mode],
+        supervisor = Supervisor(workers, host, port, folder / "run",
+                                ["--async-mode", async_mode, *(["--skip-check"] * skip_check)],
                                 env={"DATABASE_URL": db, "SOCKETIO_MESSAGE_QUEUE": message_queue},
                                 on_death=lambda pid: _forget_worker(db, pid))
         (folder / "run").mkdir(parents=True, exist_ok=True)

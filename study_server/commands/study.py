@@ -35,6 +35,38 @@ def study_links(store: Any, base_url: str) -> list[str]:
     return [f"  {s.id}: {study_link(base_url, s.id)}" for s in studies]
 
 
+def unknown_problems(engine: Any) -> dict[str, list[str]]:
+    """Per study that is open or has participants playing, the problems and practice
+    rounds it plays that this process has not registered (its library is not the one the
+    study was made with: ``./gridstudy-library`` of another folder, or no
+    ``$GRIDSTUDY_LIBRARY``). Serving it would answer its participants' pages with an
+    error."""
+    from sqlmodel import Session, select
+
+    from consent.definition import from_stored
+    from records.models import Participant, Study
+    from tasks import registry
+
+    with Session(engine) as db:
+        playing = set(db.exec(select(Participant.study_id).where(
+            Participant.status == "active").distinct()).all())
+        studies = db.exec(select(Study).order_by(Study.id)).all()
+    unknown = {}
+    for study in studies:
+        if study.status != "open" and study.id not in playing:
+            continue
+        definition = from_stored(study.definition)
+        missing = []
+        for problem_id in dict.fromkeys([*definition.problems, *definition.tutorials.values()]):
+            try:
+                registry.problem_spec(problem_id)
+            except KeyError:
+                missing.append(problem_id)
+        if missing:
+            unknown[study.id] = missing
+    return unknown
+
+
 def check_tutorials(definition: StudyDefinition) -> None:
     """Every task type in the study needs a tutorial problem of the same type."""
     from tasks import registry

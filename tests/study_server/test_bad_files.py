@@ -259,3 +259,55 @@ def test_a_study_of_a_program_that_fails_when_rolled_out_is_refused(tmp_path, li
     assert any(f"runtime error: {message}" in line and at in line for line in failures), failures
     assert len(failures) == len({line.split(" (at tick ")[0] for line in failures})  # once each
     assert not (tmp_path / "s.db").exists() or "pilot" not in (tmp_path / "s.db").read_bytes().decode("latin-1")
+
+
+def test_a_study_served_without_the_library_it_was_made_with_is_refused_at_start(tmp_path):
+    """The library is ``$GRIDSTUDY_LIBRARY``, else ``./gridstudy-library`` of the folder a
+    command starts in: a study made of the researcher's own environment, served from
+    another folder, is refused in one line naming the study, its problems and the library
+    read, before anyone arrives. Before, the server started and answered the study's
+    first page, to every participant arriving from Prolific, with a bare Internal Server
+    Error. Served with its library, or with ``--skip-check``, it starts."""
+    import signal
+
+    import httpx
+
+    from tests.conftest import free_port, start_serve
+
+    library = tmp_path / "lib"
+    env = {"GRIDSTUDY_LIBRARY": str(library)}
+    for args in (("envs", "new", "glass_house", "--category", "tool use", "--library",
+                  str(library)), ("problems", "derive", "glass_house", "--samples", "4")):
+        made = gridstudy(*args, cwd=tmp_path, env=env)
+        assert made.returncode == 0, made.stderr
+    study = tmp_path / "glass.yaml"
+    study.write_text("id: glass\ntitle: Glass\nproblems: [glass_house/planning]\n"
+                     "tutorials: {planning: ant_trail/planning}\nattempts_per_problem: 5\n"
+                     "problems_per_participant: 1\ncompletion_code: GLASS1\n"
+                     "screenout_code: GLASS0\nstages: [consent, screening, tasks]\n"
+                     "consent: {version: '1', text: Play.}\n")
+    db = tmp_path / "glass.db"
+    made = gridstudy("study", "create", str(study), "--db", str(db), cwd=tmp_path, env=env)
+    assert made.returncode == 0, made.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    refused = gridstudy("serve", "--db", str(db), "--port", str(free_port()), cwd=elsewhere,
+                        env={"GRIDSTUDY_LIBRARY": ""})
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert refused.stderr.strip().splitlines() == [
+        f"Error: problems not registered here: study 'glass' plays glass_house/planning. "
+        f"The library read here is {elsewhere / 'gridstudy-library'}: start in the folder "
+        "that holds the library the study was made with, or set GRIDSTUDY_LIBRARY to it "
+        "(--skip-check serves it anyway, and its participants' pages fail)"]
+    for args, more in (((), env), (("--skip-check",), {"GRIDSTUDY_LIBRARY": ""})):
+        process, url = start_serve(db, "gevent", *args, env=more)
+        try:
+            arrived = httpx.get(f"{url}/study/glass?PROLIFIC_PID=p1&STUDY_ID=s&SESSION_ID=x",
+                                follow_redirects=True, timeout=30)
+            assert arrived.status_code == (200 if more is env else 500)
+            if more is not env:  # plain words, not the framework's bare page
+                assert "Something went wrong on our side" in arrived.text
+                assert "Internal Server Error" not in arrived.text
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(30)
