@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +179,21 @@ def _announce_server(app: Any, base_url: str) -> None:
     store = app.extensions["gridstudy.store"]
     click.echo(f"gridstudy serving on {base_url} (store: {store.url}); previews at {base_url}/play/")
     _echo_study_links(store, base_url)
+    _say_other_servers(app)
+
+
+def _say_other_servers(app: Any) -> None:
+    """Warn when another server serves the same database (one left running in another
+    terminal, on another port): the links given out earlier lead there, maybe to other
+    code, and nothing else would say so."""
+    now = time.time()  # (a predecessor killed a moment ago was forgotten at start)
+    for peer in app.extensions["gridstudy.cluster"].peers():
+        host, pid = (peer.id.split(":") + ["?", "?"])[:2]
+        click.echo(f"Warning: another gridstudy server serves this database too (process "
+                   f"{pid} on {host}, started {now - peer.started_at:.0f} s ago, "
+                   f"{'at ' + peer.address if peer.address else 'on its own'}): participants "
+                   "following a link to it play there. Stop it if it was left running.",
+                   err=True)
 
 
 def _echo_study_links(store: Any, base_url: str) -> None:

@@ -289,6 +289,33 @@ def test_a_second_server_on_a_taken_address_says_so_in_one_line_and_starts_nothi
         first.wait(60)
 
 
+def test_a_second_server_on_another_port_warns_of_the_first(tmp_path):
+    """The careless operator's second ``serve`` of the same database on another port (the
+    first forgotten in another terminal, perhaps on older code): it starts, since several
+    servers may share a database, but says that another serves it, naming its process;
+    the links given out earlier lead there. A server killed a moment before (``kill
+    -9``, then started again) is not taken for another."""
+    db = tmp_path / "g.db"
+    first, _ = start_serve(db, log=tmp_path / "first.log")
+    try:
+        time.sleep(1.5)  # its first heartbeat
+        second, _ = start_serve(db, log=tmp_path / "second.log")
+        second.terminate()
+        second.wait(60)
+        warned = (tmp_path / "second.log").read_text()
+        assert (f"Warning: another gridstudy server serves this database too (process "
+                f"{first.pid} on ") in warned
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        third, _ = start_serve(db, log=tmp_path / "third.log")
+        third.terminate()
+        third.wait(60)
+        assert "another gridstudy server" not in (tmp_path / "third.log").read_text()
+    finally:
+        first.kill()
+        first.wait(10)
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Any:
     """A 16 MB filesystem of its own (tmpfs), so that the test can fill it up for real."""
