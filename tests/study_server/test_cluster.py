@@ -561,6 +561,36 @@ def test_a_participant_in_the_browser_plays_on_when_their_worker_dies(deployment
     assert [row[1] for row in events if row[2] == "input"] == ["right", "left"]
 
 
+def test_workers_are_not_started_for_a_study_whose_problems_are_unknown_here(servers,
+                                                                           tmp_path):
+    """``serve --workers 2`` checks the studies before it starts a worker: one whose
+    problems this machine has not registered (its library is elsewhere) is refused in one
+    line, and no worker, nginx or port is taken."""
+    from consent.definition import load_definition
+    from records.models import Study
+    from records.store import Store
+
+    postgres, redis = servers
+    db = services.create_database(postgres.port, f"t{os.getpid()}_{free_port()}")
+    definition = load_definition(_write(tmp_path / "study.yaml", STUDY))
+    stored = {**definition.to_dict(), "problems": ["glass_house/planning"]}
+    with Store(db) as store, store.session() as session:
+        session.add(Study(id="crowd", title="Many at once", definition=stored))
+    port = free_port()
+    refused = subprocess.run(
+        [sys.executable, "-m", "study_server.cli", "serve", "--workers", "2", "--port",
+         str(port), "--db", db, "--message-queue", redis.url],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "GRIDSTUDY_LIBRARY": ""})
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert refused.stderr.startswith("Error: problems not registered here: study 'crowd' "
+                                      "plays glass_house/planning. The library read here is "
+                                      f"{tmp_path / 'gridstudy-library'}:"), refused.stderr
+    assert "behind nginx" not in refused.stdout
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", port))  # nothing listens there
+
+
 def test_postgresql_stopped_for_ten_seconds_loses_nothing(servers, tmp_path):
     """Six people playing on two workers, pressing about four keys a second; PostgreSQL
     stops (fast shutdown) for ten seconds and starts again. Nothing acknowledged is lost,
