@@ -434,7 +434,7 @@ def test_keys_pressed_while_a_server_played_page_is_cut_off_are_stored_never_app
         tmp_path, browser):
     """Server play, ``kill -9`` of the server mid-game, a key held and keys tapped while it
     is down, the server started again: the page says keys do nothing now, joins again,
-    and tells the server what was pressed; each key is stored as a ``dropped`` raw input,
+    tells the server what was pressed and says those keys did nothing; each key is stored as a ``dropped`` raw input,
     with why, and none acts. Before, the page queued them in its socket and sent them
     before joining again: the server's door refused each unread (a key held through ten
     seconds of outage queued 61, past the door's bound for a flood), and the record held
@@ -467,12 +467,14 @@ def test_keys_pressed_while_a_server_played_page_is_cut_off_are_stored_never_app
         tick = int(page.get_attribute(GAME, "data-tick"))
         page.wait_for_function(f"Number(document.querySelector('{GAME}').dataset.tick) > {tick}",
                                timeout=60000)
+        said = page.inner_text(f"{GAME} [data-gs=message]")
         page.keyboard.press("ArrowDown")  # joined again: keys act
         page.wait_for_timeout(1000)
     finally:
         page.close()
         server.stop()
     assert len(pressed) >= 15 and pressed[-2:] == ["up", "left"]
+    assert said == f"Back. The {len(pressed)} keys pressed while the connection was lost did nothing."
     with closing(sqlite3.connect(db)) as raw:
         kept = raw.execute("SELECT text, status FROM rawinput WHERE reason = ?"
                            " ORDER BY id", (UNSENT,)).fetchall()

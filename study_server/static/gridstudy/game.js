@@ -168,10 +168,15 @@
   };
 
   Game.prototype.tellUnsent = function () {
-    if (!this.unsent.length && !this.unsentMore) { return; }
+    var count = this.unsent.length + this.unsentMore;
+    if (!count) { return; }
+    var answered = this.unsent.some(function (k) { return /^submit/.test(k.action); });
     this.socket.emit("unsent", { token: this.token, inputs: this.unsent, more: this.unsentMore });
     this.unsent = [];
     this.unsentMore = 0;
+    this.say(answered ? "Back. Your Submit was not sent while the connection was lost: " +
+      "press Submit again." : "Back. The " + (count === 1 ? "key" : count + " keys") +
+      " pressed while the connection was lost did nothing.");
   };
 
   /* Browser play (study_server/browser_play.py): the page ticks the engine itself, at
