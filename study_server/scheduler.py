@@ -27,7 +27,7 @@ from typing import Any
 
 from study_server.clock import steady_time
 from study_server.session import GameSession, label
-from tasks.worldtest.tick import Tick, next_deadline
+from tasks.worldtest.tick import STOOD_STILL, Tick, next_deadline
 
 log = logging.getLogger(__name__)
 
@@ -267,6 +267,7 @@ class Scheduler:
         if (held is None) == (session.paused is None):
             return held is not None
         session.paused = held
+        session.engine.held = None if held is None else STOOD_STILL  # no key acts late
         if held is None:
             log.info("session %s: the store caught up; playing on", label(session.token))
         try:

@@ -65,6 +65,9 @@ ENDED_BEFORE_TICK = "the attempt ended before this input's tick"
 """Why an input queued behind the step that ended the episode was not applied."""
 UNSENT = "pressed while the page had lost its connection to the server; never sent"
 """Why a key the page kept while it was not connected was not applied."""
+STOOD_STILL = "pressed while the game stood still (the server was saving); not applied"
+"""Why an input sent while the game stands still (:attr:`TickEngine.held`) was not taken:
+queued, it would have acted seconds after it was pressed."""
 UNSENT_KEPT = 100
 """Keys a page keeps one by one while it is not connected; it counts the others."""
 UNSENT_GRACE = 60.0
@@ -181,6 +184,9 @@ class TickEngine:
         self.finished = False
         self.closed: str | None = None
         """Why no input is admitted any more (the server is stopping), or None."""
+        self.held: str | None = None
+        """Why inputs are dropped for now (the game stands still: :data:`STOOD_STILL`),
+        or None."""
         self.acknowledged = 0
         """Inputs queued so far: the next one's number."""
         self.began = clock()
@@ -205,6 +211,8 @@ class TickEngine:
             status, reason, action = self._judge(text, now)
             if self.closed is not None:
                 status, reason = REJECTED, self.closed
+            elif status == QUEUED and self.held is not None:
+                status, reason = DROPPED, self.held
             if status == QUEUED:
                 self._acknowledge(Input(action, client_time, now, source, dict(fields or {}),
                                         self.acknowledged))

@@ -34,6 +34,7 @@ from records.store import PAGE_WAIT, Store
 from study_server import auth
 from study_server.services import free_port
 from study_server.session import STOPPED_BEFORE_TICK
+from tasks.worldtest.tick import STOOD_STILL
 from tests.conftest import start_serve, wait_until
 from tests.study_server.conftest import own_filesystem
 from tests.study_server.people import (
@@ -396,6 +397,7 @@ def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
         time.sleep(max(0.0, 12 - waited))
         paused = [p for p in players if any(s.get("paused") for s in p.states_after(full_at))]
         assert paused == players  # every game stood still, and said so
+        stood_at = max(min(at for at, s in p.states if s.get("paused")) for p in players)
         ticks = [p.states[-1][1]["tick"] for p in players]
         time.sleep(1)
         assert [p.states[-1][1]["tick"] for p in players] == ticks  # no tick while full
@@ -415,6 +417,12 @@ def test_a_full_disk_pauses_the_games_and_loses_nothing(small_disk, tmp_path):
         stop_and_account(served, games, stop, presser)
         log = served.log.read_text()
         assert "refuses to write" in log and "Traceback" not in log
+        # a key pressed while the games stood still never acts late: it is kept as dropped
+        acted_late = served.sql("SELECT count(*) FROM event WHERE source = 'input' AND "
+                                "client_time BETWEEN :a AND :b", a=stood_at + 0.2, b=room_at - 0.5)
+        stood = served.sql("SELECT count(*) FROM rawinput WHERE status = 'dropped' AND "
+                           "reason = :r", r=STOOD_STILL)
+        assert acted_late[0][0] == 0 and stood[0][0] > 10, (acted_late, stood)
     finally:
         (small_disk / "filler").unlink(missing_ok=True)
         served.stop()

@@ -400,6 +400,7 @@
   Game.prototype.refused = function (reason) {
     var text = "That was not accepted.", self = this;
     if (this.root.dataset.ended) { return; }  // keys pressed after the end: it says why
+    if (this.root.dataset.paused) { return; }  // the pause's message says keys do nothing
     REFUSALS.forEach(function (pair) { if (pair[0].test(reason)) { text = pair[1]; } });
     this.say(text);
     clearTimeout(this.sayTimer);
@@ -550,7 +551,7 @@
       this.el.guide.textContent = state.guide || "";
     }
     if (state.paused) {  // the server is saving: the world and its timer stand still
-      this.say(state.paused);
+      this.say(state.paused + " Keys pressed now do nothing.");
     } else if (first || this.lost || this.root.dataset.paused) {
       this.say(this.hint());  // back after a reconnection or a pause
     }
