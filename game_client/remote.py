@@ -170,6 +170,8 @@ class RemoteLoop:
         view = self.view()
         parts = [view["phase"], f"tick {view['tick']}",
                  "remote" if self.session.joined else "connection lost: keys do nothing"]
+        if view.get("paused"):  # the server's store is behind: the game stands still
+            parts.append(f"{view['paused']} Keys do nothing")
         if view.get("score") is not None:
             parts.append(f"score {view['score']:.3f}")
         return " | ".join(parts)

@@ -177,3 +177,19 @@ def stored_steps(db: Path, episode_id: int) -> list[tuple[int, str]]:
     with closing(sqlite3.connect(db, timeout=30)) as raw:
         return raw.execute("SELECT tick, action FROM event WHERE episode_id = ? AND applied "
                            "ORDER BY seq", (episode_id,)).fetchall()
+
+
+def test_a_window_says_when_its_game_stands_still_and_keys_do_nothing(test_problems):
+    """The server's store behind (a full disk): the state the window is sent says
+    ``paused``, and its status line says why and that keys do nothing, as the page does
+    (the server drops keys pressed meanwhile, ``tasks.worldtest.tick.STOOD_STILL``)."""
+    from study_server.session import GameSession
+
+    game = GameSession.create(test_problems["cd"])
+    session = RemoteSession("http://127.0.0.1:9", game.token)
+    loop = RemoteLoop(session)
+    session._on_state(game.whole_state())  # what a join is answered with
+    assert loop.status_line().split(" | ")[2] == "remote"
+    game.paused = "Saving your progress, one moment..."
+    session._on_state(game.whole_state())
+    assert loop.status_line().endswith(" | Saving your progress, one moment... Keys do nothing")
