@@ -266,7 +266,7 @@ RETRY_AFTER = 5
 STORAGE_ERRORS = (StorageUnavailable, sa_exc.OperationalError, sa_exc.InterfaceError,
                   sa_exc.DisconnectionError, sa_exc.TimeoutError)
 STORAGE_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">{refresh}
-<title>One moment</title></head><body style="font-family: sans-serif; margin: 3em">
+<title>{heading}</title></head><body style="font-family: sans-serif; margin: 3em">
 <h1>{heading}</h1><p>{what}</p></body></html>"""
 
 
