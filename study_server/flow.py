@@ -40,7 +40,7 @@ from records import schema
 from records.models import EpisodeRow, Event, Participant, Signal, utcnow
 from records.recorder import merge_info
 from records.schema import as_utc
-from records.store import PAGE_WAIT, locked
+from records.store import PAGE_WAIT, hold, locked
 from study_server import assignment, browser_play, cluster, engine
 from study_server.arrivals import Arrivals
 from tasks import registry
@@ -352,9 +352,13 @@ class Flow:
         flags = quality.summarise(self._signals(db, participant_id=participant.id))
         participant.data = {**(participant.data or {}), "quality": flags}
         if status != "complete":
-            held = [r.id for r in assignment.participant_episodes(db, participant.id)
-                    if r.status in assignment.HOLDING]
-            assignment.mark_abandoned(db, held, f"released: participant {status}")
+            self._release(db, participant)
+
+    def _release(self, db: Session, participant: Participant) -> None:
+        """Free the slots the ended visit's attempts still hold."""
+        held = [r.id for r in assignment.participant_episodes(db, participant.id)
+                if r.status in assignment.HOLDING]
+        assignment.mark_abandoned(db, held, f"released: participant {participant.status}")
 
     def _steps(self, db: Session, participant: Participant, definition: StudyDefinition) -> tuple[list, FlowState]:
         rows = assignment.participant_episodes(db, participant.id)
@@ -370,10 +374,25 @@ class Flow:
         return self.palettes[definition.id]
 
     def _reserve(self, db: Session, participant: Participant, page: Page) -> None:
-        db.commit()  # the assignment takes the study lock in its own transaction
+        """Reserve the participant's problems, or end the visit as ``full``. The
+        assignment takes the study's lock in a transaction of its own, so the answer's is
+        committed first and the visit's lock taken again after, its row read anew: a visit
+        ended meanwhile (its time run out) stays ended, and gives back what was reserved
+        for it. Before, the answer went on with the row it had read: a visit timed out in
+        that instant was ended again as ``full``, or moved on past its end, holding the
+        slots it had just been given."""
+        db.commit()
         try:
             assignment.assign(self.store.engine, participant.study_id, participant.id)
         except assignment.StudyFull:
+            full = True
+        else:
+            full = False
+        hold(db.connection(), Participant, participant.id)
+        db.refresh(participant)
+        if participant.status != "active":
+            self._release(db, participant)
+        elif full:
             self._end(db, participant, "full")
 
     def _judge_episode(self, db: Session, participant: Participant, page: Page) -> None:

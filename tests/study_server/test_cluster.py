@@ -758,6 +758,38 @@ def test_a_fallback_to_server_play_as_the_participant_answers_loses_neither(data
         assert data[FELL_BACK]["error"] == "no WebAssembly"
 
 
+def test_a_visit_timed_out_as_its_problems_are_reserved_stays_ended_and_holds_none(servers,
+                                                                                 tmp_path):
+    """The screening's answer commits, then reserves the participant's problems under the
+    study's lock, in a transaction of its own. A visit timed out in that instant stays
+    timed out, on the end page, and gives back the slots reserved for it. Before, the
+    answer went on with the row it had read: it moved the ended visit on to the next
+    stage, holding its two slots until the abandon timeout; in a full study it wrote
+    ``full`` over ``timed-out``. On PostgreSQL only: on SQLite the visit's and the study's
+    locks are the one database lock, and the instant cannot be held open from outside."""
+    from records.models import EpisodeRow, Participant
+    from sqlmodel import select
+    from study_server import assignment
+
+    with pilot_on("postgresql", servers, tmp_path) as (app, engine):
+        flow, store = app.extensions["gridstudy.flow"], app.extensions["gridstudy.store"]
+        pid = flow.enter("pilot", "person", None, None)
+        assert flow.submit("pilot", pid, {"choice": "agree"}) is None
+        page = flow.page("pilot", pid)
+        assert page.stage.name == "screening"
+        form = page.stage.simulate(page.state)
+        while_an_answer_holds_the_lock(
+            engine, "pilot", lambda: flow.submit("pilot", pid, form),
+            f"UPDATE participant SET status = 'timed-out', stage = 'end' WHERE id = {pid}",
+            table="study")
+        with store.session() as db:
+            row = db.get(Participant, pid)
+            assert (row.status, row.stage) == ("timed-out", "end")
+            held = db.exec(select(EpisodeRow).where(EpisodeRow.participant_id == pid,
+                                                    EpisodeRow.status.in_(assignment.HOLDING))).all()
+            assert held == []
+
+
 @pytest.mark.parametrize("database", DATABASES)
 def test_a_participant_excluded_as_they_complete_is_included_again_as_completed(database,
                                                                               servers, tmp_path):
