@@ -767,8 +767,9 @@ def test_a_visit_timed_out_as_its_problems_are_reserved_stays_ended_and_holds_no
     stage, holding its two slots until the abandon timeout; in a full study it wrote
     ``full`` over ``timed-out``. On PostgreSQL only: on SQLite the visit's and the study's
     locks are the one database lock, and the instant cannot be held open from outside."""
-    from records.models import EpisodeRow, Participant
     from sqlmodel import select
+
+    from records.models import EpisodeRow, Participant
     from study_server import assignment
 
     with pilot_on("postgresql", servers, tmp_path) as (app, engine):
