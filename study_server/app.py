@@ -254,6 +254,7 @@ def shutdown(app: Flask) -> None:
         session.engine.drain(STOPPED_BEFORE_TICK)
     cluster = app.extensions["gridstudy.cluster"]
     cluster.running = False
+    app.extensions["gridstudy.exports"].close()
     try:
         store.wait()  # every row is written before another worker may replay it
         cluster.leave()

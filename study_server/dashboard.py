@@ -12,10 +12,7 @@ import io
 import json
 import math
 import re
-import shutil
-import tempfile
-import zipfile
-from pathlib import Path
+import time
 from typing import Any
 
 import yaml
@@ -97,6 +94,13 @@ def built_off_loop(view: Any) -> Any:
 
 
 def init_app(app: Flask) -> None:
+    from study_server.export import export
+    from study_server.export_jobs import Exports
+
+    app.extensions["gridstudy.exports"] = Exports(
+        app.extensions["gridstudy.store"].url, export,
+        lambda *args: app.extensions["socketio"].start_background_task(*args),
+        lambda seconds: app.extensions["socketio"].sleep(seconds))
     auth.init_app(app)
     app.register_blueprint(bp)
     app.add_url_rule("/", "landing", landing)
@@ -160,6 +164,7 @@ def index() -> str:
         changes = db.exec(select(Audit).order_by(Audit.id.desc()).limit(50)).all()
     return render_template("dashboard/index.html", studies=studies,
                            monitor=monitor.render(current_app),
+                           exports=current_app.extensions["gridstudy.exports"],
                            tokens=tokens.listed(_store().engine), changes=changes)
 
 
@@ -351,32 +356,42 @@ def episode(episode_id: int) -> str:
 
 @bp.post("/export")
 @auth.login_required
-def export_download() -> Any:
-    """The store engineer's export of one study (or all), zipped for download."""
+def export_start() -> Any:
+    """Start the export of one study (or all) and show its page: it is read and zipped
+    in the background (``study_server/export_jobs.py``), its progress shown."""
     study = request.form.get("study") or None
-    store = _store()
-    store.wait(PAGE_WAIT)
+    _store().wait(PAGE_WAIT)  # the rows already taken are in the export
+    job = current_app.extensions["gridstudy.exports"].start(study, g.admin)
+    return redirect(url_for("dashboard.export_page", job_id=job.id), code=303)
 
-    def zipped() -> io.BytesIO:
-        from study_server.export import export  # imported when the server started
 
-        work = Path(tempfile.mkdtemp(prefix="gridstudy-export-"))
-        try:
-            export(store.url, work / "export", study=study)
-            buffer = io.BytesIO()
-            with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-                for path in sorted((work / "export").rglob("*")):
-                    archive.write(path, path.relative_to(work / "export"))
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        buffer.seek(0)
-        return buffer
+def _export_job(job_id: str) -> Any:
+    job = current_app.extensions["gridstudy.exports"].get(job_id)
+    if job is None:
+        abort(404, "This export is not kept here: an export is kept for an hour after it "
+                   "is made, and not across a restart of the server. Make it again from "
+                   "the dashboard.")
+    return job
 
-    # Reading a study and zipping it takes seconds of a large one: on the event loop
-    # that stopped every game (1.3 s without a frame for 49,000 events).
-    buffer = off_loop_for_pages(zipped)
-    name = f"gridstudy-{study or 'all'}-export.zip"
-    return send_file(buffer, mimetype="application/zip", as_attachment=True, download_name=name)
+
+@bp.get("/export/<job_id>")
+@auth.login_required
+def export_page(job_id: str) -> str:
+    """How far the export is (the page reloads itself until it is made), then its link."""
+    from study_server.export_jobs import KEPT_SECONDS
+
+    return render_template("dashboard/export.html", job=_export_job(job_id), now=time.time(),
+                           kept_minutes=round(KEPT_SECONDS / 60))
+
+
+@bp.get("/export/<job_id>/zip")
+@auth.login_required
+def export_download(job_id: str) -> Any:
+    job = _export_job(job_id)
+    if job.path is None:
+        abort(409, "This export is not made yet: its page says how far it is.")
+    return send_file(job.path, mimetype="application/zip", as_attachment=True,
+                     download_name=job.name)
 
 
 # -- a researcher's hand: every change needs a reason and is kept in the audit log ---------

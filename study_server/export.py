@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -62,10 +62,15 @@ class ExportSummary:
                 f"{self.raw_inputs} raw inputs and {self.participants} participants to {self.out}")
 
 
+Progress = Callable[[int, int], None]
+"""Told ``(rows written, rows to write)`` as an export goes (every :data:`CHUNK` rows)."""
+
+
 def export(url: str, out: str | Path, *, study: str | None = None,
-           pseudonymize: bool = False) -> ExportSummary:
+           pseudonymize: bool = False, progress: Progress | None = None) -> ExportSummary:
     """Export the database at ``url`` (every study, or only ``study``) into ``out``;
-    with ``pseudonymize``, participants' ids are keyed hashes."""
+    with ``pseudonymize``, participants' ids are keyed hashes. ``progress`` is told how
+    far it is: the rows to write are counted first, in the same read."""
     engine = open_existing(url)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -73,21 +78,59 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     try:
         with engine.connect() as connection:
             scope = _Scope(study)
+            tables = {"episodes": episode_rows(connection, scope),
+                      "events": event_rows(connection, scope),
+                      "frames": frame_rows(connection, scope),
+                      "raw_inputs": raw_rows(connection, scope),
+                      "participants": participant_rows(connection, scope, hide),
+                      "agent_runs": run_rows(connection, scope),
+                      "signals": signal_rows(connection, scope)}
+            if progress is not None:
+                tables = _Tally(progress, _row_count(connection, scope)).over(tables)
             summary = ExportSummary(
                 out=out,
-                episodes=write_csv(out / "episodes.csv", episode_rows(connection, scope)),
-                events=write_events(out, connection, scope),
-                frames=write_jsonl(out / "frames.jsonl", frame_rows(connection, scope)),
-                raw_inputs=write_jsonl(out / "raw_inputs.jsonl", raw_rows(connection, scope)),
-                participants=write_jsonl(out / "participants.jsonl",
-                                         participant_rows(connection, scope, hide)),
+                episodes=write_csv(out / "episodes.csv", tables["episodes"]),
+                events=write_events(out, tables["events"]),
+                frames=write_jsonl(out / "frames.jsonl", tables["frames"]),
+                raw_inputs=write_jsonl(out / "raw_inputs.jsonl", tables["raw_inputs"]),
+                participants=write_jsonl(out / "participants.jsonl", tables["participants"]),
             )
-            write_jsonl(out / "agent_runs.jsonl", run_rows(connection, scope))
-            write_jsonl(out / "signals.jsonl", signal_rows(connection, scope))
+            write_jsonl(out / "agent_runs.jsonl", tables["agent_runs"])
+            write_jsonl(out / "signals.jsonl", tables["signals"])
     finally:
         engine.dispose()
     write_dictionary(out)
     return summary
+
+
+class _Tally:
+    """Counts the rows an export writes, telling ``progress`` every :data:`CHUNK`."""
+
+    def __init__(self, progress: Progress, total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
+        progress(0, total)
+
+    def over(self, tables: dict[str, Iterator[dict[str, Any]]]) -> dict[str, Iterator[dict[str, Any]]]:
+        return {name: self._counted(rows) for name, rows in tables.items()}
+
+    def _counted(self, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for row in rows:
+            yield row
+            self.done += 1
+            if self.done % CHUNK == 0:
+                self.progress(self.done, max(self.total, self.done))
+        self.progress(self.done, max(self.total, self.done))
+
+
+def _row_count(connection: Connection, scope: _Scope) -> int:
+    """The rows the export of ``scope`` writes, every file together."""
+    used = select(Event.frame_hash).where(scope.events())
+    counted = [(EpisodeRow, scope.episodes()), (Event, scope.events()),
+               (Frame, Frame.hash.in_(used)), (RawInput, scope.raw_inputs()),
+               (Participant, scope.participants()), (AgentRun, scope.agent_runs()),
+               (Signal, scope.signals())]
+    return sum(connection.execute(select(func.count()).select_from(model).where(where)).scalar()
+               for model, where in counted)
 
 
 # -- what belongs to the export -----------------------------------------------------------
@@ -276,14 +319,14 @@ def _csv_cell(value: Any) -> Any:
     return plain(value)
 
 
-def write_events(out: Path, connection: Connection, scope: _Scope) -> int:
+def write_events(out: Path, rows: Iterator[dict[str, Any]]) -> int:
     """events.jsonl and events.parquet from one pass over the event rows."""
     schema = events_schema()
     n, chunk = 0, []
     with (out / "events.jsonl").open("w") as jsonl, pq.ParquetWriter(
         out / "events.parquet", schema
     ) as parquet:
-        for row in event_rows(connection, scope):
+        for row in rows:
             jsonl.write(json.dumps(row) + "\n")
             chunk.append(row)
             if len(chunk) == CHUNK:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 
@@ -17,12 +19,27 @@ import click
 def export(url: str, out: str, study: str | None, pseudonymize: bool) -> None:
     """Write events (JSONL, Parquet), episodes (CSV), frames, participants with their
     Prolific ids, and a data dictionary."""
+    import contextlib
+    import sys
+
     from study_server.export import export as run_export
 
-    try:
-        summary = run_export(url, out, study=study, pseudonymize=pseudonymize)
-    except FileNotFoundError as error:
-        raise click.ClickException(str(error)) from None
+    with contextlib.ExitStack() as shown:
+        bars: list[Any] = []
+
+        def progress(done: int, total: int) -> None:
+            if not bars:  # the database is open: nothing but the bar from now on
+                bars.append(shown.enter_context(click.progressbar(
+                    length=max(total, 1), label="exporting rows", file=sys.stderr,
+                    show_pos=True)))
+            bars[0].length = max(total, 1)
+            bars[0].update(done - bars[0].pos)
+
+        try:
+            summary = run_export(url, out, study=study, pseudonymize=pseudonymize,
+                                 progress=progress)
+        except FileNotFoundError as error:
+            raise click.ClickException(str(error)) from None
     click.echo(str(summary))
     if not pseudonymize and summary.participants:
         click.echo("participants.jsonl holds Prolific ids: export with --pseudonymize "

@@ -35,6 +35,33 @@ def csrf(client: httpx.Client, path: str) -> str:
     return CSRF.search(client.get(path).text).group(1)
 
 
+def exported(client: Any, study: str = "", timeout: float = 300) -> tuple[bytes | None, str]:
+    """The dashboard's export of ``study`` ("": every study) as a researcher makes it:
+    asked for, its page followed until it is made, its zip downloaded. The zip (None:
+    the export failed) and the page's last text. ``client``: a signed-in httpx client or
+    Flask test client."""
+    asked = client.post("/dashboard/export", data={"study": study,
+                                                   "csrf_token": csrf(client, "/dashboard/")})
+    return followed_export(client, asked.headers.get("Location") or asked.url.path, timeout)
+
+
+def followed_export(client: Any, page: str, timeout: float = 300) -> tuple[bytes | None, str]:
+    """:func:`exported`, from the export's page at ``page``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = client.get(page).text
+        state = re.search(r'data-export-state="(\w+)"', text).group(1)
+        if state not in ("waiting", "reading", "zipping"):
+            break
+        assert time.monotonic() < deadline, text
+        time.sleep(0.2)
+    if state != "done":
+        return None, text
+    download = client.get(re.search(r'href="([^"]+)" data-download-export', text).group(1))
+    assert download.headers["Content-Type"] == "application/zip", download.text[:300]
+    return getattr(download, "content", None) or download.data, text
+
+
 def researcher(url: str, password: str = PASSWORD) -> httpx.Client:
     """A browser signed in to the dashboard as ``researcher``."""
     client = httpx.Client(base_url=url, timeout=30, follow_redirects=True)

@@ -14,6 +14,7 @@ from records.models import Participant, Study
 from study_server import auth
 from study_server.app import create_app, shutdown
 from tests.consent.helpers import make_definition, register_walker_problems
+from tests.study_server.people import csrf, exported
 
 PROBLEMS = ["test/p0", "test/p1", "test/p2", "test/tutorial"]
 
@@ -29,10 +30,6 @@ def app(tmp_path):
     auth.create_admin(store.engine, "researcher", "correct horse")
     yield app
     shutdown(app)
-
-
-def csrf(client, path):
-    return re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text).group(1)
 
 
 def log_in(client, password="correct horse"):
@@ -97,10 +94,9 @@ def test_export_download_is_read_back_by_analysis(app, tmp_path):
     _, _, problem_id = play_one_episode(app)
     client = app.test_client()
     log_in(client)
-    token = csrf(client, "/dashboard/")
-    response = client.post("/dashboard/export", data={"study": "pilot", "csrf_token": token})
-    assert response.status_code == 200 and response.mimetype == "application/zip"
-    zipfile.ZipFile(io.BytesIO(response.data)).extractall(tmp_path / "export")
+    made, _ = exported(client, "pilot")
+    assert 'data-export-job="done"' in client.get("/dashboard/").text  # beside its study
+    zipfile.ZipFile(io.BytesIO(made)).extractall(tmp_path / "export")
     dataset = load(tmp_path / "export")
     episodes = list(dataset.records)
     assert [e.problem_id for e in episodes].count(problem_id) == 1

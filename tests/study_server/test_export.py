@@ -45,6 +45,27 @@ def test_export_writes_every_file_and_counts_what_it_wrote(stored, tmp_path):
     assert frames == sample.frames
 
 
+@pytest.mark.parametrize("study", [None, "pilot"])
+def test_an_export_tells_how_far_it_is_in_rows_of_the_files_it_writes(stored, tmp_path, monkeypatch,
+                                                                    study):
+    """``progress`` is told the rows to write first, then how many are written, every
+    :data:`CHUNK` rows and at each file's end; the last it hears is every row written,
+    the sum of the lines of the files (a chunk of 2 rows here)."""
+    from study_server import export as exporting
+
+    monkeypatch.setattr(exporting, "CHUNK", 2)
+    path, _ = stored
+    out = tmp_path / "out"
+    told: list[tuple[int, int]] = []
+    export(str(path), out, study=study, progress=lambda done, total: told.append((done, total)))
+    written = sum(len(read_jsonl(out / name)) for name in COLUMNS if name.endswith(".jsonl")) \
+        + len(read_csv(out / "episodes.csv"))
+    total = told[0][1]
+    assert told[0] == (0, total) and told[-1] == (written, written) and total == written
+    assert [done for done, _ in told] == sorted(done for done, _ in told)
+    assert len(told) > written // 2  # told as it went, not only at the end
+
+
 def test_every_column_of_every_file_is_in_the_data_dictionary(stored, tmp_path):
     path, _ = stored
     out = tmp_path / "out"
