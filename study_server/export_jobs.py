@@ -18,6 +18,8 @@ and a job lost with its worker (a restart) says so on its page.
 from __future__ import annotations
 
 import logging
+import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -37,6 +39,9 @@ KEPT_SECONDS = 3600.0
 """How long a made export stays on the server for download (it holds participants'
 Prolific ids: it is not left behind longer than needed)."""
 COPY_CHUNK = 1 << 20
+
+FOLDER_PREFIX = "gridstudy-export-"
+"""A job's folder is ``FOLDER_PREFIX<process id>-<random>`` in the temporary folder."""
 
 WAITING, READING, ZIPPING, DONE, FAILED = "waiting", "reading", "zipping", "done", "failed"
 
@@ -104,10 +109,16 @@ class Exports:
         self.url, self.make, self.start_task, self.sleep = url, make, start_task, sleep
         self.jobs: dict[str, Job] = {}
         self.turn = threading.Lock()  # gevent's under gevent: a waiting job blocks no one
+        remove_orphans()
 
     def start(self, study: str | None, admin: str) -> Job:
-        """A new job exporting ``study`` (None: every study), started in the background."""
+        """A new job exporting ``study`` (None: every study), started in the background;
+        or the one exporting it already, not yet made: an export asked for again (a
+        button pressed twice, twenty tabs) makes no second zip on the server's disk."""
         self.forget_old()
+        making = [job for job in self.of(study) if job.running]
+        if making:
+            return making[0]
         job = Job(id=secrets.token_urlsafe(16), study=study, admin=admin)
         self.jobs[job.id] = job
         self.start_task(self._run, job)
@@ -140,11 +151,16 @@ class Exports:
     def _run(self, job: Job) -> None:
         with self.turn:
             off_loop_for_pages(self._export, job)
+        if job.state == DONE:  # the study's older zips say less: removed
+            for older in self.of(job.study):
+                if older is not job and not older.running:
+                    self._remove(older)
+                    self.jobs.pop(older.id, None)
         self.sleep(KEPT_SECONDS)  # removed then, whether or not anyone looks again
         self.forget_old()
 
     def _export(self, job: Job) -> None:
-        job.folder = Path(tempfile.mkdtemp(prefix="gridstudy-export-"))
+        job.folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
         files = job.folder / "files"
         try:
             job.begin(READING)
@@ -179,3 +195,28 @@ class Exports:
     def _remove(job: Job) -> None:
         if job.folder is not None:
             shutil.rmtree(job.folder, ignore_errors=True)
+
+
+def remove_orphans(folder: str | Path | None = None) -> list[Path]:
+    """Remove the exports left in the temporary ``folder`` by server processes that are
+    gone (killed with ``kill -9``, or the machine stopped, while making or keeping one):
+    they hold participants' Prolific ids. The folders removed."""
+    removed = []
+    for path in Path(folder or tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*"):
+        found = re.match(rf"{FOLDER_PREFIX}(\d+)-", path.name)
+        if found and path.is_dir() and not _alive(int(found.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    if removed:
+        log.warning("removed %d export(s) left by a server process that is gone", len(removed))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True

@@ -42,8 +42,8 @@ def test_an_export_shows_how_far_it_is_then_its_zip_and_leaves_nothing_when_the_
     """The export of 20,000 events: the dashboard answers at once with the export's
     page, which says how far it is (rows read, then megabytes compressed) and links the
     zip once made; the study's section of the dashboard links to it too. The zip holds
-    every event. Only the zip stays on the server's disk, and it is removed when the
-    server stops. Before, the request answered only once the zip was made, in memory,
+    every event. Asked for again while it is made, the same export is shown. Only the
+    zip stays on the server's disk, and it is removed when the server stops. Before, the request answered only once the zip was made, in memory,
     with no word meanwhile: 38 s at 1.8 million events, and past a proxy's timeout for a
     study some fifteen times larger."""
     many_events(tmp_path / "g.db", EVENTS)
@@ -55,6 +55,9 @@ def test_an_export_shows_how_far_it_is_then_its_zip_and_leaves_nothing_when_the_
                              follow_redirects=False)
         answered = time.monotonic() - asked
         assert started.status_code == 303, started.text[:300]
+        again = board.post("/dashboard/export", data={"study": "", "csrf_token": csrf(board, "/dashboard/")},
+                           follow_redirects=False)  # pressed twice: the same export
+        assert again.headers["Location"] == started.headers["Location"]
         page = board.get(started.headers["Location"]).text
         assert answered < 1.0 and "Export of every study" in page
         made, page = followed_export(board, started.headers["Location"])
@@ -90,3 +93,36 @@ def test_an_export_that_fills_the_disk_says_so_and_leaves_nothing(tmp_path):
         finally:
             process.terminate()
             process.wait(60)
+
+
+def test_an_export_left_by_a_server_killed_while_making_it_is_removed_at_the_next_start(tmp_path):
+    """``kill -9`` of the server while it reads the study for an export: its folder,
+    participants' Prolific ids among its files, stays in the temporary folder. The next
+    server to start removes it, and says so in its log."""
+    import signal
+
+    many_events(tmp_path / "g.db", 4 * EVENTS)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    process, board = serving(tmp_path / "g.db", tmp)
+    try:
+        started = board.post("/dashboard/export", data={"study": "", "csrf_token": csrf(board, "/dashboard/")},
+                             follow_redirects=False)
+        deadline = time.monotonic() + 60
+        while 'data-export-state="reading"' not in board.get(started.headers["Location"]).text \
+                or not left_behind(tmp):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait(60)
+        assert left_behind(tmp)
+    finally:
+        process.kill()
+    log = tmp_path / "again.log"
+    process, _ = start_serve(tmp_path / "g.db", env={"TMPDIR": str(tmp)}, log=log)
+    try:
+        assert list(tmp.glob("gridstudy-export-*")) == []
+        assert "removed 1 export(s) left by a server process that is gone" in log.read_text()
+    finally:
+        process.terminate()
+        process.wait(60)
