@@ -48,6 +48,10 @@ from tasks import registry
 FELL_BACK = "play_fallback"
 """``participant.data``'s record of a browser that could not run the engine: its games
 are played from the server from then on."""
+STUDY_REREAD = 5.0
+"""Seconds a study's connection limit is kept in memory before it is read again: a study
+file replaced while the server runs (``gridstudy study create --replace --live``) is
+followed within them."""
 ENDED = ("complete", "declined", "screened-out", "failed-quiz", "timed-out", "full",
          "wrong-device", "failed-attention", "slow-connection")
 
@@ -110,8 +114,8 @@ class Flow:
     def __init__(self, app: Flask) -> None:
         self.app = app
         self.arrivals = Arrivals(app.config["ARRIVALS_PER_ADDRESS"], app.config["ARRIVALS_WINDOW"])
-        self.palettes: dict[str, list[str]] = {}
-        self.round_trips: dict[str, float | None] = {}
+        self.palettes: dict[tuple[str, ...], list[str]] = {}
+        self.round_trips: dict[str, tuple[float, float | None]] = {}  # read at, limit
 
     @property
     def store(self) -> Any:
@@ -240,12 +244,17 @@ class Flow:
         return dict(rows)
 
     def round_trip_limit(self, study_id: str) -> float | None:
-        """The study's ``max_round_trip_ms`` (None: any connection), read once per
-        process (a study file's limits do not change while it runs)."""
-        if study_id not in self.round_trips:
+        """The study's ``max_round_trip_ms`` (None: any connection), read again every
+        :data:`STUDY_REREAD` seconds. Before, it was read once per process: a researcher
+        who relaxed the limit, seeing participant after participant sent away for a slow
+        connection, saw the server go on sending them away with the old one."""
+        now = time.monotonic()
+        read = self.round_trips.get(study_id)
+        if read is None or now - read[0] > STUDY_REREAD:
             with self.store.session() as db:
-                self.round_trips[study_id] = assignment.load_study(db, study_id)[1].max_round_trip_ms
-        return self.round_trips[study_id]
+                limit = assignment.load_study(db, study_id)[1].max_round_trip_ms
+            read = self.round_trips[study_id] = (now, limit)
+        return read[1]
 
     def leave(self, study_id: str, participant_id: int, status: str) -> None:
         """End an active participant's visit with ``status``: at their request (a device
@@ -369,9 +378,12 @@ class Flow:
         return build_steps(definition, problems, challenges), state
 
     def palette(self, definition: StudyDefinition) -> list[str]:
-        if definition.id not in self.palettes:
-            self.palettes[definition.id] = study_palette(definition.problems)
-        return self.palettes[definition.id]
+        """The colours of the study's problems (the screening's), kept per list of
+        problems: a study replaced with other problems is screened on theirs."""
+        key = tuple(definition.problems)
+        if key not in self.palettes:
+            self.palettes[key] = study_palette(definition.problems)
+        return self.palettes[key]
 
     def _reserve(self, db: Session, participant: Participant, page: Page) -> None:
         """Reserve the participant's problems, or end the visit as ``full``. The

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 
 import pytest
 from sqlmodel import select
@@ -525,3 +526,34 @@ def test_a_participant_whose_problem_changed_across_a_restart_plays_another(tmp_
     finally:
         shutdown(second)
         registry.add_problem(problem, replace=True)
+
+
+def test_a_study_replaced_while_the_server_runs_is_followed_within_seconds(tmp_path, monkeypatch):
+    """A researcher relaxes the study's ``max_round_trip_ms`` with ``gridstudy study create
+    --replace --live`` while the server runs, seeing participants sent away for a slow
+    connection. The server judges connections on the new limit within
+    ``STUDY_REREAD`` seconds. Before, it kept
+    the limit it read first until it was restarted."""
+    import yaml
+    from click.testing import CliRunner
+
+    from study_server import flow as flows
+    from study_server.cli import main
+    from tests.consent.helpers import definition_data
+
+    monkeypatch.setattr(flows, "STUDY_REREAD", 0.2)
+    database = tmp_path / "flow.db"
+    app = study_app(database, max_round_trip_ms=150)
+    try:
+        flow = app.extensions["gridstudy.flow"]
+        assert flow.round_trip_limit("pilot") == 150
+        study = tmp_path / "study.yaml"
+        study.write_text(yaml.safe_dump(definition_data(max_round_trip_ms=400,
+                                                        problems=["test/p0", "test/p1"])))
+        replaced = CliRunner().invoke(main, ["study", "create", str(study), "--db", str(database),
+                                             "--replace", "--live"])
+        assert replaced.exit_code == 0, replaced.output
+        time.sleep(0.3)
+        assert flow.round_trip_limit("pilot") == 400
+    finally:
+        shutdown(app)
