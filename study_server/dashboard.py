@@ -74,6 +74,19 @@ def utc_time(seconds: float | None) -> str:
     return "" if seconds is None else datetime.fromtimestamp(seconds, UTC).strftime("%H:%M:%S")
 
 
+@bp.app_template_filter("size")
+def size(count: int) -> str:
+    """A number of bytes as people read it: ``812 bytes``, ``11.6 KB``, ``68.2 MB``."""
+    if count < 1000:
+        return f"{count} bytes"
+    shown = count / 1000
+    for unit in ("KB", "MB"):
+        if shown < 1000:
+            return f"{shown:.1f} {unit}"
+        shown /= 1000
+    return f"{shown:.1f} GB"
+
+
 def built_off_loop(view: Any) -> Any:
     """A page that only reads, built in the native threads kept for pages
     (``records.offload.off_loop_for_pages``) with the request's context: its rows made

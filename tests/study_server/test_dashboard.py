@@ -95,7 +95,8 @@ def test_export_download_is_read_back_by_analysis(app, tmp_path):
     client = app.test_client()
     log_in(client)
     made, _ = exported(client, "pilot")
-    assert 'data-export-job="done"' in client.get("/dashboard/").text  # beside its study
+    board = client.get("/dashboard/").text  # beside its study, with its size as people read it
+    assert 'data-export-job="done"' in board and re.search(r"made, \d+\.\d KB</li>", board)
     zipfile.ZipFile(io.BytesIO(made)).extractall(tmp_path / "export")
     dataset = load(tmp_path / "export")
     episodes = list(dataset.records)
