@@ -17,6 +17,7 @@ and a job lost with its worker (a restart) says so on its page.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -30,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from records.offload import off_loop_for_pages
 
@@ -171,7 +174,7 @@ class Exports:
             job.state = DONE
         except Exception as error:  # the page says what went wrong; the log has the rest
             log.exception("the export %s of %s failed", job.id, job.study or "every study")
-            job.error = f"{type(error).__name__}: {error}"
+            job.error = failure(error)
             job.state = FAILED
             self._remove(job)
         finally:
@@ -220,3 +223,18 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # another user's process
         return True
     return True
+
+
+def failure(error: Exception) -> str:
+    """Why an export failed, as its page says it: what to do about a full disk; of the
+    database's errors, only that it could not be read (their words may name its address
+    and password: they are in the server's log, as for every page, guarantee 1.6)."""
+    if isinstance(error, SQLAlchemyError):
+        return "the database could not be read"
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return (f"No space left on device in the server's temporary folder "
+                f"({tempfile.gettempdir()}): free room there, or start the server with "
+                "TMPDIR set to a folder on a larger disk, then try again")
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return "an unexpected error"

@@ -1013,3 +1013,60 @@ def test_psycopg_cooperates_on_the_loop_and_waits_in_c_in_native_threads(servers
     on_loop, off, before, after, any_on_loop = done.stdout.split()
     assert int(on_loop) >= 10 and int(off) >= 10  # 0.4 s of 20 ms beats, both ways
     assert int(before) == 0 < int(after) and any_on_loop == "False"
+
+
+def test_an_export_asked_for_while_postgresql_is_stopped_says_so_and_nothing_more(tmp_path):
+    """PostgreSQL stops while an export reads the study. Once it is back, the export's
+    page says it failed because the database could not be read, and offers to try again,
+    which works; it names neither the database's address nor its user (they are in the
+    server's log, guarantee 1.6)."""
+    from study_server import auth
+    from study_server.app import shutdown
+    from tests.consent.helpers import study_app
+    from tests.study_server.people import csrf, followed_export
+    from tests.study_server.test_dashboard import log_in
+
+    base = Path(tempfile.mkdtemp(prefix="gridstudy-export-outage-"))
+    base.chmod(0o711)  # PostgreSQL runs as its own user when the tests run as root
+    postgres = services.start_postgres(base / "postgres", durable=False)
+    try:
+        url = services.create_database(postgres.port, "exports")
+        app = study_app(url)
+        try:
+            auth.create_admin(app.extensions["gridstudy.store"].engine, "researcher", "correct horse")
+            client = app.test_client()
+            log_in(client)
+            token = csrf(client, "/dashboard/")
+            holder = create_engine(url).connect()  # the export waits on it, mid-read
+            holder.begin()
+            holder.execute(text("LOCK TABLE episode IN ACCESS EXCLUSIVE MODE"))
+            asked = client.post("/dashboard/export", data={"study": "pilot", "csrf_token": token})
+            assert asked.status_code == 303, asked.text[:300]
+            deadline, watcher = time.monotonic() + 30, create_engine(url)
+            while not waiting_on_a_lock(watcher):  # the holder's transaction sees a snapshot
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            watcher.dispose()
+            postgres.process.send_signal(signal.SIGINT)  # fast shutdown: clients cut off
+            postgres.process.wait(30)
+            holder.invalidate()
+            postgres = services.start_postgres(base / "postgres", port=postgres.port, durable=False)
+            made, page = followed_export(client, asked.headers["Location"])
+            assert made is None and "The export failed: the database could not be read" in page
+            assert str(postgres.port) not in page and "gridstudy@" not in page
+            assert "Try again" in page
+            made, page = followed_export(client, client.post("/dashboard/export", data={
+                "study": "pilot", "csrf_token": csrf(client, "/dashboard/")}).headers["Location"])
+            assert made[:2] == b"PK", page[-1000:]
+        finally:
+            shutdown(app)
+    finally:
+        postgres.stop()
+
+
+def waiting_on_a_lock(engine: Any) -> bool:
+    """Whether a statement on ``engine``'s PostgreSQL database waits for a lock now."""
+    with engine.connect() as connection:
+        return bool(connection.execute(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock'")).scalar())
