@@ -1015,7 +1015,7 @@ def test_psycopg_cooperates_on_the_loop_and_waits_in_c_in_native_threads(servers
     assert int(before) == 0 < int(after) and any_on_loop == "False"
 
 
-def test_an_export_asked_for_while_postgresql_is_stopped_says_so_and_nothing_more(tmp_path):
+def test_an_export_whose_postgresql_stops_mid_read_says_so_and_nothing_more(tmp_path):
     """PostgreSQL stops while an export reads the study. Once it is back, the export's
     page says it failed because the database could not be read, and offers to try again,
     which works; it names neither the database's address nor its user (they are in the
