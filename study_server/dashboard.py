@@ -107,11 +107,12 @@ def built_off_loop(view: Any) -> Any:
 
 
 def init_app(app: Flask) -> None:
-    from study_server.export import export
+    from study_server.export import export, pseudonym_key
     from study_server.export_jobs import Exports
 
+    store = app.extensions["gridstudy.store"]
     app.extensions["gridstudy.exports"] = Exports(
-        app.extensions["gridstudy.store"].url, export,
+        store.url, export, lambda: pseudonym_key(store),
         lambda *args: app.extensions["socketio"].start_background_task(*args),
         lambda seconds: app.extensions["socketio"].sleep(seconds))
     auth.init_app(app)
@@ -374,7 +375,8 @@ def export_start() -> Any:
     in the background (``study_server/export_jobs.py``), its progress shown."""
     study = request.form.get("study") or None
     _store().wait(PAGE_WAIT)  # the rows already taken are in the export
-    job = current_app.extensions["gridstudy.exports"].start(study, g.admin)
+    job = current_app.extensions["gridstudy.exports"].start(
+        study, g.admin, pseudonymized=request.form.get("pseudonymize") == "1")
     return redirect(url_for("dashboard.export_page", job_id=job.id), code=303)
 
 

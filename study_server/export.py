@@ -67,14 +67,23 @@ Progress = Callable[[int, int], None]
 
 
 def export(url: str, out: str | Path, *, study: str | None = None,
-           pseudonymize: bool = False, progress: Progress | None = None) -> ExportSummary:
+           pseudonymize: bool = False, key: bytes | None = None,
+           progress: Progress | None = None) -> ExportSummary:
     """Export the database at ``url`` (every study, or only ``study``) into ``out``;
-    with ``pseudonymize``, participants' ids are keyed hashes. ``progress`` is told how
-    far it is: the rows to write are counted first, in the same read."""
+    with ``pseudonymize``, participants' ids are keyed hashes (``key``: the database's
+    :func:`pseudonym_key`, read from it when not given: a server gives its own store's).
+    ``progress`` is told how far it is: the rows to write are counted first."""
     engine = open_existing(url)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    hide = Pseudonyms(pseudonym_key(url)) if pseudonymize else None
+    hide = None
+    if pseudonymize:
+        from records.store import Store
+
+        if key is None:
+            with Store(url) as store:
+                key = pseudonym_key(store)
+        hide = Pseudonyms(key)
     try:
         with engine.connect() as connection:
             scope = _Scope(study)
@@ -243,14 +252,11 @@ def participant_rows(connection: Connection, scope: _Scope,
         yield hide.participant(row) if hide else row
 
 
-def pseudonym_key(url: str) -> bytes:
-    """This database's pseudonym key (made on first use and kept in it)."""
+def pseudonym_key(store: Any) -> bytes:
+    """The pseudonym key of ``store``'s database (made on first use and kept in it)."""
     import secrets
 
-    from records.store import Store
-
-    with Store(url) as store:
-        return bytes.fromhex(store.setting("pseudonym_key", lambda: secrets.token_hex(32)))
+    return bytes.fromhex(store.setting("pseudonym_key", lambda: secrets.token_hex(32)))
 
 
 class Pseudonyms:

@@ -57,6 +57,7 @@ class Job:
     id: str
     study: str | None
     admin: str
+    pseudonymized: bool = False
     started: float = field(default_factory=time.time)
     state: str = WAITING
     done: int = 0
@@ -70,7 +71,8 @@ class Job:
     @property
     def name(self) -> str:
         """The zip's file name, as the browser saves it."""
-        return f"gridstudy-{self.study or 'all'}-export.zip"
+        hidden = "-pseudonymized" if self.pseudonymized else ""
+        return f"gridstudy-{self.study or 'all'}-export{hidden}.zip"
 
     @property
     def path(self) -> Path | None:
@@ -102,27 +104,33 @@ class Job:
 
 
 class Exports:
-    """The process's export jobs. ``make(url, out, study, progress)`` writes an export's
-    files (``study_server.export.export``); ``start_task`` runs a function in the
-    background and ``sleep`` waits in it (Socket.IO's ``start_background_task`` and
-    ``sleep``: a greenlet under gevent, a thread otherwise)."""
+    """The process's export jobs. ``make(url, out, study, pseudonymize, key, progress)``
+    writes an export's files (``study_server.export.export``) and ``key()`` is the
+    database's pseudonym key, read through the server's own store; ``start_task`` runs a
+    function in the background and ``sleep`` waits in it (Socket.IO's
+    ``start_background_task`` and ``sleep``: a greenlet under gevent, a thread
+    otherwise)."""
 
-    def __init__(self, url: str, make: Callable[..., Any], start_task: Callable[..., Any],
-                 sleep: Callable[[float], Any] = time.sleep) -> None:
-        self.url, self.make, self.start_task, self.sleep = url, make, start_task, sleep
+    def __init__(self, url: str, make: Callable[..., Any], key: Callable[[], bytes],
+                 start_task: Callable[..., Any], sleep: Callable[[float], Any] = time.sleep) -> None:
+        self.url, self.make, self.key = url, make, key
+        self.start_task, self.sleep = start_task, sleep
         self.jobs: dict[str, Job] = {}
         self.turn = threading.Lock()  # gevent's under gevent: a waiting job blocks no one
         remove_orphans()
 
-    def start(self, study: str | None, admin: str) -> Job:
-        """A new job exporting ``study`` (None: every study), started in the background;
-        or the one exporting it already, not yet made: an export asked for again (a
-        button pressed twice, twenty tabs) makes no second zip on the server's disk."""
+    def start(self, study: str | None, admin: str, pseudonymized: bool = False) -> Job:
+        """A new job exporting ``study`` (None: every study; ``pseudonymized``: its
+        participants' ids as keyed hashes, ``gridstudy export --pseudonymize``), started
+        in the background; or the one making that export already: an export asked for
+        again (a button pressed twice, twenty tabs) makes no second zip on the server's
+        disk."""
         self.forget_old()
-        making = [job for job in self.of(study) if job.running]
+        making = [job for job in self.of(study, pseudonymized) if job.running]
         if making:
             return making[0]
-        job = Job(id=secrets.token_urlsafe(16), study=study, admin=admin)
+        job = Job(id=secrets.token_urlsafe(16), study=study, admin=admin,
+                  pseudonymized=pseudonymized)
         self.jobs[job.id] = job
         self.start_task(self._run, job)
         return job
@@ -131,10 +139,12 @@ class Exports:
         self.forget_old()
         return self.jobs.get(job_id)
 
-    def of(self, study: str | None) -> list[Job]:
-        """The jobs exporting ``study`` that are kept, the newest first."""
+    def of(self, study: str | None, pseudonymized: bool | None = None) -> list[Job]:
+        """The jobs exporting ``study`` that are kept (only those ``pseudonymized`` or
+        not, when it is given), the newest first."""
         self.forget_old()
-        return sorted((job for job in self.jobs.values() if job.study == study),
+        return sorted((job for job in self.jobs.values() if job.study == study and
+                       pseudonymized in (None, job.pseudonymized)),
                       key=lambda job: job.started, reverse=True)
 
     def forget_old(self, now: float | None = None) -> None:
@@ -155,7 +165,7 @@ class Exports:
         with self.turn:
             off_loop_for_pages(self._export, job)
         if job.state == DONE:  # the study's older zips say less: removed
-            for older in self.of(job.study):
+            for older in self.of(job.study, job.pseudonymized):
                 if older is not job and not older.running:
                     self._remove(older)
                     self.jobs.pop(older.id, None)
@@ -167,7 +177,8 @@ class Exports:
         files = job.folder / "files"
         try:
             job.begin(READING)
-            self.make(self.url, files, study=job.study, progress=job.tell)
+            self.make(self.url, files, study=job.study, pseudonymize=job.pseudonymized,
+                      key=self.key() if job.pseudonymized else None, progress=job.tell)
             job.begin(ZIPPING)
             self._zip(job, files)
             job.size = (job.folder / job.name).stat().st_size

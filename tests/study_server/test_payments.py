@@ -4,7 +4,9 @@ every ending, the approval and bonus files, pseudonymized exports, and the landi
 from __future__ import annotations
 
 import csv
+import io
 import json
+import zipfile
 
 import pytest
 from click.testing import CliRunner
@@ -302,6 +304,31 @@ def test_exports_carry_the_ids_unless_pseudonymized(app, visited, tmp_path):
     assert len(load(str(tmp_path / "shared"))) == len(load(str(tmp_path / "plain")))
     result = CliRunner().invoke(main, ["export", "--db", visited, "--out", str(tmp_path / "x")])
     assert "participants.jsonl holds Prolific ids" in result.output
+    made, page = dashboard_export(app, pseudonymize="1")  # the same key, through the server
+    assert "gridstudy-pilot-export-pseudonymized.zip" in page and "keyed hashes" in page
+    with zipfile.ZipFile(io.BytesIO(made)) as archive:
+        assert not [name for name in archive.namelist() if b"PID-" in archive.read(name)]
+        served = [json.loads(line) for line in archive.read("participants.jsonl").splitlines()]
+    assert served == shared
+    made, page = dashboard_export(app)  # the lab's own, with the ids it pays with
+    with zipfile.ZipFile(io.BytesIO(made)) as archive:
+        assert b"PID-DONE" in archive.read("participants.jsonl")
+    assert "Before sharing the data, export it pseudonymized" in page
+
+
+def dashboard_export(app, **form):
+    """The pilot study's export from the dashboard, as a signed-in researcher asks for it
+    (``form``: the export form's other fields): the zip and the export's last page."""
+    from study_server import auth
+    from tests.study_server.people import csrf, followed_export
+    from tests.study_server.test_dashboard import log_in
+
+    auth.create_admin(app.extensions["gridstudy.store"].engine, "researcher", "correct horse")
+    client = app.test_client()
+    log_in(client)
+    asked = client.post("/dashboard/export", data={"study": "pilot", **form,
+                                                   "csrf_token": csrf(client, "/dashboard/")})
+    return followed_export(client, asked.headers["Location"])
 
 
 def test_the_root_is_a_landing_page_that_names_no_study(app, visited):
