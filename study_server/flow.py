@@ -48,6 +48,9 @@ from tasks import registry
 FELL_BACK = "play_fallback"
 """``participant.data``'s record of a browser that could not run the engine: its games
 are played from the server from then on."""
+LAST_ERROR = "last_error"
+"""``participant.data``'s last answer to be redone: ``[its answering, what it was told]``
+(:func:`answering`), told again to the same answer sent twice."""
 STUDY_REREAD = 5.0
 """Seconds a study's connection limit is kept in memory before it is read again: a study
 file replaced while the server runs (``gridstudy study create --replace --live``) is
@@ -201,10 +204,15 @@ class Flow:
             participant = db.get(Participant, participant_id)
             data = dict(participant.data)
             if answering(data) != asked or participant.status != "active":
-                return None  # answered already: the page shows where the participant is
+                # answered already: the page shows where the participant is, and why
+                # again if that answer was to be redone (the second click of a double
+                # click is the page the browser shows)
+                said = data.get(LAST_ERROR) or [None, None]
+                return said[1] if said[0] == asked and participant.status == "active" else None
             if outcome.status == RETRY:
                 if page.stage.counts_tries and outcome.costs_try:  # a wrong try
                     data["tries"] = data.get("tries", 0) + 1
+                data[LAST_ERROR] = [asked, outcome.error]
                 participant.data = data
                 return outcome.error
             now = utcnow()

@@ -257,7 +257,8 @@ def test_one_person_arriving_ten_times_at_once_is_one_participant(tmp_path):
 def test_a_form_sent_twice_at_once_is_answered_once(tmp_path):
     """A participant double-clicks on a real server: "I agree" sent twice at the same
     instant moves them on to the colour screening, once; a wrong quiz answer sent twice
-    costs one of its two tries, so they may try again. Before, each click moved them on:
+    costs one of its two tries, so they may try again, and both clicks' pages say what was
+    wrong (before, the second's said nothing). Before, each click moved them on:
     the screening was skipped every time, and the double click on a wrong answer spent
     both tries and screened them out."""
     from contextlib import closing
@@ -270,11 +271,11 @@ def test_a_form_sent_twice_at_once_is_answered_once(tmp_path):
         with closing(sqlite3.connect(db, timeout=30)) as raw:
             return raw.execute(query, params).fetchall()
 
-    def twice(person: Person, answers: dict[str, str]) -> None:
+    def twice(person: Person, answers: dict[str, str]) -> list:
         page = person.get("/study/demo/flow").text
         form = {**answers, **dict(re.findall(r'name="(csrf_token|answering)" value="([^"]+)"',
                                              page))}
-        at_once(2, lambda: person.http.post("/study/demo/flow", data=form))
+        return at_once(2, lambda: person.http.post("/study/demo/flow", data=form))
 
     def stage(person: Person) -> str:
         page = person.get("/study/demo/flow").text
@@ -292,9 +293,11 @@ def test_a_form_sent_twice_at_once_is_answered_once(tmp_path):
         person.post(person.screening_answers())
         assert stage(person) == "quiz"
         right = quiz.right_answers(quiz.questions_for(["planning"]))
-        twice(person, {name: str((int(value) + 1) % 3) for name, value in right.items()})
+        shown = twice(person, {name: str((int(value) + 1) % 3) for name, value in right.items()})
         page = person.get("/study/demo/flow").text
         assert 'data-stage="quiz"' in page and "You have 1 try left" in page
+        # both answers say what was wrong: the browser shows the second click's
+        assert [("Not right yet" in answer.text) for answer in shown] == [True, True]
 
 
 def test_flow_state_needs_no_database():
