@@ -37,7 +37,16 @@ from sqlalchemy.engine import Connection
 
 from records import schema
 from records.database import open_existing
-from records.models import AgentRun, EpisodeRow, Event, Frame, Participant, RawInput, Signal
+from records.models import (
+    AgentRun,
+    EpisodeRow,
+    Event,
+    Frame,
+    Participant,
+    RawInput,
+    Setting,
+    Signal,
+)
 from records.schema import as_utc
 from study_server.export_dictionary import COLUMNS, write_dictionary
 
@@ -78,12 +87,7 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     out.mkdir(parents=True, exist_ok=True)
     hide = None
     if pseudonymize:
-        from records.store import Store
-
-        if key is None:
-            with Store(url) as store:
-                key = pseudonym_key(store)
-        hide = Pseudonyms(key)
+        hide = Pseudonyms(key or _stored_key(engine) or _made_key(url))
     try:
         with engine.connect() as connection:
             scope = _Scope(study)
@@ -252,11 +256,34 @@ def participant_rows(connection: Connection, scope: _Scope,
         yield hide.participant(row) if hide else row
 
 
+PSEUDONYM_KEY = "pseudonym_key"
+"""The ``setting`` that keeps the database's pseudonym key."""
+
+
 def pseudonym_key(store: Any) -> bytes:
     """The pseudonym key of ``store``'s database (made on first use and kept in it)."""
     import secrets
 
-    return bytes.fromhex(store.setting("pseudonym_key", lambda: secrets.token_hex(32)))
+    return bytes.fromhex(store.setting(PSEUDONYM_KEY, lambda: secrets.token_hex(32)))
+
+
+def _stored_key(engine: Any) -> bytes | None:
+    """The database's pseudonym key if it has one, read without writing: an archived
+    study, on a read-only filesystem, pseudonymized before, is pseudonymized again with
+    the same hashes."""
+    with engine.connect() as connection:
+        value = connection.execute(select(Setting.value).where(
+            Setting.name == PSEUDONYM_KEY)).scalar()
+    return bytes.fromhex(value) if value else None
+
+
+def _made_key(url: str) -> bytes:
+    """A new pseudonym key, kept in the database at ``url`` (which must be writable: a
+    key not kept would give other hashes in the next export)."""
+    from records.store import Store
+
+    with Store(url) as store:
+        return pseudonym_key(store)
 
 
 class Pseudonyms:

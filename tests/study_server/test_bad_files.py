@@ -78,13 +78,15 @@ ARCHIVE_FILES = ("events.jsonl", "episodes.csv", "frames.jsonl", "participants.j
                  "agent_runs.jsonl", "raw_inputs.jsonl")
 
 
-def archive(tmp_path: Path, parts: tuple[str, ...]) -> Iterator[tuple[Path, Path]]:
+def archive(tmp_path: Path, parts: tuple[str, ...], keyed: bool = False) -> Iterator[tuple[Path, Path]]:
     """The sample study's database on a filesystem of its own mounted read-only (an
     archived study on a read-only share, a container's volume mounted ``:ro``), and the
     same files on a writable disk. ``parts``: the files copied beside the database while
     its store still has it open, from ``-wal`` and ``-shm`` (a copy of a live database);
-    with none, the database as its store left it at close."""
+    with none, the database as its store left it at close. ``keyed``: it has its
+    pseudonym key (it was exported pseudonymized before)."""
     from records.store import Store
+    from study_server.export import pseudonym_key
     from tests.sample_study import fill
     from tests.study_server.conftest import own_filesystem, remount
 
@@ -100,6 +102,8 @@ def archive(tmp_path: Path, parts: tuple[str, ...]) -> Iterator[tuple[Path, Path
 
         with Store(str(source / "study.db")) as store:
             fill(store)
+            if keyed:
+                pseudonym_key(store)
             if parts:
                 assert (source / "study.db-wal").stat().st_size  # the log holds the study
                 copy("", *parts)
@@ -136,6 +140,26 @@ def test_a_database_on_a_read_only_filesystem_is_read_whole_and_never_written(tm
             line = one_error_line(gridstudy(*command, cwd=tmp_path))
             assert (f"{archived}: the database is on a read-only filesystem, and this "
                     "command writes to it: copy it to a writable disk") in line, line
+
+
+def test_an_archived_study_exported_pseudonymized_before_is_again_with_the_same_hashes(tmp_path):
+    """A study pseudonymized before it was archived on a read-only filesystem: its
+    pseudonymized export from the archive is the writable copy's, the same hashes (its key
+    is read, never written). One never pseudonymized is refused in one line: a key made
+    and not kept would give other hashes in the next export. Before, both were refused."""
+    for archived, writable in archive(tmp_path, (), keyed=True):
+        for db, out in ((archived, "from-archive"), (writable, "from-copy")):
+            result = gridstudy("export", "--db", str(db), "--out", out, "--pseudonymize",
+                               cwd=tmp_path)
+            assert result.returncode == 0, result.stderr
+        shared = (tmp_path / "from-archive" / "participants.jsonl").read_text()
+        assert shared == (tmp_path / "from-copy" / "participants.jsonl").read_text()
+        assert '"external_id": "h-' in shared and "P1" not in shared
+    (tmp_path / "never").mkdir()
+    for archived, _ in archive(tmp_path / "never", ()):
+        line = one_error_line(gridstudy("export", "--db", str(archived), "--out", "out",
+                                        "--pseudonymize", cwd=tmp_path))
+        assert "read-only filesystem" in line, line
 
 
 def test_a_log_on_a_read_only_filesystem_without_its_shared_memory_is_said_in_one_line(
