@@ -41,12 +41,15 @@ def unknown_problems(engine: Any) -> dict[str, list[str]]:
     study was made with: ``./gridstudy-library`` of another folder, or no
     ``$GRIDSTUDY_LIBRARY``). Serving it would answer its participants' pages with an
     error."""
+    from sqlalchemy import inspect
     from sqlmodel import Session, select
 
     from consent.definition import from_stored
     from records.models import Participant, Study
     from tasks import registry
 
+    if not inspect(engine).has_table(Study.__tablename__):
+        return {}  # a new database, its tables not made yet: no study to check
     with Session(engine) as db:
         playing = set(db.exec(select(Participant.study_id).where(
             Participant.status == "active").distinct()).all())

@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -1070,3 +1071,45 @@ def waiting_on_a_lock(engine: Any) -> bool:
         return bool(connection.execute(text(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
             "AND wait_event_type = 'Lock'")).scalar())
+
+
+def test_the_readmes_large_study_starts_on_a_new_folder_and_again_on_the_same(tmp_path):
+    """The README's way to run a large study with nothing running yet: ``gridstudy serve
+    --workers 2 --data-dir DIR`` on a new folder starts PostgreSQL, Redis, nginx and two
+    workers and prints the database's URL; the study stored there from another terminal
+    is served; stopped and started again on the same folder, it is still there. Before,
+    the check of the studies' problems asked the new database for its participants
+    before it had tables, and the command stopped with PostgreSQL's "relation
+    participant does not exist"."""
+    base = Path(tempfile.mkdtemp(prefix="gridstudy-readme-"))
+    base.chmod(0o711)  # PostgreSQL runs as its own user when the tests run as root
+    folder = base / "study-data"
+    port = free_port()
+    for start in ("new", "again"):
+        log = tmp_path / f"{start}.log"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "study_server.cli", "serve", "--workers", "2", "--port",
+             str(port), "--data-dir", str(folder)],
+            stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=tmp_path)
+        try:
+            deadline = time.monotonic() + 120
+            while "behind nginx" not in log.read_text():
+                assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            url = re.search(r"database (postgresql\S+),", log.read_text()).group(1)
+            if start == "new":
+                made = subprocess.run(
+                    [sys.executable, "-m", "study_server.cli", "study", "create",
+                     str(_write(tmp_path / "study.yaml", STUDY)), "--db", url],
+                    capture_output=True, text=True, cwd=tmp_path)
+                assert made.returncode == 0, made.stderr
+            else:
+                assert "/study/crowd?PROLIFIC_PID=" in log.read_text()  # kept, and served
+            page = httpx.get(f"http://127.0.0.1:{port}/study/crowd?PROLIFIC_PID={start}1"
+                             f"&STUDY_ID=s&SESSION_ID=x", follow_redirects=True, timeout=30)
+            assert page.status_code == 200 and "You are invited to play." in page.text
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(90)
+        assert process.returncode == 0, log.read_text()[-3000:]
+    shutil.rmtree(base, ignore_errors=True)
