@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -204,37 +205,13 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bo
 
     Exits with 1 when a problem is invalid (or, with --strict, unverified: valid as far
     as could be checked, but the bounded search found no plan or witness to prove it)."""
-    from tasks.worldtest.check import Metered, check_problem, heaviest_step
-    from tasks.worldtest.planning import solvability
-
     ids = list(problem_ids) or [s.id for s in registry.list_problems()]
     _known(ids, {s.id for s in registry.list_problems()}, "problem",
            "gridstudy problems list; a new environment's problems exist once "
            "'gridstudy problems derive NAME' wrote them")
-    with click.progressbar(ids, label="checking", file=sys.stderr) as bar:
-        results = []
-        for problem_id in bar:
-            kwargs = {} if samples is None else {"samples": samples}
-            metered = Metered()
-            try:
-                problem = registry.get_problem(problem_id)
-                report = check_problem(problem, make_env=metered, **kwargs)
-            except Exception as error:  # a broken problem must not hide the others
-                results.append((problem_id, "invalid", [f"{type(error).__name__}: {error}"],
-                                metered.cost))
-                continue
-            status, reasons = report.status, list(report.reasons)
-            if seeds and problem.challenge == "planning" and status == "valid":
-                found = solvability(problem, seeds, max_states=search_states)
-                reasons.append(found.words())
-                if found.fraction < 1:  # a bounded search proves no dead end: it names one
-                    status = "unverified"
-                    reasons.append("a participant may reach a state the goal cannot be "
-                                   "reached from (or the search was too short): replay the "
-                                   "run named, then fix the program or the goal")
-            results.append((problem_id, status, reasons, heaviest_step(problem, metered)))
     counts = dict.fromkeys(CHECK_LABELS, 0)
-    for problem_id, status, reasons, cost in results:
+    for problem_id in ids:  # each said as it is checked: all of them take many minutes
+        status, reasons, cost = _checked(problem_id, samples, seeds, search_states)
         click.echo(f"{CHECK_LABELS[status]:<10} {problem_id}")
         for reason in reasons:
             click.echo(f"           {reason}")
@@ -247,6 +224,32 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bo
 
 
 CHECK_LABELS = {"valid": "ok", "unverified": "UNVERIFIED", "invalid": "INVALID"}
+
+
+def _checked(problem_id: str, samples: int | None, seeds: int,
+             search_states: int) -> tuple[str, list[str], Any]:
+    """One problem's check for ``problems check``: its status, the reasons and the
+    heaviest step seen (None for a problem that could not be checked)."""
+    from tasks.worldtest.check import Metered, check_problem, heaviest_step
+    from tasks.worldtest.planning import solvability
+
+    kwargs = {} if samples is None else {"samples": samples}
+    metered = Metered()
+    try:
+        problem = registry.get_problem(problem_id)
+        report = check_problem(problem, make_env=metered, **kwargs)
+    except Exception as error:  # a broken problem must not hide the others
+        return "invalid", [f"{type(error).__name__}: {error}"], metered.cost
+    status, reasons = report.status, list(report.reasons)
+    if seeds and problem.challenge == "planning" and status == "valid":
+        found = solvability(problem, seeds, max_states=search_states)
+        reasons.append(found.words())
+        if found.fraction < 1:  # a bounded search proves no dead end: it names one
+            status = "unverified"
+            reasons.append("a participant may reach a state the goal cannot be "
+                           "reached from (or the search was too short): replay the "
+                           "run named, then fix the program or the goal")
+    return status, reasons, heaviest_step(problem, metered)
 
 
 @problems.command("derive")

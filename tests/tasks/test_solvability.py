@@ -81,3 +81,25 @@ def test_problems_check_flags_a_problem_that_can_be_lost(worlds):
 def test_the_demo_studys_planning_problems_stay_solvable(problem_id):
     found = solvability(registry.get_problem(problem_id), seeds=8)
     assert found.stuck == [], found.words()
+
+
+def test_problems_check_says_each_problem_as_it_is_checked():
+    """Every problem takes many minutes (a planning problem's search alone: 50 s for
+    ant_trail): each is said as soon as it is checked, in a terminal as in a log. Before,
+    nothing was said until the last one was, and nothing at all when the output was not
+    a terminal (the progress bar hides itself): a check of every problem stayed silent
+    for over seventeen minutes."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    command = [str(Path(sys.executable).parent / "gridstudy"), "problems", "check",
+               "ant_trail/mfp", "ant_trail/planning"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as checking:
+        try:
+            first = checking.stdout.readline()
+            assert first.split() == ["ok", "ant_trail/mfp"]
+            with pytest.raises(subprocess.TimeoutExpired):  # said while the planning
+                checking.wait(timeout=5)  # problem is checked, not as the command ends
+        finally:
+            checking.kill()
