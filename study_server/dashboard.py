@@ -376,7 +376,7 @@ def export_start() -> Any:
     study = request.form.get("study") or None
     _store().wait(PAGE_WAIT)  # the rows already taken are in the export
     job = current_app.extensions["gridstudy.exports"].start(
-        study, g.admin, pseudonymized=request.form.get("pseudonymize") == "1")
+        study, pseudonymized=request.form.get("pseudonymize") == "1")
     return redirect(url_for("dashboard.export_page", job_id=job.id), code=303)
 
 

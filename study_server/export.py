@@ -85,10 +85,8 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     engine = open_existing(url)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    hide = None
-    if pseudonymize:
-        hide = Pseudonyms(key or _stored_key(engine) or _made_key(url))
     try:
+        hide = Pseudonyms(key or _stored_key(engine) or _made_key(url)) if pseudonymize else None
         with engine.connect() as connection:
             scope = _Scope(study)
             tables = {"episodes": episode_rows(connection, scope),

@@ -56,7 +56,6 @@ class Job:
 
     id: str
     study: str | None
-    admin: str
     pseudonymized: bool = False
     started: float = field(default_factory=time.time)
     state: str = WAITING
@@ -119,7 +118,7 @@ class Exports:
         self.turn = threading.Lock()  # gevent's under gevent: a waiting job blocks no one
         remove_orphans()
 
-    def start(self, study: str | None, admin: str, pseudonymized: bool = False) -> Job:
+    def start(self, study: str | None, pseudonymized: bool = False) -> Job:
         """A new job exporting ``study`` (None: every study; ``pseudonymized``: its
         participants' ids as keyed hashes, ``gridstudy export --pseudonymize``), started
         in the background; or the one making that export already: an export asked for
@@ -129,8 +128,7 @@ class Exports:
         making = [job for job in self.of(study, pseudonymized) if job.running]
         if making:
             return making[0]
-        job = Job(id=secrets.token_urlsafe(16), study=study, admin=admin,
-                  pseudonymized=pseudonymized)
+        job = Job(id=secrets.token_urlsafe(16), study=study, pseudonymized=pseudonymized)
         self.jobs[job.id] = job
         self.start_task(self._run, job)
         return job

@@ -402,12 +402,11 @@ class Flow:
         that instant was ended again as ``full``, or moved on past its end, holding the
         slots it had just been given."""
         db.commit()
+        full = False
         try:
             assignment.assign(self.store.engine, participant.study_id, participant.id)
         except assignment.StudyFull:
             full = True
-        else:
-            full = False
         hold(db.connection(), Participant, participant.id)
         db.refresh(participant)
         if participant.status != "active":

@@ -25,15 +25,15 @@ def export(url: str, out: str, study: str | None, pseudonymize: bool) -> None:
     from study_server.export import export as run_export
 
     with contextlib.ExitStack() as shown:
-        bars: list[Any] = []
+        bar: Any = None
 
         def progress(done: int, total: int) -> None:
-            if not bars:  # the database is open: nothing but the bar from now on
-                bars.append(shown.enter_context(click.progressbar(
-                    length=max(total, 1), label="exporting rows", file=sys.stderr,
-                    show_pos=True)))
-            bars[0].length = max(total, 1)
-            bars[0].update(done - bars[0].pos)
+            nonlocal bar
+            if bar is None:  # the database is open: nothing but the bar from now on
+                bar = shown.enter_context(click.progressbar(
+                    length=1, label="exporting rows", file=sys.stderr, show_pos=True))
+            bar.length = max(total, 1)
+            bar.update(done - bar.pos)
 
         try:
             summary = run_export(url, out, study=study, pseudonymize=pseudonymize,
