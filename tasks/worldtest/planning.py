@@ -51,6 +51,7 @@ from tasks.worldtest.search import (
     focus_clicks,
     goal_distance,
     guided_plan,
+    probe_rollouts,
     random_action,
     shortest_plan,
 )
@@ -229,6 +230,18 @@ SOLVABLE_SEEDS = 50
 FOCUS = 64
 """Clicks the solvability search tries from a state (the goal cells still wrong first):
 puzzles such as a board of lamps need clicks far from the cells they change."""
+SEARCHES = (("best first", 1), ("settled", 1), ("random", 1), ("best first", 4))
+"""The searches :func:`solvability` tries in turn until one reaches the goal, each with
+its scale of the budget: best first by the goal cells still wrong; breadth first over
+actions each followed by waiting, for a goal the first step towards which looks like a
+step away (emptying every basin to fill one of them again); random play
+(:data:`ROLLOUT`, :data:`ROLLOUT_STEPS`), for a goal no distance guides towards (walking a maze to its far
+corner); the first again, four times as long."""
+ROLLOUT = 200
+"""The longest run of random play, :func:`solvability`'s third search."""
+ROLLOUT_STEPS = 8
+"""The steps random play may take per state of the searches' budget (12,000 at
+``gridstudy problems check``'s default of 1,500)."""
 WANDER = 20
 """At most this many random actions a player takes into the test before the search
 asks whether the goal can still be reached from there."""
@@ -261,16 +274,18 @@ def solvability(problem: Problem, seeds: int = SOLVABLE_SEEDS,
                 max_seconds: float = 4.0, on_run: Any = None) -> Solvability:
     """Whether ``problem``'s goal stays reachable whatever the program's randomness and
     whatever a player did first: for ``seeds`` seeds (the problem's own first), a player
-    takes up to :data:`WANDER` random actions into the test, then a guided search
-    (:func:`tasks.worldtest.search.guided_plan`) looks for a plan from there, and a
-    search four times as long where the first found none. One run
-    with no plan found is a state a participant can reach and never solve from (or a
-    goal the bounded search missed: the run is named, to replay). ``on_run`` is called
-    after each run (a progress bar)."""
+    takes up to :data:`WANDER` random actions into the test, then the searches of
+    :data:`SEARCHES` look for a plan from there, clicking where the problem's own plan
+    clicks besides the likeliest cells. One run with no plan found is a state a
+    participant can reach and never solve from (or a goal the bounded searches missed:
+    the run is named, to replay). ``on_run`` is called after each run (a progress
+    bar)."""
     params = problem.params
     cells = [tuple(c) for c in params["goal_cells"]]
     colours = list(params["goal_colours"])
     distance = goal_distance(cells, colours)
+    known = [(action.x, action.y) for action in map(parse_action, params.get("plan") or [])
+             if action.verb == "click"]
     factory = partial(make_env, problem.env_id)
     stuck: list[tuple[int, list[str]]] = []
     for index, seed in enumerate([problem.seed, *sample_seeds(seeds - 1, 0, problem.seed)]):
@@ -282,18 +297,30 @@ def solvability(problem: Problem, seeds: int = SOLVABLE_SEEDS,
             action = str(random_action(env, observation.frame, verbs, rng))
             observation = env.step(action)
             prefix.append(action)
-        for scale in (1, 4):  # a quick search, then a longer one before calling it stuck
-            result = guided_plan(factory, seed, distance, focus_clicks(env, cells, colours,
-                                                                       limit=FOCUS),
-                                 max_states=max_states * scale, max_seconds=max_seconds * scale,
-                                 prefix=prefix)
-            if result.found:
-                break
-        if not result.found:
+        clicks = focus_clicks(env, cells, colours, limit=FOCUS, known=known)
+        search = partial(_reaches, factory, seed, prefix, distance, clicks, max_states,
+                         max_seconds, horizon=int(params.get("horizon", 1000)), rng_seed=index)
+        if not any(search(kind, scale) for kind, scale in SEARCHES):
             stuck.append((seed, prefix))
         if on_run is not None:
             on_run()
     return Solvability(seeds - len(stuck), seeds, stuck)
+
+
+def _reaches(factory, seed, prefix, distance, clicks, max_states, max_seconds, kind, scale,
+             *, horizon, rng_seed) -> bool:
+    """Whether the search ``kind`` of :data:`SEARCHES` finds a plan from where ``prefix``
+    leads, within ``scale`` times the budget."""
+    if kind == "random":
+        length = min(ROLLOUT, horizon - len(prefix))
+        runs = probe_rollouts(factory, seed, lambda observation: distance(observation) == 0,
+                              length=length, max_states=ROLLOUT_STEPS * max_states * scale,
+                              rng_seed=rng_seed, prefix=prefix)
+        return next(runs, None) is not None
+    settled = kind == "settled"
+    return guided_plan(factory, seed, distance, clicks, max_states=max_states * scale,
+                       max_seconds=max_seconds * scale, prefix=prefix, settled=settled,
+                       weight=0.0 if settled else 1.0).found
 
 
 def _unverified_planning(params) -> str:

@@ -225,11 +225,14 @@ def goal_distance(cells: Sequence[Cell], colours: Sequence[str]) -> Distance:
 
 
 def focus_clicks(env: GridEnv, cells: Sequence[Cell] = (), colours: Sequence[str] = (),
-                 spare: int = 3, limit: int = 24) -> Callable[[Frame], list[Cell]]:
+                 spare: int = 3, limit: int = 24,
+                 known: Sequence[Cell] = ()) -> Callable[[Frame], list[Cell]]:
     """The clicks worth trying in a frame: at most ``limit``, chosen likeliest first.
 
     First the goal ``cells`` whose colour still differs from ``colours`` (what must
-    change), then the cells not of the background colour (the objects), then ``spare``
+    change), then the ``known`` cells (those a plan already found clicks: a program may
+    take clicks on empty cells only, such as a row to drop sand from), then the cells
+    not of the background colour (the objects), then ``spare``
     background cells spread along the diagonal (a click on empty space, which many
     programs react to anywhere), then the wrong cells' four neighbours. They are returned
     in reading order, so that among clicks with the same effect :func:`guided_plan` keeps
@@ -245,7 +248,7 @@ def focus_clicks(env: GridEnv, cells: Sequence[Cell] = (), colours: Sequence[str
         wrong = [(x, y) for (x, y), colour in goal if frame[y][x] != colour]
         near = [(x + dx, y + dy) for x, y in wrong for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1))]
         inside = [(x, y) for x, y in near if 0 <= x < width and 0 <= y < height]
-        ordered = [*wrong, *click_cells(env, frame, "foreground"), *spread, *inside]
+        ordered = [*wrong, *known, *click_cells(env, frame, "foreground"), *spread, *inside]
         return sorted(list(dict.fromkeys(ordered))[:limit], key=lambda c: (c[1], c[0]))
 
     return choose
@@ -264,10 +267,13 @@ def guided_plan(
     settle: int = 40,
     clock: Callable[[], float] = time.monotonic,
     prefix: Sequence[str] = (),
+    settled: bool = False,
 ) -> SearchResult:
     """Best-first (weighted A*) search from ``reset(seed)`` for a plan reaching ``distance`` 0.
 
-    The open state with the least ``moves + weight * distance`` is expanded first. Its
+    The open state with the least ``moves + weight * distance`` is expanded first, the
+    nearer the goal first among equals (a plan whose every step puts one more cell right
+    is not kept waiting behind every state as far off as its start). Its
     moves are ``noop``, the arrows, the cells ``clicks`` gives for its frame (default:
     the objects), and *waiting*: ``noop`` repeated until the frame stops changing (at
     most ``settle`` times), one move however long, so that letting things fall or grow
@@ -279,6 +285,13 @@ def guided_plan(
     ``exhausted`` proves nothing, since only some clicks were tried. With ``prefix``, the
     search starts where those actions lead from ``reset(seed)`` (a player part-way into
     the test), and the plan continues from there.
+
+    With ``settled``, every move is its action followed by waiting, and with ``weight``
+    0 the search is breadth first over such moves: the settled states of a world that
+    keeps flowing or falling after each action (water reaching a basin, sand coming to
+    rest) are few, where the steps in between are many, and a goal that first needs a
+    step away from it (emptying every basin to fill one again) is a few moves away, not
+    a valley the distance keeps the search in.
     """
     env = _make(env_id_or_factory)
     start = _start(env, seed, prefix)
@@ -289,14 +302,14 @@ def guided_plan(
     snapshots = callable(getattr(env, "snapshot", None)) and callable(getattr(env, "restore", None))
     deadline = clock() + max_seconds
     seen, order, expanded = {key(start)}, itertools.count(), 0
-    frontier = [(0.0, next(order), _Node(None, None, _snap(env, snapshots), 0), start.frame, 0)]
+    frontier = [(0.0, 0, next(order), _Node(None, None, _snap(env, snapshots), 0), start.frame, 0)]
     while frontier:
         if expanded >= max_states or clock() > deadline:
             return SearchResult(None, expanded, False, dedupe, expanded < max_states)
-        _f, _n, node, frame, moves = heapq.heappop(frontier)
+        _f, _h, _n, node, frame, moves = heapq.heappop(frontier)
         expanded += 1
         for actions, observation in _successors(env, seed, node, frame, clicks, settle,
-                                                snapshots, distance, prefix):
+                                                snapshots, distance, prefix, settled):
             state = key(observation)
             if state in seen:
                 continue
@@ -307,17 +320,18 @@ def guided_plan(
                 return SearchResult(child.path(), expanded, False, dedupe)
             if not observation.done and child.depth < max_depth:
                 priority = moves + 1 + weight * h
-                heapq.heappush(frontier, (priority, next(order), child, observation.frame,
+                heapq.heappush(frontier, (priority, h, next(order), child, observation.frame,
                                           moves + 1))
     return SearchResult(None, expanded, True, dedupe)
 
 
 def _successors(env, seed, node, frame, clicks, settle, snapshots,
-                distance, prefix=()) -> Iterator[tuple[list[str], Observation]]:
+                distance, prefix=(), settled=False) -> Iterator[tuple[list[str], Observation]]:
     """Each move from ``node``'s state (its actions and last observation), the
     environment left in the state it leads to until the next one is asked for;
-    equivalent clicks left out, waiting last."""
+    equivalent clicks left out, waiting last (with ``settled``, after every action)."""
     clicked = set()
+    waits = "noop" in env.available_actions()
     for action in default_actions(env, frame, sorted(clicks(frame), key=lambda c: (c[1], c[0]))):
         _return_to(env, seed, node, snapshots, prefix)
         if not is_available(action, env):
@@ -328,8 +342,12 @@ def _successors(env, seed, node, frame, clicks, settle, snapshots,
             if shown in clicked:
                 continue
             clicked.add(shown)
+        if settled and waits and not observation.done and distance(observation) != 0:
+            waited, observation = _wait(env, observation.frame, settle, distance)
+            yield [str(action), *waited], observation
+            continue
         yield [str(action)], observation
-    if "noop" in env.available_actions():
+    if waits and not settled:  # settled, the noop's move is the wait
         _return_to(env, seed, node, snapshots, prefix)
         yield _wait(env, frame, settle, distance)
 
@@ -365,9 +383,11 @@ def probe_rollouts(
     length: int = 40,
     max_states: int = 4_000,
     rng_seed: int = 0,
+    prefix: Sequence[str] = (),
 ) -> Iterator[list[str]]:
     """Seeded random trajectories from ``reset(seed)``, each cut where ``goal_test`` first
-    holds: yields those action lists, until ``max_states`` steps have been taken.
+    holds: yields those action lists, until ``max_states`` steps have been taken. With
+    ``prefix``, each starts where those actions lead (and the list continues them).
 
     Each step picks a verb the environment accepts uniformly (``noop``, an arrow,
     ``click``); a click lands on an object (a cell not of the background colour) three
@@ -377,7 +397,7 @@ def probe_rollouts(
     verbs = [v for v in ("noop", *MOVES, "click") if v in env.available_actions()]
     steps = 0
     while steps < max_states:
-        observation, actions = env.reset(seed), []
+        observation, actions = _start(env, seed, prefix), []
         while len(actions) < length and steps < max_states:
             action = random_action(env, observation.frame, verbs, rng)
             observation = env.step(action)

@@ -124,7 +124,9 @@ def test_the_guided_search_paints_and_walks_on_a_grid_too_wide_for_breadth_first
     env = Walker(16, 16)
     result = guided_plan(partial(Walker, 16, 16), 0, reached, focus_clicks(env, cells, colours),
                          max_states=100)
-    assert (result.plan, result.states) == (["right", "click 12 13", "click 3 14"], 5)
+    # one state expanded per move: among states as far off, the nearer the goal goes
+    # first (before, five: the start's other children first)
+    assert (result.plan, result.states) == (["right", "click 12 13", "click 3 14"], 3)
     assert reached(rollout(Walker(16, 16), 0, result.plan)[-1]) == 0
 
 
@@ -132,6 +134,10 @@ def test_waiting_is_one_move_that_stops_where_the_goal_holds() -> None:
     # seed 5 drops first in column 4: it reaches the bottom row after four ticks
     result = guided_plan(Rain, 5, goal_distance([(4, 4)], ["grey"]), max_states=2)
     assert (result.plan, result.states) == (["noop"] * 4, 1)
+    # settled, every action is followed by the wait: the first noop's move is all four
+    settled = guided_plan(Rain, 5, goal_distance([(4, 4)], ["grey"]), max_states=1,
+                          settled=True, weight=0.0)
+    assert (settled.plan, settled.states) == (["noop"] * 4, 1)
 
 
 def test_the_guided_search_stops_at_its_state_and_time_budgets() -> None:
@@ -151,6 +157,9 @@ def test_focus_clicks_prefers_wrong_goal_cells_then_objects_then_spread_then_nei
     # wrong (3, 3); object (0, 0); spread (1, 1), (2, 2), (3, 3); neighbour (4, 3) ...
     assert choose(frame) == [(0, 0), (1, 1), (2, 2), (3, 3), (4, 3)]
     assert focus_clicks(env, spare=0)(frame) == [(0, 0)]
+    # a known plan's click comes right after the wrong goal cells, inside the limit
+    known = focus_clicks(env, [(3, 3)], ["blue"], spare=3, limit=3, known=[(7, 7)])
+    assert known(frame) == [(0, 0), (3, 3), (7, 7)]
 
 
 def test_probe_rollouts_are_seeded_cut_at_the_goal_and_bounded() -> None:
