@@ -249,7 +249,23 @@ def _checked(problem_id: str, samples: int | None, seeds: int,
             reasons.append("a participant may reach a state the goal cannot be "
                            "reached from (or the search was too short): replay the "
                            "run named, then fix the program or the goal")
+            reasons.append(_replay(problem, *found.stuck[0]))
     return status, reasons, heaviest_step(problem, metered)
+
+
+def _replay(problem, seed: int, prefix: list[str]) -> str:
+    """How to see a stuck run of the solvability check: the test's start under its seed,
+    then the player's random actions, written to a file the debugger replays."""
+    from tasks.worldtest.rollout import save_actions
+
+    path = save_actions(f"{problem.id}-seed{seed}-stuck",
+                        f"{problem.id}: the test from seed {seed}, then a player's "
+                        f"{len(prefix)} random actions; no plan to the goal was found "
+                        "from here", prefix)
+    if registry.env_spec(problem.env_id).program:
+        return (f"replay: gridstudy play {problem.env_id} --debug --seed {seed} "
+                f"--actions {path}")
+    return f"the run's actions: {path}"
 
 
 @problems.command("derive")

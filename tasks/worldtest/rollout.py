@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -58,15 +59,9 @@ class RolloutFailure:
 
     def save(self, folder: Path | None = None) -> Path:
         """Write the actions, one per line, for the debugger's ``--actions``."""
-        folder = folder or Path(tempfile.gettempdir()) / "gridstudy-rollouts"
-        folder.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.blake2b(self.error.encode(), digest_size=4).hexdigest()
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(self.program).stem)
-        path = folder / f"{name}-seed{self.seed}-{self.kind}-tick{self.tick}-{digest}.actions"
-        lines = [f"# {self.program}, seed {self.seed}, {self.kind} play: fails at tick "
-                 f"{self.tick}", *self.actions]
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        return path
+        return save_actions(f"{Path(self.program).stem}-seed{self.seed}-{self.kind}-tick{self.tick}",
+                            f"{self.program}, seed {self.seed}, {self.kind} play: fails at "
+                            f"tick {self.tick}", self.actions, self.error, folder)
 
     def __str__(self) -> str:
         first, *rest = self.error.splitlines()
@@ -75,6 +70,20 @@ class RolloutFailure:
                 f"{self.kind} play; replay: gridstudy play {self.program} --debug --seed "
                 f"{self.seed} --actions {replay})")
         return "\n".join([text, *rest])
+
+
+def save_actions(name: str, comment: str, actions: Sequence[str], why: str = "",
+                 folder: Path | None = None) -> Path:
+    """Write ``actions``, one per line under a ``# comment``, to a file the debugger
+    replays (``gridstudy play PROGRAM --debug --seed S --actions FILE``): in ``folder``,
+    by default the temporary folder's ``gridstudy-rollouts``, named by ``name`` and a
+    digest of ``why`` and the actions, so that the same run is the same file."""
+    folder = folder or Path(tempfile.gettempdir()) / "gridstudy-rollouts"
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.blake2b("\n".join([why, *actions]).encode(), digest_size=4).hexdigest()
+    path = folder / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', name)}-{digest}.actions"
+    path.write_text("\n".join([f"# {comment}", *actions]) + "\n", encoding="utf-8")
+    return path
 
 
 def roll_out(env: GridEnv, program: str, seed: int, kind: str, actions: list[str]) \

@@ -6,12 +6,15 @@ problems, cloud burst, pipe valve and sand pile among them, stay solvable."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from click.testing import CliRunner
 
+from game_client.debugger import read_actions
 from study_server.commands.catalog import problems
 from tasks import registry
-from tasks.core import Action
+from tasks.core import Action, rollout
 from tasks.worldtest.planning import solvability
 from tasks.worldtest.problem import Problem
 from tests.envs import Rain
@@ -73,6 +76,13 @@ def test_problems_check_flags_a_problem_that_can_be_lost(worlds):
     report = result.output.split(worlds["softens"].id)
     assert "UNVERIFIED" in report[0] and "may reach a state the goal cannot" in report[0]
     assert "goal reachable in 12 of 12 runs (100 %)" in report[1]
+    # the run is there to replay whole (the words show its last four actions only), and
+    # from it the goal is lost: a goal cell is hardened red
+    seed, prefix = solvability(worlds["hardens"], seeds=12, max_states=40).stuck[0]
+    named = re.search(r"the run's actions: (\S+)", report[0]).group(1)
+    assert read_actions(named) == prefix and f"seed {seed}" in report[0]
+    frame = rollout(registry.make(worlds["hardens"].env_id), seed, prefix)[-1].frame
+    assert "red" in (frame[4][2], frame[4][3])
     assert CliRunner().invoke(problems, ["check", *ids, *options, "--strict"]).exit_code == 1
 
 
