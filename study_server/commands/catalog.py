@@ -189,19 +189,20 @@ def _gym_id_or_why(problem_id: str) -> str:
 @click.option("--strict", is_flag=True,
               help="Fail on unverified problems too (a search found no plan or witness).")
 @click.option("--seeds", default=50, show_default=True, type=click.IntRange(min=0),
-              help="Runs of each planning problem's solvability check: a player wanders "
-                   "into the test under a seed, then a search must still reach the goal "
-                   "(0: skip it).")
+              help="Runs of each planning and change-detection problem's check from "
+                   "anywhere: a player wanders into the test under a seed, then a search "
+                   "must still reach the goal or show the change (0: skip it).")
 @click.option("--search-states", default=1500, show_default=True, type=click.IntRange(min=1),
-              help="States the solvability search expands per run before it tries once "
-                   "more with four times as many (a larger program may need more).")
+              help="States each search from a wandered state expands (the planning goal's "
+                   "last one four times as many; a larger program may need more).")
 def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bool,
                    seeds: int, search_states: int) -> None:
     """Check that problems are valid, and say why not when one is not; for a program,
     the heaviest step the check saw (evaluations against its step budget); for a
     planning problem, in how many runs a search still reached its goal after a player
-    wandered into the test (below all of them it is unverified: a participant may reach a
-    state the goal cannot be reached from, and the run is named to replay).
+    wandered into the test, and for a change-detection problem, in how many the change
+    could still be shown (below all of them it is unverified: a participant may reach a
+    state it cannot be passed from, and the run is written to a file to replay).
 
     Exits with 1 when a problem is invalid (or, with --strict, unverified: valid as far
     as could be checked, but the bounded search found no plan or witness to prove it)."""
@@ -230,6 +231,7 @@ def _checked(problem_id: str, samples: int | None, seeds: int,
              search_states: int) -> tuple[str, list[str], Any]:
     """One problem's check for ``problems check``: its status, the reasons and the
     heaviest step seen (None for a problem that could not be checked)."""
+    from tasks.worldtest.cd import revealability
     from tasks.worldtest.check import Metered, check_problem, heaviest_step
     from tasks.worldtest.planning import solvability
 
@@ -241,30 +243,39 @@ def _checked(problem_id: str, samples: int | None, seeds: int,
     except Exception as error:  # a broken problem must not hide the others
         return "invalid", [f"{type(error).__name__}: {error}"], metered.cost
     status, reasons = report.status, list(report.reasons)
-    if seeds and problem.challenge == "planning" and status == "valid":
-        found = solvability(problem, seeds, max_states=search_states)
+    dead_ends = {"planning": (solvability, problem.env_id, "the goal cannot be reached",
+                              "the goal"),
+                 "cd": (revealability, problem.params.get("changed_env_id"),
+                        "the change cannot be shown", "the change")}.get(problem.challenge)
+    if seeds and dead_ends and status == "valid":
+        check, played, lost, fix = dead_ends
+        try:
+            found = check(problem, seeds, max_states=search_states)
+        except Exception as error:  # an environment failing mid-search: said, not fatal
+            return "invalid", [*reasons, f"a player's run into the test failed: "
+                               f"{type(error).__name__}: {error}"], metered.cost
         reasons.append(found.words())
         if found.fraction < 1:  # a bounded search proves no dead end: it names one
             status = "unverified"
-            reasons.append("a participant may reach a state the goal cannot be "
-                           "reached from (or the search was too short): replay the "
-                           "run named, then fix the program or the goal")
-            reasons.append(_replay(problem, *found.stuck[0]))
+            reasons.append(f"a participant may reach a state {lost} from (or the search "
+                           f"was too short): replay the run named, then fix the program "
+                           f"or {fix}")
+            reasons.append(_replay(problem, played, *found.stuck[0]))
     return status, reasons, heaviest_step(problem, metered)
 
 
-def _replay(problem, seed: int, prefix: list[str]) -> str:
-    """How to see a stuck run of the solvability check: the test's start under its seed,
-    then the player's random actions, written to a file the debugger replays."""
+def _replay(problem, env_id: str, seed: int, prefix: list[str]) -> str:
+    """How to see a stuck run of a problem's check from anywhere: the test's start
+    under its seed (``env_id``, the program the test plays), then the player's random
+    actions, written to a file the debugger replays."""
     from tasks.worldtest.rollout import save_actions
 
     path = save_actions(f"{problem.id}-seed{seed}-stuck",
                         f"{problem.id}: the test from seed {seed}, then a player's "
-                        f"{len(prefix)} random actions; no plan to the goal was found "
-                        "from here", prefix)
-    if registry.env_spec(problem.env_id).program:
-        return (f"replay: gridstudy play {problem.env_id} --debug --seed {seed} "
-                f"--actions {path}")
+                        f"{len(prefix)} random actions; no search passed the test from "
+                        "here", prefix)
+    if registry.env_spec(env_id).program:
+        return f"replay: gridstudy play {env_id} --debug --seed {seed} --actions {path}"
     return f"the run's actions: {path}"
 
 

@@ -15,12 +15,13 @@ Imported problems whose search found no witness record ``search_states`` instead
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from tasks import registry
-from tasks.core import Action, Observation
+from tasks.core import MOVES, Action, Observation, parse_action, rollout
 from tasks.worldtest.challenge import (
     DONE,
     EXPLORE_FREELY,
@@ -35,10 +36,21 @@ from tasks.worldtest.challenge import (
     env_verbs,
     register,
 )
-from tasks.worldtest.check import UNVERIFIED, lockstep
+from tasks.worldtest.check import (
+    DEAD_END_SEEDS,
+    FOCUS,
+    ROLLOUT,
+    ROLLOUT_STEPS,
+    UNVERIFIED,
+    Lockstepped,
+    Solvability,
+    from_anywhere,
+    lockstep,
+)
 from tasks.worldtest.derive import default_horizon, env_actions
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.scoring import cd_score
+from tasks.worldtest.search import focus_clicks, guided_plan, probe_rollouts
 
 
 class ChangeDetection(TestPhase):
@@ -169,6 +181,59 @@ def derive_cd(
 
 
 # -- check -----------------------------------------------------------------------------------
+
+
+DETOUR = 2
+"""The longest detour :func:`revealability` tries before the witness (``noop`` and the
+arrows): a player a step or two off the witness's path is walked back onto it."""
+
+
+def revealability(problem: Problem, seeds: int = DEAD_END_SEEDS,
+                  make_env: EnvFactory = registry.make, *, max_states: int = 1500,
+                  max_seconds: float = 4.0, on_run: Any = None) -> Solvability:
+    """Whether the change can still be shown whatever a player did first
+    (:func:`tasks.worldtest.check.from_anywhere`, on the two programs in lockstep): where
+    a player's random actions into the test did not show it on the way, the problem's
+    witness played from there (or after a detour of up to :data:`DETOUR` moves), else a
+    search breadth first over actions each followed by
+    waiting (clicking where the witness clicks besides the objects), else random play,
+    must make the programs' frames differ. A change a participant can hide for good (a
+    switch broken, the only object the change concerns gone) scores them 0 however well
+    they watch."""
+    params = problem.params
+    witness = list(params.get("witness") or [])
+    known = [(action.x, action.y) for action in map(parse_action, witness)
+             if action.verb == "click"]
+
+    def pair() -> Lockstepped:
+        return Lockstepped(make_env(problem.env_id), make_env(params["changed_env_id"]))
+
+    def differs(observation: Observation) -> bool:
+        return observation.info["differs"]
+
+    clicks = focus_clicks(pair(), limit=FOCUS, known=known)
+    horizon = int(params.get("horizon", 1000))
+    moves = [verb for verb in ("noop", *MOVES) if verb in pair().available_actions()]
+    detours = [(), *(d for length in range(1, DETOUR + 1)
+                     for d in itertools.product(moves, repeat=length))]
+
+    def passes(seed: int, prefix: list[str], run: int) -> bool:
+        for detour in detours:
+            played = rollout(pair(), seed, [*prefix, *detour, *witness])[len(prefix) + 1:]
+            if any(map(differs, played)):
+                return True
+        if guided_plan(pair, seed, lambda o: 0 if differs(o) else 1, clicks, prefix=prefix,
+                       max_states=max_states, max_seconds=max_seconds, settled=True,
+                       weight=0.0).found:
+            return True
+        runs = probe_rollouts(pair, seed, differs, length=min(ROLLOUT, horizon - len(prefix)),
+                              max_states=ROLLOUT_STEPS * max_states, rng_seed=run,
+                              prefix=prefix)
+        return next(runs, None) is not None
+
+    return from_anywhere(problem, pair, seeds, passes, what="change shown", until=differs,
+                         on_run=on_run)
+
 
 
 def _check_cd(problem, env, samples, rng_seed, make_env) -> list[str]:

@@ -27,7 +27,7 @@ change.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -201,6 +201,9 @@ class Lockstepped:
         self.original, self.changed = original, changed
         self.size, self.frame_rate = changed.size, changed.frame_rate
         self.background = getattr(changed, "background", None)
+        for hook in ("snapshot", "restore", "state_hash"):  # the pair has what both have
+            if not all(callable(getattr(env, hook, None)) for env in (original, changed)):
+                setattr(self, hook, None)
 
     def available_actions(self):
         return self.changed.available_actions()
@@ -224,6 +227,81 @@ class Lockstepped:
     @staticmethod
     def _pair(a: Observation, b: Observation) -> Observation:
         return Observation(b.frame, b.text, {"differs": a.frame != b.frame})
+
+
+WANDER = 20
+"""At most this many random actions a player takes into the test before a check asks
+whether the test can still be passed from there (:func:`from_anywhere`)."""
+DEAD_END_SEEDS = 50
+"""Runs :func:`from_anywhere` makes by default (``gridstudy problems check --seeds``)."""
+FOCUS = 64
+"""Clicks a search from a wandered state tries (the goal cells still wrong first, then
+those the problem's own actions click, then the objects): puzzles such as a board of
+lamps need clicks far from the cells they change."""
+ROLLOUT = 200
+"""The longest run of random play from a wandered state."""
+ROLLOUT_STEPS = 8
+"""The steps random play may take per state of a search's budget (12,000 at
+``gridstudy problems check``'s default of 1,500)."""
+
+
+@dataclass
+class Solvability:
+    """How often a test stays passable whatever a player did first: ``solved`` of
+    ``tried`` runs, and the runs where no search passed it (seed, the random actions
+    taken first). ``what`` names what was sought ("goal reachable", "change shown")."""
+
+    solved: int
+    tried: int
+    stuck: list[tuple[int, list[str]]]
+    what: str = "goal reachable"
+
+    @property
+    def fraction(self) -> float:
+        return self.solved / self.tried if self.tried else 1.0
+
+    def words(self) -> str:
+        text = (f"{self.what} in {self.solved} of {self.tried} runs "
+                f"({100 * self.fraction:.0f} %)")
+        if self.stuck:
+            seed, prefix = self.stuck[0]
+            text += (f"; e.g. seed {seed} after {len(prefix)} random action(s)"
+                     f"{': ' + ', '.join(prefix[-4:]) if prefix else ''}")
+        return text
+
+
+def from_anywhere(problem: Problem, make: Callable[[], GridEnv], seeds: int,
+                  passes: Callable[[int, list[str], int], bool], *, what: str,
+                  until: Callable[[Observation], bool] | None = None,
+                  on_run: Callable[[], None] | None = None) -> Solvability:
+    """Whether ``problem``'s test can still be passed whatever a player does first (it
+    has no reset): for ``seeds`` seeds (the problem's own first), a player takes up to
+    :data:`WANDER` random actions into the test (on ``make()``, the test's environment),
+    stopping where ``until`` holds (passed on the way), then ``passes(seed, prefix,
+    run)`` says whether a search passed it from there. A run where none did is a state a
+    participant can reach and never pass from, or one the bounded searches missed: it is
+    kept, to replay. ``on_run`` is called after each run (a progress bar)."""
+    from tasks.worldtest.challenge import env_verbs
+    from tasks.worldtest.search import random_action
+
+    stuck: list[tuple[int, list[str]]] = []
+    for run, seed in enumerate([problem.seed, *sample_seeds(seeds - 1, 0, problem.seed)]):
+        rng = random.Random(f"{problem.id}/{run}")
+        env = make()
+        observation, prefix = env.reset(seed), []
+        verbs = list(env_verbs(env))
+        for _ in range(rng.randint(0, WANDER)):
+            if until is not None and until(observation):
+                break
+            action = str(random_action(env, observation.frame, verbs, rng))
+            observation = env.step(action)
+            prefix.append(action)
+        shown = until is not None and until(observation)
+        if not shown and not passes(seed, prefix, run):
+            stuck.append((seed, prefix))
+        if on_run is not None:
+            on_run()
+    return Solvability(seeds - len(stuck), seeds, stuck, what)
 
 
 def check_problem(

@@ -14,9 +14,7 @@ no plan, ``search_states`` (its budget).
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -36,7 +34,19 @@ from tasks.worldtest.challenge import (
     env_verbs,
     register,
 )
-from tasks.worldtest.check import UNVERIFIED, WARNING, final_frames, is_stochastic, sample_seeds
+from tasks.worldtest.check import (
+    DEAD_END_SEEDS,
+    FOCUS,
+    ROLLOUT,
+    ROLLOUT_STEPS,
+    UNVERIFIED,
+    WARNING,
+    Solvability,
+    final_frames,
+    from_anywhere,
+    is_stochastic,
+    sample_seeds,
+)
 from tasks.worldtest.derive import (
     Cells,
     cells_in_grid,
@@ -52,7 +62,6 @@ from tasks.worldtest.search import (
     goal_distance,
     guided_plan,
     probe_rollouts,
-    random_action,
     shortest_plan,
 )
 
@@ -225,61 +234,23 @@ def _check_planning(problem, env, samples, rng_seed, make_env) -> list[str]:
     return []
 
 
-SOLVABLE_SEEDS = 50
-"""Seeds :func:`solvability` tries by default (``gridstudy problems check --seeds``)."""
-FOCUS = 64
-"""Clicks the solvability search tries from a state (the goal cells still wrong first):
-puzzles such as a board of lamps need clicks far from the cells they change."""
 SEARCHES = (("best first", 1), ("settled", 1), ("random", 1), ("best first", 4))
 """The searches :func:`solvability` tries in turn until one reaches the goal, each with
 its scale of the budget: best first by the goal cells still wrong; breadth first over
 actions each followed by waiting, for a goal the first step towards which looks like a
 step away (emptying every basin to fill one of them again); random play
-(:data:`ROLLOUT`, :data:`ROLLOUT_STEPS`), for a goal no distance guides towards (walking a maze to its far
-corner); the first again, four times as long."""
-ROLLOUT = 200
-"""The longest run of random play, :func:`solvability`'s third search."""
-ROLLOUT_STEPS = 8
-"""The steps random play may take per state of the searches' budget (12,000 at
-``gridstudy problems check``'s default of 1,500)."""
-WANDER = 20
-"""At most this many random actions a player takes into the test before the search
-asks whether the goal can still be reached from there."""
+(:data:`~tasks.worldtest.check.ROLLOUT`), for a goal no distance guides towards
+(walking a maze to its far corner); the first again, four times as long."""
 
 
-@dataclass
-class Solvability:
-    """How often a planning problem's goal stays reachable: ``solved`` of ``tried`` runs,
-    and the runs where no plan was found (seed, the random actions taken first)."""
-
-    solved: int
-    tried: int
-    stuck: list[tuple[int, list[str]]]
-
-    @property
-    def fraction(self) -> float:
-        return self.solved / self.tried if self.tried else 1.0
-
-    def words(self) -> str:
-        text = f"goal reachable in {self.solved} of {self.tried} runs ({100 * self.fraction:.0f} %)"
-        if self.stuck:
-            seed, prefix = self.stuck[0]
-            text += (f"; e.g. seed {seed} after {len(prefix)} random action(s)"
-                     f"{': ' + ', '.join(prefix[-4:]) if prefix else ''}")
-        return text
-
-
-def solvability(problem: Problem, seeds: int = SOLVABLE_SEEDS,
+def solvability(problem: Problem, seeds: int = DEAD_END_SEEDS,
                 make_env: EnvFactory = registry.make, *, max_states: int = 1500,
                 max_seconds: float = 4.0, on_run: Any = None) -> Solvability:
     """Whether ``problem``'s goal stays reachable whatever the program's randomness and
-    whatever a player did first: for ``seeds`` seeds (the problem's own first), a player
-    takes up to :data:`WANDER` random actions into the test, then the searches of
-    :data:`SEARCHES` look for a plan from there, clicking where the problem's own plan
-    clicks besides the likeliest cells. One run with no plan found is a state a
-    participant can reach and never solve from (or a goal the bounded searches missed:
-    the run is named, to replay). ``on_run`` is called after each run (a progress
-    bar)."""
+    whatever a player did first (:func:`tasks.worldtest.check.from_anywhere`): from
+    where a player's random actions into the test lead, the searches of
+    :data:`SEARCHES` look for a plan, clicking where the problem's own plan clicks
+    besides the likeliest cells."""
     params = problem.params
     cells = [tuple(c) for c in params["goal_cells"]]
     colours = list(params["goal_colours"])
@@ -287,24 +258,16 @@ def solvability(problem: Problem, seeds: int = SOLVABLE_SEEDS,
     known = [(action.x, action.y) for action in map(parse_action, params.get("plan") or [])
              if action.verb == "click"]
     factory = partial(make_env, problem.env_id)
-    stuck: list[tuple[int, list[str]]] = []
-    for index, seed in enumerate([problem.seed, *sample_seeds(seeds - 1, 0, problem.seed)]):
-        rng = random.Random(f"{problem.id}/{index}")
-        env = factory()
-        observation, prefix = env.reset(seed), []
-        verbs = list(env_verbs(env))
-        for _ in range(rng.randint(0, WANDER)):
-            action = str(random_action(env, observation.frame, verbs, rng))
-            observation = env.step(action)
-            prefix.append(action)
-        clicks = focus_clicks(env, cells, colours, limit=FOCUS, known=known)
+    clicks = focus_clicks(factory(), cells, colours, limit=FOCUS, known=known)
+    horizon = int(params.get("horizon", 1000))
+
+    def passes(seed: int, prefix: list[str], run: int) -> bool:
         search = partial(_reaches, factory, seed, prefix, distance, clicks, max_states,
-                         max_seconds, horizon=int(params.get("horizon", 1000)), rng_seed=index)
-        if not any(search(kind, scale) for kind, scale in SEARCHES):
-            stuck.append((seed, prefix))
-        if on_run is not None:
-            on_run()
-    return Solvability(seeds - len(stuck), seeds, stuck)
+                         max_seconds, horizon=horizon, rng_seed=run)
+        return any(search(kind, scale) for kind, scale in SEARCHES)
+
+    return from_anywhere(problem, factory, seeds, passes, what="goal reachable",
+                         on_run=on_run)
 
 
 def _reaches(factory, seed, prefix, distance, clicks, max_states, max_seconds, kind, scale,

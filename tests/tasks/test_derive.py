@@ -320,8 +320,9 @@ def test_problems_check_command_prints_reasons(scratch_ids: Callable[[str], str]
     registry.add_problem(bad)
     result = CliRunner().invoke(problems_command, ["check", good.id, bad.id])
     assert result.exit_code == 1
-    assert result.output.splitlines()[-4:] == [
+    assert result.output.splitlines()[-5:] == [
         f"ok         {good.id}",
+        "           change shown in 50 of 50 runs (100 %)",  # whatever a player does first
         f"INVALID    {bad.id}",
         "           the witness (1 actions) triggers no difference",
         "1 valid, 0 unverified, 1 invalid",

@@ -15,9 +15,10 @@ from game_client.debugger import read_actions
 from study_server.commands.catalog import problems
 from tasks import registry
 from tasks.core import Action, rollout
+from tasks.worldtest.cd import revealability
 from tasks.worldtest.planning import solvability
 from tasks.worldtest.problem import Problem
-from tests.envs import Rain
+from tests.envs import Rain, Walker
 
 GOAL = {"goal_cells": [[2, 4], [3, 4]], "goal_colours": ["blue", "blue"], "horizon": 500,
         "plan": ["click 2 4", "click 3 4"]}
@@ -44,6 +45,38 @@ class HardeningRain(Rain):
         return self._observe()
 
 
+class FragileWalker(Walker):
+    """The test walker pair (the changed one paints clicks red once the walker has
+    reached column 3), where a walker that steps below row 1 first breaks the changed
+    one's switch for good: its change can no longer be shown (``fragile``
+    false: the plain pair, whose change always can)."""
+
+    def __init__(self, changed: bool = False, fragile: bool = True) -> None:
+        super().__init__(changed=changed)
+        self.fragile, self.broken = fragile, False
+
+    def snapshot(self) -> tuple:
+        return (*super().snapshot(), self.broken)
+
+    def restore(self, snapshot: tuple) -> None:
+        super().restore(snapshot)
+        self.broken = snapshot[3]
+
+    def reset(self, seed: int) -> object:
+        self.broken = False
+        return super().reset(seed)
+
+    def step(self, action: Action | str) -> object:
+        changed, self.changed = self.changed, self.changed and not self.broken
+        try:
+            observation = super().step(action)
+        finally:
+            self.changed = changed
+        if self.fragile and self.position[1] >= 2 and not self.triggered:
+            self.broken = True
+        return observation
+
+
 @pytest.fixture
 def worlds(scratch_ids):
     made = {}
@@ -64,6 +97,132 @@ def test_a_goal_that_can_be_lost_for_good_is_found_and_one_that_cannot_is_not(wo
     assert f"seed {seed} after {len(prefix)} random action(s)" in lost.words()
     kept = solvability(worlds["softens"], seeds=12, max_states=40)
     assert (kept.solved, kept.stuck) == (12, [])
+
+
+@pytest.fixture
+def walker_change(scratch_ids):
+    """Makes a change-detection problem of a walker class and its changed twin (the
+    witness walks to column 3, then clicks), registered until the test ends. Its id is
+    fixed, ``test/NAME-cd``: the players' random actions are drawn from it."""
+    made = []
+
+    def make(name: str, cls: type, **kwargs) -> Problem:
+        env_id, changed_id = scratch_ids(name), scratch_ids(f"{name}-changed")
+        registry.register_env(env_id, cls, **kwargs)
+        registry.register_env(changed_id, cls, changed=True, **kwargs)
+        params = {"changed_env_id": changed_id, "horizon": 500,
+                  "witness": ["right", "right", "right", "click 0 0"], "witness_t_star": 4}
+        made.append(Problem(f"test/{name}-cd", env_id, "cd", 3, params=params))
+        registry.add_problem(made[-1], replace=True)
+        return made[-1]
+
+    yield make
+    for problem in made:
+        registry.unregister(problem_id=problem.id)
+
+
+@pytest.fixture
+def changes(walker_change):
+    """Two change-detection problems of the walker pair, one whose change can be hidden
+    for good (``fragile``) and one whose change cannot (``plain``)."""
+    return {name: walker_change(name, FragileWalker, fragile=fragile)
+            for name, fragile in (("fragile", True), ("plain", False))}
+
+
+def test_a_change_that_can_be_hidden_for_good_is_found_and_one_that_cannot_is_not(changes):
+    """A participant who walks down first never sees the change, and
+    scores 0 however well they watch: the check finds such runs, and the run it names
+    leaves the changed program's switch broken."""
+    hidden = revealability(changes["fragile"], seeds=12, max_states=40)
+    assert 0 < hidden.solved < hidden.tried == 12 and hidden.stuck
+    assert f"change shown in {hidden.solved} of 12 runs" in hidden.words()
+    seed, prefix = hidden.stuck[0]
+    changed = registry.make(changes["fragile"].params["changed_env_id"])
+    rollout(changed, seed, prefix)
+    assert changed.broken and not changed.triggered
+    shown = revealability(changes["plain"], seeds=12, max_states=40)
+    assert (shown.solved, shown.stuck) == (12, [])
+    result = CliRunner().invoke(problems, ["check", changes["fragile"].id, changes["plain"].id,
+                                           "--seeds", "12", "--search-states", "40"])
+    report = result.output.split(changes["plain"].id)
+    assert "UNVERIFIED" in report[0] and "the change cannot be shown from" in report[0]
+    named = re.search(r"the run's actions: (\S+)", report[0]).group(1)
+    assert read_actions(named) == prefix
+    assert "change shown in 12 of 12 runs (100 %)" in report[1]
+
+
+class HooklessWalker(FragileWalker):
+    """The walker pair without the hooks a search uses when it can (a Python
+    environment need not have them): searched by replaying, told apart by frames."""
+
+    snapshot = restore = state_hash = None
+
+
+def test_a_pair_without_snapshots_is_searched_by_replaying(walker_change):
+    """Before, the pair claimed the hooks its programs lacked, and the search failed."""
+    found = revealability(walker_change("hookless", HooklessWalker), seeds=12, max_states=40)
+    assert 0 < found.solved < found.tried == 12  # the runs the witness missed searched too
+
+
+class UpFails(FragileWalker):
+    """A walker whose ``up`` raises, as a Python environment's bug would."""
+
+    def step(self, action: Action | str) -> object:
+        if str(action) == "up":
+            raise ZeroDivisionError("division by zero")
+        return super().step(action)
+
+
+def test_an_environment_failing_in_a_players_run_is_said_and_the_others_checked(
+        changes, walker_change):
+    """Its witness never presses up; a player's random run does. Before, the error
+    stopped the command: none of the problems after it was checked."""
+    failing = walker_change("up-fails", UpFails)
+    result = CliRunner().invoke(problems, ["check", failing.id, changes["plain"].id,
+                                           "--seeds", "6", "--search-states", "40"])
+    assert result.exit_code == 1, result.output
+    assert f"INVALID    {failing.id}" in result.output
+    assert "a player's run into the test failed: ZeroDivisionError" in result.output
+    assert f"ok         {changes['plain'].id}" in result.output
+
+
+class SwitchWalker(Walker):
+    """The changed one paints clicks red once the walker has stood on the switch cell
+    (3, 0) itself: the witness's path, and no cell beside it, shows the change."""
+
+    def __init__(self, changed: bool = False) -> None:
+        super().__init__()
+        self.switch = changed
+
+    def step(self, action: Action | str) -> object:
+        observation = super().step(action)
+        if self.switch and self.position == (3, 0):
+            self.triggered = True
+        return observation
+
+
+def test_a_player_a_step_off_the_witnesss_path_is_walked_back_onto_it(walker_change,
+                                                                       monkeypatch):
+    """The witness played where a player's random actions led misses the switch when
+    they left the walker a step away; a detour of a move or two walks it back, before
+    any search (none here: no budget). In the library, bucket brigade's firefighter one
+    step up from the start missed the bucket (one run of fifty unverified)."""
+    import tasks.worldtest.cd as cd
+
+    problem = walker_change("switch", SwitchWalker)
+    walked_back = revealability(problem, seeds=12, max_states=0)
+    monkeypatch.setattr(cd, "DETOUR", 0)
+    witness_only = revealability(problem, seeds=12, max_states=0)
+    assert witness_only.solved < walked_back.solved
+
+
+def test_the_librarys_changes_stay_shown_whatever_a_participant_does_first():
+    """Every change of the library (paint cycle's fifth dab, sand pile's slide) can
+    still be shown after a player wandered into the test."""
+    for spec in registry.list_problems(challenge="cd"):
+        if spec.env_id.startswith("autumn/"):
+            found = revealability(registry.get_problem(spec.id), seeds=4)
+            assert found.stuck == [], (spec.id, found.words())
 
 
 def test_problems_check_flags_a_problem_that_can_be_lost(worlds):
