@@ -39,18 +39,17 @@ from tasks.worldtest.challenge import (
 from tasks.worldtest.check import (
     DEAD_END_SEEDS,
     FOCUS,
-    ROLLOUT,
-    ROLLOUT_STEPS,
     UNVERIFIED,
     Lockstepped,
     Solvability,
     from_anywhere,
     lockstep,
+    searched,
 )
 from tasks.worldtest.derive import default_horizon, env_actions
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.scoring import cd_score
-from tasks.worldtest.search import focus_clicks, guided_plan, probe_rollouts
+from tasks.worldtest.search import focus_clicks
 
 
 class ChangeDetection(TestPhase):
@@ -195,9 +194,9 @@ def revealability(problem: Problem, seeds: int = DEAD_END_SEEDS,
     (:func:`tasks.worldtest.check.from_anywhere`, on the two programs in lockstep): where
     a player's random actions into the test did not show it on the way, the problem's
     witness played from there (or after a detour of up to :data:`DETOUR` moves), else a
-    search breadth first over actions each followed by
-    waiting (clicking where the witness clicks besides the objects), else random play,
-    must make the programs' frames differ. A change a participant can hide for good (a
+    search breadth first over actions each followed by waiting (clicking where the
+    witness clicks besides the objects), else random play, must make the programs'
+    frames differ. A change a participant can hide for good (a
     switch broken, the only object the change concerns gone) scores them 0 however well
     they watch."""
     params = problem.params
@@ -211,6 +210,9 @@ def revealability(problem: Problem, seeds: int = DEAD_END_SEEDS,
     def differs(observation: Observation) -> bool:
         return observation.info["differs"]
 
+    def distance(observation: Observation) -> int:
+        return 0 if differs(observation) else 1
+
     clicks = focus_clicks(pair(), limit=FOCUS, known=known)
     horizon = int(params.get("horizon", 1000))
     moves = [verb for verb in ("noop", *MOVES) if verb in pair().available_actions()]
@@ -222,18 +224,12 @@ def revealability(problem: Problem, seeds: int = DEAD_END_SEEDS,
             played = rollout(pair(), seed, [*prefix, *detour, *witness])[len(prefix) + 1:]
             if any(map(differs, played)):
                 return True
-        if guided_plan(pair, seed, lambda o: 0 if differs(o) else 1, clicks, prefix=prefix,
-                       max_states=max_states, max_seconds=max_seconds, settled=True,
-                       weight=0.0).found:
-            return True
-        runs = probe_rollouts(pair, seed, differs, length=min(ROLLOUT, horizon - len(prefix)),
-                              max_states=ROLLOUT_STEPS * max_states, rng_seed=run,
-                              prefix=prefix)
-        return next(runs, None) is not None
+        return any(searched(kind, pair, seed, prefix, distance, clicks,
+                            max_states=max_states, max_seconds=max_seconds, horizon=horizon,
+                            rng_seed=run) for kind in ("settled", "random"))
 
     return from_anywhere(problem, pair, seeds, passes, what="change shown", until=differs,
                          on_run=on_run)
-
 
 
 def _check_cd(problem, env, samples, rng_seed, make_env) -> list[str]:

@@ -36,8 +36,9 @@ from tasks.checker import StepCost, step_cost
 from tasks.core import Frame, GridEnv, Observation, rollout
 from tasks.limits import StepLimitExceeded
 from tasks.worldtest import challenge
-from tasks.worldtest.challenge import EnvFactory
+from tasks.worldtest.challenge import EnvFactory, env_verbs
 from tasks.worldtest.problem import Problem
+from tasks.worldtest.search import guided_plan, probe_rollouts, random_action
 
 CHECK_SAMPLES = 16
 """Seeds sampled by default when a problem is checked (derivation samples more)."""
@@ -281,9 +282,6 @@ def from_anywhere(problem: Problem, make: Callable[[], GridEnv], seeds: int,
     run)`` says whether a search passed it from there. A run where none did is a state a
     participant can reach and never pass from, or one the bounded searches missed: it is
     kept, to replay. ``on_run`` is called after each run (a progress bar)."""
-    from tasks.worldtest.challenge import env_verbs
-    from tasks.worldtest.search import random_action
-
     stuck: list[tuple[int, list[str]]] = []
     for run, seed in enumerate([problem.seed, *sample_seeds(seeds - 1, 0, problem.seed)]):
         rng = random.Random(f"{problem.id}/{run}")
@@ -302,6 +300,26 @@ def from_anywhere(problem: Problem, make: Callable[[], GridEnv], seeds: int,
         if on_run is not None:
             on_run()
     return Solvability(seeds - len(stuck), seeds, stuck, what)
+
+
+def searched(kind: str, make: Callable[[], GridEnv], seed: int, prefix: Sequence[str],
+             distance: Callable[[Observation], int], clicks: Callable[[Frame], list], *,
+             max_states: int, max_seconds: float, horizon: int, rng_seed: int) -> bool:
+    """Whether a search of ``kind`` passes the test from where ``prefix`` leads after
+    ``reset(seed)`` (``distance`` 0): ``"best first"`` by ``distance``
+    (:func:`tasks.worldtest.search.guided_plan`), ``"settled"`` breadth first over
+    actions each followed by waiting, or ``"random"`` play (runs of at most
+    :data:`ROLLOUT` steps, :data:`ROLLOUT_STEPS` per state of ``max_states``)."""
+    if kind == "random":
+        runs = probe_rollouts(make, seed, lambda observation: distance(observation) == 0,
+                              length=min(ROLLOUT, horizon - len(prefix)),
+                              max_states=ROLLOUT_STEPS * max_states, rng_seed=rng_seed,
+                              prefix=prefix)
+        return next(runs, None) is not None
+    settled = kind == "settled"
+    return guided_plan(make, seed, distance, clicks, max_states=max_states,
+                       max_seconds=max_seconds, prefix=prefix, settled=settled,
+                       weight=0.0 if settled else 1.0).found
 
 
 def check_problem(

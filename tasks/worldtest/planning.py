@@ -37,8 +37,6 @@ from tasks.worldtest.challenge import (
 from tasks.worldtest.check import (
     DEAD_END_SEEDS,
     FOCUS,
-    ROLLOUT,
-    ROLLOUT_STEPS,
     UNVERIFIED,
     WARNING,
     Solvability,
@@ -46,6 +44,7 @@ from tasks.worldtest.check import (
     from_anywhere,
     is_stochastic,
     sample_seeds,
+    searched,
 )
 from tasks.worldtest.derive import (
     Cells,
@@ -60,8 +59,6 @@ from tasks.worldtest.search import (
     Clicks,
     focus_clicks,
     goal_distance,
-    guided_plan,
-    probe_rollouts,
     shortest_plan,
 )
 
@@ -238,9 +235,9 @@ SEARCHES = (("best first", 1), ("settled", 1), ("random", 1), ("best first", 4))
 """The searches :func:`solvability` tries in turn until one reaches the goal, each with
 its scale of the budget: best first by the goal cells still wrong; breadth first over
 actions each followed by waiting, for a goal the first step towards which looks like a
-step away (emptying every basin to fill one of them again); random play
-(:data:`~tasks.worldtest.check.ROLLOUT`), for a goal no distance guides towards
-(walking a maze to its far corner); the first again, four times as long."""
+step away (emptying every basin to fill one of them again); random play, for a goal no
+distance guides towards (walking a maze to its far corner); the first again, four times
+as long (:func:`tasks.worldtest.check.searched`)."""
 
 
 def solvability(problem: Problem, seeds: int = DEAD_END_SEEDS,
@@ -262,28 +259,12 @@ def solvability(problem: Problem, seeds: int = DEAD_END_SEEDS,
     horizon = int(params.get("horizon", 1000))
 
     def passes(seed: int, prefix: list[str], run: int) -> bool:
-        search = partial(_reaches, factory, seed, prefix, distance, clicks, max_states,
-                         max_seconds, horizon=horizon, rng_seed=run)
-        return any(search(kind, scale) for kind, scale in SEARCHES)
+        return any(searched(kind, factory, seed, prefix, distance, clicks,
+                            max_states=max_states * scale, max_seconds=max_seconds * scale,
+                            horizon=horizon, rng_seed=run) for kind, scale in SEARCHES)
 
     return from_anywhere(problem, factory, seeds, passes, what="goal reachable",
                          on_run=on_run)
-
-
-def _reaches(factory, seed, prefix, distance, clicks, max_states, max_seconds, kind, scale,
-             *, horizon, rng_seed) -> bool:
-    """Whether the search ``kind`` of :data:`SEARCHES` finds a plan from where ``prefix``
-    leads, within ``scale`` times the budget."""
-    if kind == "random":
-        length = min(ROLLOUT, horizon - len(prefix))
-        runs = probe_rollouts(factory, seed, lambda observation: distance(observation) == 0,
-                              length=length, max_states=ROLLOUT_STEPS * max_states * scale,
-                              rng_seed=rng_seed, prefix=prefix)
-        return next(runs, None) is not None
-    settled = kind == "settled"
-    return guided_plan(factory, seed, distance, clicks, max_states=max_states * scale,
-                       max_seconds=max_seconds * scale, prefix=prefix, settled=settled,
-                       weight=0.0 if settled else 1.0).found
 
 
 def _unverified_planning(params) -> str:
