@@ -15,13 +15,12 @@ Imported problems whose search found no witness record ``search_states`` instead
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from tasks import registry
-from tasks.core import MOVES, Action, Observation, parse_action, rollout
+from tasks.core import Action, Observation, parse_action
 from tasks.worldtest.challenge import (
     DONE,
     EXPLORE_FREELY,
@@ -42,6 +41,7 @@ from tasks.worldtest.check import (
     UNVERIFIED,
     Lockstepped,
     Solvability,
+    after_detour,
     from_anywhere,
     lockstep,
     searched,
@@ -182,18 +182,13 @@ def derive_cd(
 # -- check -----------------------------------------------------------------------------------
 
 
-DETOUR = 2
-"""The longest detour :func:`revealability` tries before the witness (``noop`` and the
-arrows): a player a step or two off the witness's path is walked back onto it."""
-
-
 def revealability(problem: Problem, seeds: int = DEAD_END_SEEDS,
                   make_env: EnvFactory = registry.make, *, max_states: int = 1500,
                   max_seconds: float = 4.0, on_run: Any = None) -> Solvability:
     """Whether the change can still be shown whatever a player did first
     (:func:`tasks.worldtest.check.from_anywhere`, on the two programs in lockstep): where
     a player's random actions into the test did not show it on the way, the problem's
-    witness played from there (or after a detour of up to :data:`DETOUR` moves), else a
+    witness played from there (:func:`~tasks.worldtest.check.after_detour`), else a
     search breadth first over actions each followed by waiting (clicking where the
     witness clicks besides the objects), else random play, must make the programs'
     frames differ. A change a participant can hide for good (a
@@ -215,15 +210,10 @@ def revealability(problem: Problem, seeds: int = DEAD_END_SEEDS,
 
     clicks = focus_clicks(pair(), limit=FOCUS, known=known)
     horizon = int(params.get("horizon", 1000))
-    moves = [verb for verb in ("noop", *MOVES) if verb in pair().available_actions()]
-    detours = [(), *(d for length in range(1, DETOUR + 1)
-                     for d in itertools.product(moves, repeat=length))]
 
     def passes(seed: int, prefix: list[str], run: int) -> bool:
-        for detour in detours:
-            played = rollout(pair(), seed, [*prefix, *detour, *witness])[len(prefix) + 1:]
-            if any(map(differs, played)):
-                return True
+        if after_detour(pair, seed, prefix, witness, differs):
+            return True
         return any(searched(kind, pair, seed, prefix, distance, clicks,
                             max_states=max_states, max_seconds=max_seconds, horizon=horizon,
                             rng_seed=run) for kind in ("settled", "random"))

@@ -26,6 +26,7 @@ change.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from typing import NamedTuple
 
 from tasks import registry
 from tasks.checker import StepCost, step_cost
-from tasks.core import Frame, GridEnv, Observation, rollout
+from tasks.core import MOVES, Frame, GridEnv, Observation, rollout
 from tasks.limits import StepLimitExceeded
 from tasks.worldtest import challenge
 from tasks.worldtest.challenge import EnvFactory, env_verbs
@@ -300,6 +301,24 @@ def from_anywhere(problem: Problem, make: Callable[[], GridEnv], seeds: int,
         if on_run is not None:
             on_run()
     return Solvability(seeds - len(stuck), seeds, stuck, what)
+
+
+DETOUR = 2
+"""The longest detour :func:`after_detour` tries (``noop`` and the arrows)."""
+
+
+def after_detour(make: Callable[[], GridEnv], seed: int, prefix: Sequence[str],
+                 actions: Sequence[str], passed: Callable[[Observation], bool]) -> bool:
+    """Whether ``actions`` (the problem's own plan or witness) pass the test played from
+    where ``prefix`` leads after ``reset(seed)``, at once or after a detour of up to
+    :data:`DETOUR` moves: a player a step or two off their path is walked back onto it."""
+    moves = [verb for verb in ("noop", *MOVES) if verb in make().available_actions()]
+    for length in range(DETOUR + 1):
+        for detour in itertools.product(moves, repeat=length):
+            played = rollout(make(), seed, [*prefix, *detour, *actions])[len(prefix) + 1:]
+            if any(map(passed, played)):
+                return True
+    return False
 
 
 def searched(kind: str, make: Callable[[], GridEnv], seed: int, prefix: Sequence[str],

@@ -40,6 +40,7 @@ from tasks.worldtest.check import (
     UNVERIFIED,
     WARNING,
     Solvability,
+    after_detour,
     final_frames,
     from_anywhere,
     is_stochastic,
@@ -246,19 +247,22 @@ def solvability(problem: Problem, seeds: int = DEAD_END_SEEDS,
     """Whether ``problem``'s goal stays reachable whatever the program's randomness and
     whatever a player did first (:func:`tasks.worldtest.check.from_anywhere`): from
     where a player's random actions into the test lead, the searches of
-    :data:`SEARCHES` look for a plan, clicking where the problem's own plan clicks
-    besides the likeliest cells."""
+    the problem's own plan is tried (:func:`~tasks.worldtest.check.after_detour`), then
+    the searches of :data:`SEARCHES`, clicking where that plan clicks besides the
+    likeliest cells."""
     params = problem.params
     cells = [tuple(c) for c in params["goal_cells"]]
     colours = list(params["goal_colours"])
     distance = goal_distance(cells, colours)
-    known = [(action.x, action.y) for action in map(parse_action, params.get("plan") or [])
-             if action.verb == "click"]
+    plan = list(params.get("plan") or [])
+    known = [(action.x, action.y) for action in map(parse_action, plan) if action.verb == "click"]
     factory = partial(make_env, problem.env_id)
     clicks = focus_clicks(factory(), cells, colours, limit=FOCUS, known=known)
     horizon = int(params.get("horizon", 1000))
 
     def passes(seed: int, prefix: list[str], run: int) -> bool:
+        if after_detour(factory, seed, prefix, plan, lambda obs: distance(obs) == 0):
+            return True
         return any(searched(kind, factory, seed, prefix, distance, clicks,
                             max_states=max_states * scale, max_seconds=max_seconds * scale,
                             horizon=horizon, rng_seed=run) for kind, scale in SEARCHES)

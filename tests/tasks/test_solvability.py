@@ -207,11 +207,11 @@ def test_a_player_a_step_off_the_witnesss_path_is_walked_back_onto_it(walker_cha
     they left the walker a step away; a detour of a move or two walks it back, before
     any search (none here: no budget). In the library, bucket brigade's firefighter one
     step up from the start missed the bucket (one run of fifty unverified)."""
-    import tasks.worldtest.cd as cd
+    import tasks.worldtest.check as check
 
     problem = walker_change("switch", SwitchWalker)
     walked_back = revealability(problem, seeds=12, max_states=0)
-    monkeypatch.setattr(cd, "DETOUR", 0)
+    monkeypatch.setattr(check, "DETOUR", 0)
     witness_only = revealability(problem, seeds=12, max_states=0)
     assert witness_only.solved < walked_back.solved
 
