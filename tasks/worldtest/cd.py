@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tasks import registry
-from tasks.core import Action, Observation, parse_action
+from tasks.core import Action, Observation
 from tasks.worldtest.challenge import (
     DONE,
     EXPLORE_FREELY,
@@ -49,7 +49,7 @@ from tasks.worldtest.check import (
 from tasks.worldtest.derive import default_horizon, env_actions
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.scoring import cd_score
-from tasks.worldtest.search import focus_clicks
+from tasks.worldtest.search import clicked_cells, focus_clicks
 
 
 class ChangeDetection(TestPhase):
@@ -191,13 +191,10 @@ def revealability(problem: Problem, seeds: int = DEAD_END_SEEDS,
     witness played from there (:func:`~tasks.worldtest.check.after_detour`), else a
     search breadth first over actions each followed by waiting (clicking where the
     witness clicks besides the objects), else random play, must make the programs'
-    frames differ. A change a participant can hide for good (a
-    switch broken, the only object the change concerns gone) scores them 0 however well
-    they watch."""
+    frames differ. A change a participant can hide for good (a switch broken, the only
+    object the change concerns gone) scores them 0 however well they watch."""
     params = problem.params
     witness = list(params.get("witness") or [])
-    known = [(action.x, action.y) for action in map(parse_action, witness)
-             if action.verb == "click"]
 
     def pair() -> Lockstepped:
         return Lockstepped(make_env(problem.env_id), make_env(params["changed_env_id"]))
@@ -208,7 +205,7 @@ def revealability(problem: Problem, seeds: int = DEAD_END_SEEDS,
     def distance(observation: Observation) -> int:
         return 0 if differs(observation) else 1
 
-    clicks = focus_clicks(pair(), limit=FOCUS, known=known)
+    clicks = focus_clicks(pair(), limit=FOCUS, known=clicked_cells(witness))
     horizon = int(params.get("horizon", 1000))
 
     def passes(seed: int, prefix: list[str], run: int) -> bool:

@@ -58,6 +58,7 @@ from tasks.worldtest.derive import (
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.search import (
     Clicks,
+    clicked_cells,
     focus_clicks,
     goal_distance,
     shortest_plan,
@@ -255,9 +256,8 @@ def solvability(problem: Problem, seeds: int = DEAD_END_SEEDS,
     colours = list(params["goal_colours"])
     distance = goal_distance(cells, colours)
     plan = list(params.get("plan") or [])
-    known = [(action.x, action.y) for action in map(parse_action, plan) if action.verb == "click"]
     factory = partial(make_env, problem.env_id)
-    clicks = focus_clicks(factory(), cells, colours, limit=FOCUS, known=known)
+    clicks = focus_clicks(factory(), cells, colours, limit=FOCUS, known=clicked_cells(plan))
     horizon = int(params.get("horizon", 1000))
 
     def passes(seed: int, prefix: list[str], run: int) -> bool:

@@ -224,6 +224,13 @@ def goal_distance(cells: Sequence[Cell], colours: Sequence[str]) -> Distance:
     return lambda observation: sum(observation.frame[y][x] != c for (x, y), c in goal)
 
 
+def clicked_cells(actions: Iterable[str]) -> list[Cell]:
+    """The cells ``actions`` click, in their order: a problem's own plan or witness, whose
+    clicks are worth trying again (:func:`focus_clicks`' ``known``)."""
+    return [(action.x, action.y) for action in map(parse_action, actions)
+            if action.verb == "click"]
+
+
 def focus_clicks(env: GridEnv, cells: Sequence[Cell] = (), colours: Sequence[str] = (),
                  spare: int = 3, limit: int = 24,
                  known: Sequence[Cell] = ()) -> Callable[[Frame], list[Cell]]:
