@@ -521,6 +521,11 @@ PROLIFIC_SUBMISSION = Table("prolificsubmission", "One Prolific submission of a 
     Field("status", TEXT, "Prolific's status (ACTIVE, AWAITING REVIEW, APPROVED, RETURNED, "
                           "REJECTED, TIMED-OUT, ...).", required=True),
     Field("seen_at", TIME, "When the status was last learnt (a sync or a hook).", default=NOW),
+    Field("status_at", FLOAT, "Unix seconds of what the status was learnt from: the time "
+                              "Prolific gives the hook's event (X-Timestamp, never later "
+                              "than its signed send time), or the start of the sync's "
+                              "listing. A hook of an earlier event, arriving late, is "
+                              "acknowledged and not taken."),
     Field("action", TEXT, "What gridstudy asked Prolific to do with it: approved, rejected, "
                           "return-requested; approving, rejecting, requesting-return while the "
                           "request is under way."),

@@ -34,6 +34,7 @@ import hashlib
 import hmac
 import json
 import logging
+import math
 import os
 import random
 import time
@@ -45,7 +46,7 @@ from typing import Any
 
 import httpx
 from flask import Blueprint, current_app, request
-from sqlalchemy import delete, update
+from sqlalchemy import and_, delete, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -92,6 +93,9 @@ RETURN_REASONS = {"no_consent": "Withdrew consent", "wrong_device": "Encountered
 DIDNT_FINISH = "Didn't finish the study"
 
 AWAITING, ACTIVE = "AWAITING REVIEW", "ACTIVE"
+STILL_OPEN = (ACTIVE, AWAITING)
+"""The statuses a submission leaves for another (approved, rejected, returned, timed out,
+screened out), never the reverse."""
 HOOK_EVENT = "submission.status.change"
 HOOK_TOLERANCE = 300.0
 """A hook whose timestamp is further than this (seconds) from our clock is refused: a
@@ -413,6 +417,7 @@ def sync(store: Any, api: Api, study_id: str) -> Synced:
     with our participant: by the SESSION_ID in our link (the submission's id), else by
     PROLIFIC_PID."""
     known = prolific_study(store, study_id)
+    listed_at = time.time()  # each status listed is at least as new as this
     listed = list(api.pages("/api/v1/submissions/", {"study": known.prolific_id}))
     with store.session() as db:
         people = db.exec(select(Participant).where(Participant.study_id == study_id)).all()
@@ -420,7 +425,7 @@ def sync(store: Any, api: Api, study_id: str) -> Synced:
         by_pid = {p.external_id: p.id for p in people}
         for item in listed:
             _keep(db, study_id, item["id"], item.get("participant_id") or item.get("participant"),
-                  item["status"], by_session, by_pid)
+                  item["status"], listed_at, by_session, by_pid)
         row = db.get(ProlificStudy, study_id)
         row.synced_at = datetime.now(UTC)
     statuses: dict[str, int] = {}
@@ -441,15 +446,34 @@ def _sessions(person: Any) -> list[str]:
 
 
 def _keep(db: Session, study_id: str, submission_id: str, pid: str | None, status: str,
-          by_session: dict[str, int], by_pid: dict[str, int]) -> None:
+          at: float, by_session: dict[str, int], by_pid: dict[str, int]) -> None:
+    """Keep ``status``, learnt as of ``at``, for the submission (a new row the first
+    time), unless what is kept was learnt later."""
     row = db.get(ProlificSubmission, submission_id)
     participant = by_session.get(submission_id) or by_pid.get(pid)
     if row is None:
         db.add(ProlificSubmission(id=submission_id, study_id=study_id, prolific_pid=pid or "",
-                                  participant_id=participant, status=status))
+                                  participant_id=participant, status=status, status_at=at))
         return
-    row.status, row.seen_at = status, datetime.now(UTC)
+    _take(db, row, status, at)
     row.participant_id = row.participant_id or participant
+
+
+def _take(db: Session, row: Any, status: str, at: float) -> bool:
+    """Set ``row``'s status to ``status``, learnt as of ``at``, if that is newer than what
+    it holds; whether it was. Hooks arrive in any order (Prolific sends one again after
+    a failure, when a later one may have been taken), so an earlier event is left; of
+    two at the same second, the one that leaves an open status wins. One conditional
+    ``UPDATE``: two hooks of one submission at once never both win."""
+    same_time = ProlificSubmission.status_at == at
+    if status in STILL_OPEN:
+        same_time = and_(same_time, ProlificSubmission.status.in_(STILL_OPEN))
+    taken = db.exec(update(ProlificSubmission).where(
+        ProlificSubmission.id == row.id,
+        or_(ProlificSubmission.status_at.is_(None), ProlificSubmission.status_at < at, same_time))
+        .values(status=status, status_at=at, seen_at=datetime.now(UTC)))
+    db.refresh(row)
+    return taken.rowcount == 1
 
 
 # -- review ----------------------------------------------------------------------------------
@@ -861,14 +885,28 @@ def verified(secrets: list[str], timestamp: str | None, given: str | None, body:
     return any(hmac.compare_digest(signature(s, timestamp, body), given) for s in secrets)
 
 
+def event_time(headers: Any) -> float:
+    """When a verified hook's event happened: Prolific's ``X-Timestamp``, but never later
+    than the request's signed timestamp (the header itself is not signed: a hook sent
+    again by someone else cannot claim to be newer than it is), and that timestamp when
+    it is missing or not a number of seconds."""
+    sent = float(headers["X-Prolific-Request-Timestamp"])
+    try:
+        said = float(headers.get("X-Timestamp", ""))
+    except ValueError:
+        return sent
+    return min(said, sent) if math.isfinite(said) else sent
+
+
 def hook_secrets(db: Session) -> list[str]:
     return [row.value for row in db.exec(select(Setting).where(
         Setting.name.startswith(SECRET_SETTING))).all()]
 
 
-def take_hook(db: Session, payload: Any) -> str:
-    """Keep the status a verified hook reports, as ``sync`` would. Returns what was done,
-    or raises ``ValueError`` for a payload that is not a submission status change."""
+def take_hook(db: Session, payload: Any, at: float) -> str:
+    """Keep the status a verified hook reports, as ``sync`` would, for its event of time
+    ``at`` (:func:`event_time`). Returns what was done, or raises ``ValueError`` for a
+    payload that is not a submission status change."""
     if not isinstance(payload, dict) or payload.get("event_type") != HOOK_EVENT:
         raise ValueError(f"expected a {HOOK_EVENT} event")
     submission_id, status = payload.get("resource_id"), payload.get("status")
@@ -876,7 +914,9 @@ def take_hook(db: Session, payload: Any) -> str:
         raise ValueError("expected resource_id and status")
     row = db.get(ProlificSubmission, submission_id)
     if row is not None:
-        row.status, row.seen_at = status, datetime.now(UTC)
+        if not _take(db, row, status, at):
+            return (f"submission {submission_id}: {status} is older than the {row.status} "
+                    f"kept: not taken")
         return f"submission {submission_id}: {status}"
     study = db.exec(select(ProlificStudy).where(
         ProlificStudy.prolific_id == payload.get("study_id"))).first()
@@ -884,7 +924,7 @@ def take_hook(db: Session, payload: Any) -> str:
         return f"submission {submission_id} of no study of ours: ignored"
     pid = payload.get("participant_id") if isinstance(payload.get("participant_id"), str) else ""
     people = db.exec(select(Participant).where(Participant.study_id == study.study_id)).all()
-    _keep(db, study.study_id, submission_id, pid, status,
+    _keep(db, study.study_id, submission_id, pid, status, at,
           {s: p.id for p in people for s in _sessions(p)}, {p.external_id: p.id for p in people})
     return f"submission {submission_id}: {status} (new)"
 
@@ -923,10 +963,10 @@ def hook() -> Any:
         payload = json.loads(body)
         try:
             with store.session() as db:
-                done = take_hook(db, payload)
+                done = take_hook(db, payload, event_time(request.headers))
         except IntegrityError:  # another hook of a new submission made its row first
             with store.session() as db:
-                done = take_hook(db, payload)
+                done = take_hook(db, payload, event_time(request.headers))
     except ValueError as error:
         return {"error": str(error)[:200]}, 400
     return {"ok": True, "done": done}, 200

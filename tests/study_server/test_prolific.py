@@ -481,6 +481,83 @@ def test_hooks_subscribe_and_only_signed_recent_hooks_change_a_status(tmp_path, 
         live.stop()
 
 
+def test_hooks_arriving_out_of_order_keep_the_newest_status(tmp_path, standin):
+    """Prolific does not promise the order of its hooks: one that failed is sent again
+    later, after a newer one was taken, with its event's time in ``X-Timestamp``. The
+    status kept is the newest event's, whatever order they arrive in, a sync's listing
+    counts as of when it began, and ``X-Timestamp`` (not signed) cannot make a hook newer
+    than its signed send time. Before, the last hook to arrive won: a submission approved
+    went back to AWAITING REVIEW when the earlier hook was sent again."""
+    from tests.consent.helpers import at_once
+
+    live = start_live_server(tmp_path / "order.db")
+    try:
+        with live.store.session() as session:
+            session.add(Study(id="pilot", title="t", definition=make_definition().to_dict()))
+            session.add(ProlificStudy(study_id="pilot", prolific_id="p1", status="ACTIVE"))
+            session.add(ProlificSubmission(id="sub1", study_id="pilot", prolific_pid="PID-1",
+                                           status="ACTIVE"))
+        gridstudy("hooks", "--study", "pilot", "--db", str(live.db_path),
+                  "--url", "https://study.example.org/prolific/hook")
+        secret = next(iter(standin.secrets.values()))["value"]
+        now = time.time()
+
+        def hook(submission, status, event_at, sent_at=None):
+            body = json.dumps({"event_type": "submission.status.change", "study_id": "p1",
+                               "resource_id": submission, "participant_id": "PID-1",
+                               "status": status}).encode()
+            headers = {**signed(secret, body, sent_at), "X-Timestamp": str(int(event_at))}
+            answer = httpx.post(f"{live.url}/prolific/hook", content=body, headers=headers,
+                                timeout=30)
+            assert answer.status_code == 200, answer.text  # acknowledged, taken or not
+            return answer.json()["done"]
+
+        def status(submission):
+            with live.store.session() as session:
+                return session.get(ProlificSubmission, submission).status
+
+        assert hook("sub1", "AWAITING REVIEW", now - 30) == "submission sub1: AWAITING REVIEW"
+        assert hook("sub1", "APPROVED", now - 10) == "submission sub1: APPROVED"
+        # the first hook sent again: its event is older than the approval
+        assert hook("sub1", "AWAITING REVIEW", now - 30) == (
+            "submission sub1: AWAITING REVIEW is older than the APPROVED kept: not taken")
+        assert hook("sub1", "ACTIVE", now - 10).endswith("not taken")  # same second
+        assert status("sub1") == "APPROVED"
+
+        # a recorded hook sent again within the five minutes, its X-Timestamp moved an
+        # hour on, counts as of its signed time: a later real hook still wins
+        assert hook("sub2", "AWAITING REVIEW", now + 3600, sent_at=now - 60).endswith("(new)")
+        assert hook("sub2", "RETURNED", now - 30) == "submission sub2: RETURNED"
+        assert status("sub2") == "RETURNED"
+
+        # the sync's listing is newer than a hook of an event before it
+        listed = standin.join("p1", "PID-3")
+        standin.submissions[listed]["status"] = "RETURNED"
+        gridstudy("sync", "--study", "pilot", "--db", str(live.db_path))
+        assert status(listed) == "RETURNED"
+        assert hook(listed, "ACTIVE", now - 5).endswith("not taken")
+        assert status(listed) == "RETURNED"
+
+        # hooks of one submission at once, in any order: the newest event is kept
+        events = [("ACTIVE", now - 50), ("AWAITING REVIEW", now - 40), ("REJECTED", now - 20),
+                  ("AWAITING REVIEW", now - 45), ("ACTIVE", now - 55), ("AWAITING REVIEW", now - 41)]
+        queue = list(events)
+        lock = threading.Lock()
+
+        def next_hook():
+            with lock:
+                event = queue.pop()
+            return hook("sub1", *event)
+
+        with live.store.session() as session:  # a submission older than every event here
+            row = session.get(ProlificSubmission, "sub1")
+            row.status, row.status_at = "ACTIVE", now - 60
+        at_once(len(events), next_hook)
+        assert status("sub1") == "REJECTED"
+    finally:
+        live.stop()
+
+
 def test_hooks_for_a_new_submission_at_once_are_each_taken(tmp_path, standin):
     """Prolific sends the hooks of a submission our study has not seen yet close
     together (it joined, then returned at once); ``gridstudy serve`` takes each, and keeps
