@@ -19,6 +19,7 @@ from pathlib import Path
 from flask import Blueprint, abort, current_app, send_file
 
 import tasks
+from tasks.worldtest.checked import RECORD as CHECK_RECORD
 
 PACKAGE = Path(tasks.__file__).parent
 KINDS = (".py", ".sexp", ".json")
@@ -47,7 +48,8 @@ def user_files() -> list[Path]:
 
 def _files(root: Path) -> list[Path]:
     return sorted(path for path in root.rglob("*")
-                  if path.is_file() and path.suffix in KINDS and "__pycache__" not in path.parts)
+                  if path.is_file() and path.suffix in KINDS and "__pycache__" not in path.parts
+                  and path.name != CHECK_RECORD)  # the server's alone, and rewritten by checks
 
 
 @cache

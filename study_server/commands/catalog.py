@@ -12,6 +12,7 @@ import click
 from tasks import registry
 from tasks.library import CATEGORIES
 from tasks.worldtest.challenge import names as challenge_names
+from tasks.worldtest.check import DEAD_END_SEEDS
 from tasks.worldtest.problem import gym_id
 
 
@@ -188,7 +189,7 @@ def _gym_id_or_why(problem_id: str) -> str:
 @click.option("--samples", default=None, type=int, help="Seeds sampled for stochastic checks.")
 @click.option("--strict", is_flag=True,
               help="Fail on unverified problems too (a search found no plan or witness).")
-@click.option("--seeds", default=50, show_default=True, type=click.IntRange(min=0),
+@click.option("--seeds", default=DEAD_END_SEEDS, show_default=True, type=click.IntRange(min=0),
               help="Runs of each planning and change-detection problem's check from "
                    "anywhere: a player wanders into the test under a seed, then a search "
                    "must still reach the goal or show the change (0: skip it).")
@@ -202,7 +203,9 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bo
     planning problem, in how many runs a search still reached its goal after a player
     wandered into the test, and for a change-detection problem, in how many the change
     could still be shown (below all of them it is unverified: a participant may reach a
-    state it cannot be passed from, and the run is written to a file to replay).
+    state it cannot be passed from, and the run is written to a file to replay). What
+    was found is kept in checks.json beside the program, under the problem's version:
+    `gridstudy study create` warns of a problem without a full check at its version.
 
     Exits with 1 when a problem is invalid (or, with --strict, unverified: valid as far
     as could be checked, but the bounded search found no plan or witness to prove it)."""
@@ -233,6 +236,7 @@ def _checked(problem_id: str, samples: int | None, seeds: int,
     heaviest step seen (None for a problem that could not be checked)."""
     from tasks.worldtest.cd import revealability
     from tasks.worldtest.check import Metered, check_problem, heaviest_step
+    from tasks.worldtest.checked import remember
     from tasks.worldtest.planning import solvability
 
     kwargs = {} if samples is None else {"samples": samples}
@@ -255,6 +259,9 @@ def _checked(problem_id: str, samples: int | None, seeds: int,
             return "invalid", [*reasons, f"a player's run into the test failed: "
                                f"{type(error).__name__}: {error}"], metered.cost
         reasons.append(found.words())
+        not_kept = remember(problem, found)  # what `study create` asks of the problem
+        if not_kept:
+            reasons.append(not_kept)
         if found.fraction < 1:  # a bounded search proves no dead end: it names one
             status = "unverified"
             reasons.append(f"a participant may reach a state {lost} from (or the search "

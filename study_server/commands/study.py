@@ -8,6 +8,7 @@ instead of surfacing when the first participant arrives.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import click
@@ -141,6 +142,24 @@ def create_study(url: str, path: str, replace: bool = False, live: bool = False)
     return definition
 
 
+def doubt_lines(definition: StudyDefinition) -> list[str]:
+    """A warning naming each problem of the study (practice included) that
+    ``gridstudy problems check`` never showed to stay passable at the version it will
+    serve (:func:`tasks.worldtest.checked.doubts`), with the command that checks them;
+    none when every one was."""
+    from tasks.worldtest.checked import doubts
+
+    doubtful = doubts([*definition.problems, *definition.tutorials.values()])
+    if not doubtful:
+        return []
+    width = max(map(len, doubtful))
+    return [f"warning: {len(doubtful)} problem(s) of this study are not known to stay "
+            "passable whatever a participant does first (docs/guarantees.md, 4.5):",
+            *(f"  {problem_id:<{width}}  {why}" for problem_id, why in doubtful.items()),
+            "  check them (a minute or more each): gridstudy problems check "
+            + " ".join(doubtful)]
+
+
 @click.group()
 def study() -> None:
     """Create and list studies."""
@@ -173,6 +192,9 @@ def create(file: str, db: str | None, replace: bool, live: bool, base_url: str |
     else:
         click.echo("Prolific link: printed by `gridstudy serve` when it starts, with the "
                    "address it serves at (or run this again with --base-url https://...)")
+    sys.stdout.flush()  # the warnings after what was stored, in a terminal as in a pipe
+    for line in doubt_lines(definition):
+        click.echo(line, err=True)
 
 
 @click.group()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -65,6 +66,7 @@ def test_an_environment_made_with_envs_new_goes_all_the_way_into_a_study(
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
     stored = run("study", "create", "study.yaml", "--db", "s.db")
     assert stored.returncode == 0 and "study 'pilot' stored: 3 problems" in stored.stdout, stored.stderr
+    assert "warning" not in stored.stderr  # the check above kept its 50 runs of each
 
     # The browser engine carries the library too: the same frames in the page as here.
     made = subprocess.run(
@@ -109,6 +111,63 @@ jobs = [{"problem": p, "actions": some_play(p)} for p in problems]
 its problems, and their frames on this machine."""
 
 
+def glass_house(tmp_path: Path) -> tuple[Path, Callable[..., subprocess.CompletedProcess]]:
+    """An author's library at ``tmp_path/lib`` holding ``glass_house``, made and derived
+    as an author types it; and a way to run a command on it (one that fails, fails)."""
+    library = tmp_path / "lib"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        done = gridstudy(*args, cwd=tmp_path, env={"GRIDSTUDY_LIBRARY": str(library)})
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    run("envs", "new", "glass_house", "--category", "tool use", "--library", str(library))
+    run("problems", "derive", "glass_house", "--samples", "4")
+    return library, run
+
+
+def test_study_create_names_each_problem_no_check_showed_passable_at_its_version(
+        tmp_path: Path) -> None:
+    """Guarantee 4.5 says every problem a study serves can be solved, and only
+    ``problems check`` looks (minutes per problem): it keeps what it found beside the
+    program, under the problem's version, and ``study create`` names each problem of the
+    study not shown passable at the version it will serve (never checked, checked with
+    too few runs, or before the program was edited), with the command that checks them.
+    Before, a study served an author's problem nobody had checked, without a word."""
+    library, run = glass_house(tmp_path)
+    problems = ["glass_house/planning", "glass_house/cd"]
+    study = definition_data(problems=problems, problems_per_participant=1,
+                            tutorials={"planning": problems[0], "cd": problems[1]})
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
+
+    def warnings(first: bool = False) -> list[str]:
+        stored = run("study", "create", "study.yaml", "--db", "s.db",
+                     *([] if first else ["--replace"]))
+        assert "study 'pilot' stored" in stored.stdout
+        return [" ".join(line.split()) for line in stored.stderr.splitlines()]
+
+    assert warnings(first=True) == [
+        "warning: 2 problem(s) of this study are not known to stay passable whatever a "
+        "participant does first (docs/guarantees.md, 4.5):",
+        "glass_house/planning never checked", "glass_house/cd never checked",
+        "check them (a minute or more each): gridstudy problems check glass_house/planning "
+        "glass_house/cd"]
+    run("problems", "check", problems[0], "--seeds", "5")
+    assert warnings()[1:3] == [
+        "glass_house/planning checked with 5 runs only (the check's default is 50)",
+        "glass_house/cd never checked"]
+    run("problems", "check", *problems)
+    record = json.loads((library / "autumn" / "glass_house" / "checks.json").read_text())
+    assert {k: (v["passed"], v["runs"]) for k, v in record.items()} == {
+        problems[0]: (50, 50), problems[1]: (50, 50)}
+    assert warnings() == []
+    program = library / "autumn" / "glass_house" / "program.sexp"
+    program.write_text(program.read_text() + "\n; the author's edit\n")
+    assert [line.split(" checked on ")[0] for line in warnings()[1:3]] == problems
+    assert all(line.endswith("at another version (its program or definition changed "
+                             "since)") for line in warnings()[1:3])
+
+
 def _environ() -> dict[str, str]:
     import os
 
@@ -132,17 +191,8 @@ def test_a_program_edited_between_two_runs_is_two_versions_and_the_report_says_s
     from records.store import Store
     from tasks.library import load_env
 
-    library = tmp_path / "lib"
-    env = {"GRIDSTUDY_LIBRARY": str(library)}
+    library, run = glass_house(tmp_path)
     db = f"sqlite:///{tmp_path / 'runs.db'}"
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        done = gridstudy(*args, cwd=tmp_path, env=env)
-        assert done.returncode == 0, done.stdout + done.stderr
-        return done
-
-    run("envs", "new", "glass_house", "--category", "tool use", "--library", str(library))
-    run("problems", "derive", "glass_house", "--samples", "4")
     play = ("agent", "run", "--agent", "random", "--problems", "glass_house/planning",
             "--db", db)
     run(*play, "--runs", "2")

@@ -225,6 +225,30 @@ def test_the_librarys_changes_stay_shown_whatever_a_participant_does_first():
             assert found.stuck == [], (spec.id, found.words())
 
 
+UNVERIFIED_IN_THE_RECORD = {"ant_trail/planning"}
+"""Library problems whose record says a run found no plan, each kept on purpose: two
+ants left in one column are parted by two crumbs placed so that each ant's nearest is a
+different one, which no search finds in its budget (hard for a participant too)."""
+
+
+def test_every_library_problem_is_recorded_as_checked_at_its_version():
+    """The library's planning and change-detection problems each have a record of
+    ``problems check``'s 50 runs at their current version (``checks.json`` beside each
+    program, committed), so that ``study create`` does not warn of them. A program or
+    problem edited without checking it again fails here, naming the command to run."""
+    from tasks.library import LIBRARY
+    from tasks.worldtest.checked import SOUGHT, doubts, record_path
+
+    ours = [spec.id for spec in registry.list_problems() if spec.challenge in SOUGHT
+            and LIBRARY in record_path(registry.get_problem(spec.id)).parents]
+    assert len(ours) == 48
+    found = doubts(ours)
+    stale = sorted(k for k, why in found.items() if not why.startswith("unverified"))
+    assert stale == [], ("check them again, and commit their checks.json: gridstudy "
+                         f"problems check {' '.join(stale)}\n{found}")
+    assert set(found) == UNVERIFIED_IN_THE_RECORD, found
+
+
 def test_problems_check_flags_a_problem_that_can_be_lost(worlds):
     """A bounded search cannot prove that no plan exists: the problem is called
     unverified, with the run to replay, and ``--strict`` fails on it."""
