@@ -454,6 +454,29 @@ def prepare_demo(url: str, study_file: Path) -> tuple[str, str]:
     return password, token
 
 
+def _refuse_a_second_demo(url: str, directory: Path) -> None:
+    """Stop before anything changes when a demo already serves ``directory`` (started in
+    another terminal, on another port): a second would give the demo login a new
+    password and revoke the first's agent token, so that what the first printed no
+    longer works, and two servers would hand out links to one study."""
+    from records.store import Store
+    from study_server.cluster import Cluster
+
+    if not Path(url).is_file():
+        return
+    with Store(url) as store:
+        cluster = Cluster(store.engine)
+        cluster.forget_dead_here()  # one killed a moment ago is not serving
+        running = cluster.peers()
+    if running:
+        pid = (running[0].id.split(":") + ["?"])[1]
+        raise click.ClickException(
+            f"a demo is already running on {directory} (process {pid}): its dashboard "
+            "password and agent token are the ones it printed when it started. Stop it "
+            "first (Ctrl-C where it runs), or start another beside it with --data-dir "
+            "and --port of its own.")
+
+
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=5000, show_default=True, type=int)
@@ -469,6 +492,7 @@ def demo(host: str, port: int, data_dir: str, study_file: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     config = {"DATABASE_URL": str(directory / "gridstudy.db"), "ASYNC_MODE": DEFAULT_ASYNC_MODE}
     _patch_for(DEFAULT_ASYNC_MODE)  # before the store starts a thread (or Ctrl-C hangs)
+    _refuse_a_second_demo(config["DATABASE_URL"], directory)
     password, token = prepare_demo(config["DATABASE_URL"], Path(study_file))
 
     def announce(app: Any, base_url: str) -> None:

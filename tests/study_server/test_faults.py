@@ -290,6 +290,53 @@ def test_a_second_server_on_a_taken_address_says_so_in_one_line_and_starts_nothi
         first.wait(60)
 
 
+def test_a_second_demo_on_the_same_folder_is_refused_and_the_first_login_still_works(tmp_path):
+    """The careless operator's second ``make demo`` in another terminal, on another port
+    (the first forgotten there): refused in one line, before anything changes. Before,
+    it started beside the first with a warning, gave the demo login a new password and
+    revoked the first's agent token, so what the first terminal printed no longer
+    worked. A demo killed a moment before (``kill -9``) is not taken for a running one."""
+    gridstudy = str(Path(sys.executable).parent / "gridstudy")
+    data = tmp_path / "demo-data"
+
+    def demo(log: Path) -> subprocess.Popen:
+        with log.open("w") as out:
+            return subprocess.Popen([gridstudy, "demo", "--data-dir", str(data), "--port",
+                                     str(free_port())], stdout=out, stderr=subprocess.STDOUT)
+
+    first = demo(tmp_path / "first.log")
+    try:
+        wait_until(lambda: "Dashboard login" in (tmp_path / "first.log").read_text(), 60,
+                   "the first demo announced")
+        time.sleep(1.5)  # its first heartbeat
+        said = (tmp_path / "first.log").read_text()
+        password = re.search(r"password '([^']+)'", said).group(1)
+        token = re.search(r"GRIDSTUDY_TOKEN=(\S+)", said).group(1)
+        second = subprocess.run([gridstudy, "demo", "--data-dir", str(data), "--port",
+                                 str(free_port())], capture_output=True, text=True, timeout=60)
+        assert second.returncode == 1
+        lines = [line for line in (second.stdout + second.stderr).splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith(
+            f"Error: a demo is already running on {data} (process {first.pid})"), lines
+        from study_server import tokens
+
+        with Store(str(data / "gridstudy.db")) as store:
+            assert auth.verify(store.engine, "demo", password)
+            assert tokens.holder(store.engine, token) is not None
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        again = demo(tmp_path / "again.log")
+        try:
+            wait_until(lambda: "Dashboard login" in (tmp_path / "again.log").read_text(), 60,
+                       "the demo started again after a kill")
+        finally:
+            again.terminate()
+            again.wait(60)
+    finally:
+        first.kill()
+        first.wait(10)
+
+
 def test_a_second_server_on_another_port_warns_of_the_first(tmp_path):
     """The careless operator's second ``serve`` of the same database on another port (the
     first forgotten in another terminal, perhaps on older code): it starts, since several
