@@ -203,6 +203,24 @@ def _echo_study_links(store: Any, base_url: str) -> None:
     if links:
         click.echo("Studies (paste the link into Prolific); dashboard at " + base_url + "/dashboard/")
         click.echo("\n".join(links))
+    _say_unchecked(store)
+
+
+def _say_unchecked(store: Any) -> None:
+    """Warn of the problems of each open study that no check showed passable at the
+    version this process serves: ``study create`` said so for the version it saw, and a
+    program edited since is served as it is now."""
+    from sqlmodel import select
+
+    from consent.definition import from_stored
+    from records.models import Study
+    from study_server.commands.study import doubt_lines
+
+    with store.session() as db:
+        studies = db.exec(select(Study).where(Study.status == "open").order_by(Study.id)).all()
+    for study in studies:
+        for line in doubt_lines(from_stored(study.definition), "Warning", f"study {study.id!r}"):
+            click.echo(line, err=True)
 
 
 @click.command()

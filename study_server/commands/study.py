@@ -142,7 +142,8 @@ def create_study(url: str, path: str, replace: bool = False, live: bool = False)
     return definition
 
 
-def doubt_lines(definition: StudyDefinition) -> list[str]:
+def doubt_lines(definition: StudyDefinition, warning: str = "warning",
+                of: str = "this study") -> list[str]:
     """A warning naming each problem of the study (practice included) that
     ``gridstudy problems check`` never showed to stay passable at the version it will
     serve (:func:`tasks.worldtest.checked.doubts`), with the command that checks them;
@@ -153,7 +154,7 @@ def doubt_lines(definition: StudyDefinition) -> list[str]:
     if not doubtful:
         return []
     width = max(map(len, doubtful))
-    return [f"warning: {len(doubtful)} problem(s) of this study are not known to stay "
+    return [f"{warning}: {len(doubtful)} problem(s) of {of} are not known to stay "
             "passable whatever a participant does first (docs/guarantees.md, 4.5):",
             *(f"  {problem_id:<{width}}  {why}" for problem_id, why in doubtful.items()),
             "  check them (a minute or more each): gridstudy problems check "

@@ -132,8 +132,9 @@ def test_study_create_names_each_problem_no_check_showed_passable_at_its_version
     ``problems check`` looks (minutes per problem): it keeps what it found beside the
     program, under the problem's version, and ``study create`` names each problem of the
     study not shown passable at the version it will serve (never checked, checked with
-    too few runs, or before the program was edited), with the command that checks them.
-    Before, a study served an author's problem nobody had checked, without a word."""
+    too few runs, or before the program was edited), with the command that checks them;
+    ``serve`` says the same as it starts, of the programs as it serves them. Before, a
+    study served an author's problem nobody had checked, without a word."""
     library, run = glass_house(tmp_path)
     problems = ["glass_house/planning", "glass_house/cd"]
     study = definition_data(problems=problems, problems_per_participant=1,
@@ -163,6 +164,16 @@ def test_study_create_names_each_problem_no_check_showed_passable_at_its_version
     assert warnings() == []
     program = library / "autumn" / "glass_house" / "program.sexp"
     program.write_text(program.read_text() + "\n; the author's edit\n")
+    # the server serves the program as it is now, and says so as it starts
+    from tests.conftest import start_serve
+
+    server, _ = start_serve(tmp_path / "s.db", log=tmp_path / "serve.log",
+                            env={"GRIDSTUDY_LIBRARY": str(library)})
+    server.terminate()
+    server.wait(60)
+    said = (tmp_path / "serve.log").read_text()
+    assert ("Warning: 2 problem(s) of study 'pilot' are not known to stay passable" in said
+            and "gridstudy problems check glass_house/planning glass_house/cd" in said), said
     assert [line.split(" checked on ")[0] for line in warnings()[1:3]] == problems
     assert all(line.endswith("at another version (its program or definition changed "
                              "since)") for line in warnings()[1:3])
