@@ -489,8 +489,9 @@ def _refuse_a_second_demo(url: str, directory: Path) -> None:
     if running:
         pid = (running[0].id.split(":") + ["?"])[1]
         raise click.ClickException(
-            f"a demo is already running on {directory} (process {pid}): its dashboard "
-            "password and agent token are the ones it printed when it started. Stop it "
+            f"a demo is already running on {directory} (process {pid}, or another "
+            "gridstudy server of its database): its dashboard password and agent token "
+            "are the ones it printed when it started. Stop it "
             "first (Ctrl-C where it runs), or start another beside it with --data-dir "
             "and --port of its own.")
 

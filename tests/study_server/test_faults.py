@@ -317,7 +317,7 @@ def test_a_second_demo_on_the_same_folder_is_refused_and_the_first_login_still_w
         assert second.returncode == 1
         lines = [line for line in (second.stdout + second.stderr).splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith(
-            f"Error: a demo is already running on {data} (process {first.pid})"), lines
+            f"Error: a demo is already running on {data} (process {first.pid}, "), lines
         from study_server import tokens
 
         with Store(str(data / "gridstudy.db")) as store:
