@@ -7,6 +7,7 @@ problems, cloud burst, pipe valve and sand pile among them, stay solvable."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -16,8 +17,10 @@ from study_server.commands.catalog import problems
 from tasks import registry
 from tasks.core import Action, rollout
 from tasks.worldtest.cd import revealability
+from tasks.worldtest.check import searched
 from tasks.worldtest.planning import solvability
 from tasks.worldtest.problem import Problem
+from tasks.worldtest.search import goal_distance
 from tests.envs import Rain, Walker
 
 GOAL = {"goal_cells": [[2, 4], [3, 4]], "goal_colours": ["blue", "blue"], "horizon": 500,
@@ -223,6 +226,30 @@ def test_the_librarys_changes_stay_shown_whatever_a_participant_does_first():
         if spec.env_id.startswith("autumn/"):
             found = revealability(registry.get_problem(spec.id), seeds=4)
             assert found.stuck == [], (spec.id, found.words())
+
+
+class BusyMachineWalker(Walker):
+    """A walker whose every step waits 20 ms without working, as a process does on a
+    machine busy with something else."""
+
+    def step(self, action):
+        time.sleep(0.02)
+        return super().step(action)
+
+
+def test_a_busy_machine_slows_the_check_but_does_not_change_its_verdict():
+    """The searches' time budget counts the check's own work (CPU seconds): on a machine
+    busy with other work (a second check beside it, a CI runner's neighbours), each step
+    takes longer on the clock, and the search still expands as many states. Before, the
+    budget was the clock's, and a problem verified on a quiet machine could be called
+    unverified on a busy one."""
+    registry.register_env("test/busy-walker", BusyMachineWalker, replace=True)
+    cells, colours = [(4, 4), (0, 4)], ["blue", "blue"]
+    started = time.monotonic()
+    found = searched("best first", lambda: registry.make("test/busy-walker"), 0, [],
+                     goal_distance(cells, colours), lambda frame: cells, max_states=200,
+                     max_seconds=0.1, horizon=100, rng_seed=0)
+    assert found and time.monotonic() - started > 0.1  # more than the budget on the clock
 
 
 UNVERIFIED_IN_THE_RECORD = {"ant_trail/planning"}
