@@ -463,8 +463,8 @@ def _take(db: Session, row: Any, status: str, at: float) -> bool:
     """Set ``row``'s status to ``status``, learnt as of ``at``, if that is newer than what
     it holds; whether it was. Hooks arrive in any order (Prolific sends one again after
     a failure, when a later one may have been taken), so an earlier event is left; of
-    two at the same second, the one that leaves an open status wins. One conditional
-    ``UPDATE``: two hooks of one submission at once never both win."""
+    two of the same second, a final status wins over ACTIVE or AWAITING REVIEW. One
+    conditional ``UPDATE``: two hooks of one submission at once never both win."""
     same_time = ProlificSubmission.status_at == at
     if status in STILL_OPEN:
         same_time = and_(same_time, ProlificSubmission.status.in_(STILL_OPEN))
@@ -627,8 +627,8 @@ def _settle(store: Any, ids: list[str], action: str | None, status: str | None =
         for submission_id in ids:
             row = db.get(ProlificSubmission, submission_id)
             row.action, row.action_at = action, time.time()
-            if status:
-                row.status = status
+            if status:  # what Prolific says now: a hook of an earlier event does not undo it
+                _take(db, row, status, row.action_at)
 
 
 def _approve(store: Any, api: Api, study_id: str, pairs: list[tuple[PaymentRow, Any]],

@@ -219,7 +219,11 @@ def _say_unchecked(store: Any) -> None:
     with store.session() as db:
         studies = db.exec(select(Study).where(Study.status == "open").order_by(Study.id)).all()
     for study in studies:
-        for line in doubt_lines(from_stored(study.definition), "Warning", f"study {study.id!r}"):
+        try:
+            lines = doubt_lines(from_stored(study.definition), "Warning", f"study {study.id!r}")
+        except Exception as error:  # a warning never stops a server that can serve
+            lines = [f"Warning: could not look at study {study.id!r}'s checks: {error}"]
+        for line in lines:
             click.echo(line, err=True)
 
 

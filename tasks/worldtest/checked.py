@@ -66,8 +66,11 @@ def doubts(problem_ids: Iterable[str]) -> dict[str, str]:
     than :data:`DEAD_END_SEEDS`, or unverified in some runs."""
     found = {}
     for problem_id in dict.fromkeys(problem_ids):
-        problem = registry.get_problem(problem_id)
-        path = record_path(problem)
+        try:
+            problem = registry.get_problem(problem_id)
+            path = record_path(problem)
+        except (KeyError, ValueError, OSError):  # not registered here, or not readable:
+            continue  # said by what serves or stores the study, not asked here
         if problem.challenge not in SOUGHT or path is None:
             continue
         entry = _read(path).get(problem_id)
