@@ -3,7 +3,10 @@ reload and errors, and the window itself on a real X server (Xvfb), screenshot t
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
+import select
 import shutil
 import signal
 import subprocess
@@ -185,19 +188,33 @@ def test_play_debug_refuses_what_it_cannot_debug(program: Path) -> None:
 # -- the window on a real X server ----------------------------------------------------------
 
 
+DISPLAYS = itertools.count(90 + os.getpid() % 400 * 20)
+"""Display numbers for Xvfb, never one twice in a process."""
+
+
 @pytest.fixture
 def xvfb(monkeypatch):
     """A real X server (Xvfb) on a free display; the window opens at its top-left corner."""
     server = shutil.which("Xvfb")
     assert server, "Xvfb is missing: `make test` installs it (Debian package xvfb)"
-    number = next(n for n in range(90, 200) if not Path(f"/tmp/.X{n}-lock").exists()
+    # A display number this process has not used yet (one just given up by the test
+    # before may still be going away), told once the server accepts connections: a
+    # window opened on a reused number failed now and then, "x11 not available"
+    number = next(n for n in DISPLAYS if not Path(f"/tmp/.X{n}-lock").exists()
                   and not Path(f"/tmp/.X11-unix/X{n}").exists())
-    process = subprocess.Popen([server, f":{number}", "-screen", "0", "1280x800x24",
-                                "-nolisten", "tcp"], stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while not Path(f"/tmp/.X11-unix/X{number}").exists():
-        assert process.poll() is None and time.monotonic() < deadline, "Xvfb did not start"
-        time.sleep(0.05)
+    ready, told = os.pipe()
+    process = subprocess.Popen([server, f":{number}", "-displayfd", str(told), "-screen", "0",
+                                "1280x800x24", "-nolisten", "tcp"], stderr=subprocess.DEVNULL,
+                               pass_fds=(told,))
+    os.close(told)
+    written = b""
+    with os.fdopen(ready, "rb", buffering=0) as said:
+        while not written.endswith(b"\n"):
+            assert select.select([said], [], [], 20)[0], "Xvfb did not start in 20 s"
+            chunk = said.read(16)
+            assert chunk, f"Xvfb stopped before it was ready (exit {process.poll()})"
+            written += chunk
+    assert int(written) == number, written
     display = f":{number}"
     monkeypatch.setenv("DISPLAY", display)
     monkeypatch.setenv("SDL_VIDEODRIVER", "x11")
