@@ -960,13 +960,13 @@ def hook() -> Any:
                     request.headers.get("X-Prolific-Request-Signature"), body):
         return {"error": "signature or timestamp not accepted"}, 401
     try:
-        payload = json.loads(body)
+        payload, at = json.loads(body), event_time(request.headers)
         try:
             with store.session() as db:
-                done = take_hook(db, payload, event_time(request.headers))
+                done = take_hook(db, payload, at)
         except IntegrityError:  # another hook of a new submission made its row first
             with store.session() as db:
-                done = take_hook(db, payload, event_time(request.headers))
+                done = take_hook(db, payload, at)
     except ValueError as error:
         return {"error": str(error)[:200]}, 400
     return {"ok": True, "done": done}, 200

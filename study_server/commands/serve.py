@@ -188,12 +188,18 @@ def _say_other_servers(app: Any) -> None:
     code, and nothing else would say so."""
     now = time.time()  # (a predecessor killed a moment ago was forgotten at start)
     for peer in app.extensions["gridstudy.cluster"].peers():
-        host, pid = (peer.id.split(":") + ["?", "?"])[:2]
+        host, pid = _host_and_pid(peer.id)
         click.echo(f"Warning: another gridstudy server serves this database too (process "
                    f"{pid} on {host}, started {now - peer.started_at:.0f} s ago, "
                    f"{'at ' + peer.address if peer.address else 'on its own'}): participants "
                    "following a link to it play there. Stop it if it was left running.",
                    err=True)
+
+
+def _host_and_pid(worker_id: str) -> tuple[str, str]:
+    """The host and process of a worker's id (``cluster.new_worker_id``), to name it."""
+    host, pid = (worker_id.split(":") + ["?", "?"])[:2]
+    return host, pid
 
 
 def _echo_study_links(store: Any, base_url: str) -> None:
@@ -491,7 +497,7 @@ def _refuse_a_second_demo(url: str, directory: Path) -> None:
         cluster.forget_dead_here()  # one killed a moment ago is not serving
         running = cluster.peers()
     if running:
-        pid = (running[0].id.split(":") + ["?"])[1]
+        _, pid = _host_and_pid(running[0].id)
         raise click.ClickException(
             f"a demo is already running on {directory} (process {pid}, or another "
             "gridstudy server of its database): its dashboard password and agent token "

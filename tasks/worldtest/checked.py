@@ -91,10 +91,8 @@ def doubts(problem_ids: Iterable[str]) -> dict[str, str]:
 def _read(path: Path) -> dict[str, Any]:
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (ValueError, OSError):
-        return {}  # a record that cannot be read is no record: checked again, rewritten
+    except (ValueError, OSError):  # none yet, or one that cannot be read: no record (the
+        return {}  # next check rewrites it)
     return entries if isinstance(entries, dict) else {}
 
 
