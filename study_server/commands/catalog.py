@@ -259,9 +259,9 @@ def _checked(problem_id: str, samples: int | None, seeds: int,
             return "invalid", [*reasons, f"a player's run into the test failed: "
                                f"{type(error).__name__}: {error}"], metered.cost
         reasons.append(found.words())
-        not_kept = remember(problem, found)  # what `study create` asks of the problem
-        if not_kept:
-            reasons.append(not_kept)
+        instead = remember(problem, found)  # what `study create` asks of the problem
+        if instead:
+            reasons.append(instead)
         if found.fraction < 1:  # a bounded search proves no dead end: it names one
             status = "unverified"
             reasons.append(f"a participant may reach a state {lost} from (or the search "

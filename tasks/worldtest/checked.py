@@ -39,8 +39,10 @@ def record_path(problem: Problem) -> Path | None:
 
 
 def remember(problem: Problem, found: Solvability) -> str | None:
-    """Keep ``found`` as ``problem``'s check at its current version; None, or why it
-    could not be kept (a folder that cannot be written, as an installed package's)."""
+    """Keep ``found`` as ``problem``'s check at its current version; None, or what was
+    done instead: the record of a longer check at this version kept (a quick check's runs
+    are its first, and all passed: they add nothing), or why nothing could be kept (a
+    folder that cannot be written, as an installed package's)."""
     path = record_path(problem)
     if path is None:
         return None
@@ -49,6 +51,11 @@ def remember(problem: Problem, found: Solvability) -> str | None:
     try:
         with _locked(path.parent):  # two checks of one environment's problems at once
             entries = _read(path)
+            kept = entries.get(problem.id)
+            if _covers(kept, entry):
+                return (f"recorded as before: the check of {kept['runs']} runs on "
+                        f"{kept['checked']} at this version ({kept['passed']} passed), whose "
+                        f"first {entry['runs']} are these")
             entries[problem.id] = entry
             part = path.with_name(f".{RECORD}.{os.getpid()}")
             part.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n",
@@ -86,6 +93,17 @@ def doubts(problem_ids: Iterable[str]) -> dict[str, str]:
             found[problem_id] = (f"checked with {entry.get('runs')} runs only (the check's "
                                  f"default is {DEAD_END_SEEDS})")
     return found
+
+
+def _covers(kept: Any, entry: dict[str, Any]) -> bool:
+    """Whether the record ``kept`` says all that ``entry``, a check just made, does: of the
+    same version and search, with more runs (a check's runs are the same seeds in the
+    same order, :func:`tasks.worldtest.check.from_anywhere`), where the new one found no
+    failure (a failure is news, and is recorded)."""
+    return (isinstance(kept, dict) and kept.get("version") == entry["version"]
+            and kept.get("sought") == entry["sought"]
+            and isinstance(kept.get("runs"), int) and kept["runs"] > entry["runs"]
+            and entry["passed"] == entry["runs"])
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -162,6 +162,12 @@ def test_study_create_names_each_problem_no_check_showed_passable_at_its_version
     assert {k: (v["passed"], v["runs"]) for k, v in record.items()} == {
         problems[0]: (50, 50), problems[1]: (50, 50)}
     assert warnings() == []
+    # a quick check afterwards (its runs are the first five of the full one) keeps the
+    # full record; before, it replaced it, and the study was warned of again
+    quick = run("problems", "check", problems[0], "--seeds", "5")
+    assert "recorded as before: the check of 50 runs on " in " ".join(quick.stdout.split())
+    assert json.loads((library / "autumn" / "glass_house" / "checks.json").read_text()) == record
+    assert warnings() == []
     program = library / "autumn" / "glass_house" / "program.sexp"
     program.write_text(program.read_text() + "\n; the author's edit\n")
     # the server serves the program as it is now, and says so as it starts
