@@ -65,6 +65,7 @@ class AutumnEnv:
             raise AutumnSyntaxError("the program is nested too deeply", name=name) from None
         self.steps = 0
         self._text = FrameText()
+        self._written: dict[str, tuple[object, str]] = {}  # what state_hash wrote, by global
 
     # -- the GridEnv contract -----------------------------------------------------------
 
@@ -147,10 +148,21 @@ class AutumnEnv:
         return self._rt.rng
 
     def state_hash(self) -> str:
-        """A digest of every hidden variable and the generator state (not identities)."""
+        """A digest of every hidden variable and the generator state (not identities).
+
+        Values are immutable, so a global still holding the very value it held at the
+        last call (the ninety built-ins and the functions always, most state between
+        two steps) is written as it was then, not walked again."""
         rt = self._rt
-        items = [(name, _fingerprint(rt.globals[name])) for name in rt.order.names]
-        text = repr((items, rt.rng, sorted(rt.types.items())))
+        last, kept = self._written, {}
+        for name in rt.order.names:
+            value = rt.globals[name]
+            seen = last.get(name)
+            kept[name] = seen if seen is not None and seen[0] is value else (
+                value, repr((name, _fingerprint(value))))
+        self._written = kept
+        text = "".join([text for _, text in kept.values()])
+        text += repr((rt.rng, sorted(rt.types.items())))
         return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
     def value(self, name: str):
