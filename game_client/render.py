@@ -36,7 +36,7 @@ def draw_view(surface: pygame.Surface, font: pygame.font.Font, view: dict[str, A
     test = view.get("test") or {}
     draw_grid(surface, view["frame"], layout.grid)
     if test.get("kind") == "planning":
-        draw_goal(surface, view["frame"], test, layout)
+        draw_goal(surface, test, layout)
     if test.get("kind") == "mfp":
         draw_options(surface, font, test, layout)
     draw_text(surface, font, status + _phase_hint(view), layout.status)
@@ -66,17 +66,13 @@ def _draw_mask(surface: pygame.Surface, cell: pygame.Rect) -> None:
     pygame.draw.line(surface, BACKGROUND, cell.topright, cell.bottomleft)
 
 
-def draw_goal(surface: pygame.Surface, frame: list[list[str]], test: dict[str, Any],
-              layout: Layout) -> None:
-    """The goal grid: target colours on target cells, everything else shaded."""
-    goal = [list(row) for row in frame]
-    targets = set()
-    for (x, y), name in zip(test["goal_cells"], test["goal_colours"]):
-        goal[y][x] = name
-        targets.add((x, y))
+def draw_goal(surface: pygame.Surface, test: dict[str, Any], layout: Layout) -> None:
+    """The goal as the test states it (``goal_grid``, as the browser draws it and a model
+    is shown it): the target cells in their goal colours, everything else shaded."""
+    targets = {(x, y) for x, y in test["goal_cells"]}
     width, height = layout.size
     shaded = {(x, y) for x in range(width) for y in range(height)} - targets
-    draw_grid(surface, goal, layout.goal_grid, shaded)
+    draw_grid(surface, test["goal_grid"], layout.goal_grid, shaded)
 
 
 def draw_options(surface: pygame.Surface, font: pygame.font.Font, test: dict[str, Any],

@@ -188,3 +188,30 @@ def test_an_exploration_map_shows_moves_budget_goal_and_its_end(page, live_serve
     page.click("button[data-gs-action=quit]")
     page.wait_for_selector(f"{GAME}[data-phase=done]")
     assert page.inner_text("[data-gs=ending]") == "You gave up."
+
+
+def test_the_goal_picture_is_the_same_after_a_reload(page, make_live_server):
+    """A participant reloads the page mid-test, after the world moved: the goal beside
+    the grid is the one the test states (its first frame with the goal colours), as it
+    was before the reload. It was drawn over the first frame the page happened to show,
+    so the reloaded page's goal showed the world as it was at the reload."""
+    from tests.e2e.test_study_flow import answer_with_simulate, enter, start
+
+    live = start(make_live_server)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    enter(page, live, "p-goal")
+    page.get_by_role("button", name="I agree to take part").click()
+    answer_with_simulate(page, live, "Continue")
+    page.get_by_role("button", name="Start the practice").click()
+    page.wait_for_selector(f"{GAME}[data-phase=interaction]")
+    act(page, lambda: page.click("button[data-gs-action=go-to-test]"))
+    page.wait_for_selector("[data-gs=goal-panel]:not([hidden])")
+    (_, _, goal), (_, _, grid) = page.evaluate(GOAL_AND_GRID)
+    press(page, "ArrowDown")  # the world moves on (away from the goal, one step right)
+    page.wait_for_function(f"document.querySelector('canvas[data-gs=grid]').toDataURL() != "
+                           f"'{grid}'", timeout=5000)
+    page.reload()
+    page.wait_for_selector(f"{GAME}[data-phase=test]")
+    page.wait_for_selector("[data-gs=goal-panel]:not([hidden])")
+    (_, _, again), (_, _, moved) = page.evaluate(GOAL_AND_GRID)
+    assert moved != grid and again == goal

@@ -81,6 +81,32 @@ def test_posted_input_plays_a_challenge_to_its_end(challenge, store):
     assert replayed.score == score
 
 
+def test_the_goal_picture_stays_as_the_test_states_it_while_the_world_moves():
+    """The window's goal beside the grid is the test's ``goal_grid`` (what the browser
+    draws and a model is shown), not the live frame: it was drawn over the frame of the
+    moment, so the walker moved in the goal picture as it did in the world."""
+    import pygame
+
+    seen = {}
+
+    def before_frame(frame, client):
+        if frame == 0:
+            client.post_key("t")
+        if frame in (2, 3):
+            client.post_key("right" if frame == 2 else "down")
+        if frame in (2, 5):
+            rect = pygame.Rect(client.layout.goal_grid)
+            seen[frame] = (pygame.image.tobytes(client.screen.subsurface(rect), "RGB"),
+                           pygame.image.tobytes(client.screen.subsurface(client.layout.grid),
+                                                "RGB"))
+
+    client = PygameClient(GameLoop(Episode(PLANNING)), scale=16, realtime=False)
+    client.run(max_frames=6, before_frame=before_frame)
+    assert client.loop.steps[-1].phase == "test"
+    (goal, grid), (goal_later, grid_later) = seen[2], seen[5]
+    assert grid_later != grid and goal_later == goal
+
+
 def test_closing_the_window_abandons_the_recorded_attempt(store):
     episode = Episode(PLANNING)
     recorder = EpisodeRecorder(store, episode.problem)

@@ -117,7 +117,6 @@
     this.mfpInflight = null;
     this.pick = null;  // the answer chosen on this page (a frame, an option): sent at Submit
     this.cdFrames = {};  // change detection: the test frames this page has shown, by index
-    this.goalBase = null;  // the first test frame this page showed: the goal's backdrop
     this.goalCell = null;  // the cell size the goal was drawn at
     this.held = {};
     this.unsent = [];  // keys pressed while the connection was lost (keepUnsent)
@@ -649,15 +648,15 @@
     }
   };
 
-  /* The planning goal on a static grid: target cells in their goal colours, the rest of
-   * the first test frame this page showed shaded out (the same picture when the window
-   * changes size: it used to keep its old size, or take the frame of that moment). */
+  /* The planning goal as the test states it (`test.goal_grid`: the test's first frame
+   * with the goal colours on the target cells, or the goal an imported problem
+   * recorded; what a model is shown), the target cells framed and the rest shaded out.
+   * The same picture after a resize or a reload: it used to be drawn over the first
+   * frame this page happened to show, which a reload mid-test changed. */
   Game.prototype.drawGoal = function (state) {
-    this.goalBase = this.goalBase || state.frame;
-    var test = state.test, goal = this.goalBase.map(function (row) { return row.slice(); });
-    var targets = {};
-    test.goal_cells.forEach(function (c, i) { goal[c[1]][c[0]] = test.goal_colours[i]; targets[c[0] + "," + c[1]] = true; });
-    drawFrame(this.el.goal, goal, this.cell, function (x, y) { return !targets[x + "," + y]; });
+    var test = state.test, targets = {};
+    test.goal_cells.forEach(function (c) { targets[c[0] + "," + c[1]] = true; });
+    drawFrame(this.el.goal, test.goal_grid, this.cell, function (x, y) { return !targets[x + "," + y]; });
     var ctx = this.el.goal.getContext("2d"), cell = this.cell;
     test.goal_cells.forEach(function (c) {  // a frame around each target, whatever its colour
       ctx.lineWidth = 3; ctx.strokeStyle = "#ffffff";
