@@ -3,6 +3,7 @@
     python -m bench.load --sessions 100 --seconds 15 [--repeat 3]
                          [--async-mode gevent[,threading]] [--no-search]
                          [--workers N] [--db URL] [--busy N] [--mix]
+                         [--agents N [--agent-problem ID]]
 
 Starts the server in a subprocess (one process on a temporary SQLite file by default;
 ``--db URL`` puts it on that database, and ``--workers N`` runs N workers behind nginx
@@ -43,6 +44,10 @@ The default problem is a 16x16 walker at 8 FPS (the highest frame rate in the pa
 of as many participants spread in turn over every registered problem (every library
 environment, every challenge), printed on its own line, then the mix's lateness by
 challenge (the server's CPU is the run's as a whole: sessions share the process).
+``--agents N`` evaluates a model through the same server while the participants play:
+``gridstudy agent run --server`` with a random agent (it answers at once, so the server
+gets turns as fast as N attempts at once can send them) on ``--agent-problem``, begun
+before the participants join; the line adds the turns the server stored a second.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ import os
 import random
 import resource
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -527,19 +533,85 @@ def busy(processes: int, seconds: float) -> Iterator[None]:
             spinner.join()
 
 
+AGENT_PROBLEM = "bee_hive/planning"
+"""What ``--agents`` evaluates: a heavy library program (a step of about 0.2 ms)."""
+
+
+def agent_turns(db: str) -> int:
+    """The agents' events the database holds (every turn of every agent attempt)."""
+    from sqlalchemy import text
+
+    from records.database import make_engine
+
+    engine = make_engine(db)
+    try:
+        with engine.connect() as connection:
+            return connection.execute(text(
+                "SELECT count(*) FROM event JOIN episode ON episode.id = event.episode_id "
+                "WHERE episode.agent_run_id IS NOT NULL")).scalar_one()
+    finally:
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def evaluation(server: Server, agents: int, problem: str, nice: int) -> Iterator[dict[str, Any]]:
+    """``agents`` attempts at once of a random agent on ``problem`` through the server's
+    agent API (``gridstudy agent run --server``, at CPU niceness ``nice``), playing
+    from before the block until after it; the dict yielded gets, after the block, the
+    turns the server stored a second meanwhile. Nothing with ``agents`` 0."""
+    figures: dict[str, Any] = {}
+    if not agents:
+        yield figures
+        return
+    from records.database import make_engine
+    from study_server import tokens
+
+    engine = make_engine(server.db)
+    try:
+        secret = tokens.create(engine, f"bench-{secrets.token_hex(4)}")
+    finally:
+        engine.dispose()
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gridstudy"), "agent", "run", "--server",
+         server.url, "--agent", "random", "--problems", problem, "--runs", "1000000",
+         "--concurrency", str(agents), "--interaction-steps", "50", "--quiet"],
+        env={**os.environ, "GRIDSTUDY_TOKEN": secret}, preexec_fn=lambda: os.nice(nice),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while agent_turns(server.db) < 100:  # playing at full speed before the block
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the evaluation through the server did not start "
+                                   f"(exit status {process.returncode})")
+            time.sleep(0.5)
+        turns, started = agent_turns(server.db), time.monotonic()
+        yield figures
+        figures["agent_turns_per_second"] = ((agent_turns(server.db) - turns)
+                                             / (time.monotonic() - started))
+    finally:
+        process.send_signal(signal.SIGINT)  # as its user stops it: attempts end resumable
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def measure(sessions: int, seconds: float, async_mode: str, problem: str | list[str],
             nice: int = 10, workers: int = 1, db: str | None = None,
             busy_processes: int = 0, browser: bool = False,
             profile: str | None = None, arrivals: float = 1.0,
-            log_every: float = 1.0) -> dict[str, Any]:
+            log_every: float = 1.0, agents: int = 0,
+            agent_problem: str = AGENT_PROBLEM) -> dict[str, Any]:
     """One run: N participants joining evenly over ``arrivals`` seconds, all playing on
     ``seconds`` after the last has joined, then the figures. Given a list of problems,
     participant i plays problem i modulo its length. ``log_every``: seconds between two
-    batches of a page's play log (browser play; ``game.js`` sends one a second)."""
+    batches of a page's play log (browser play; ``game.js`` sends one a second);
+    ``agents``: attempts at once of a model evaluated through the server meanwhile."""
     problems = [problem] if isinstance(problem, str) else problem
     with busy(busy_processes, arrivals + seconds + 120):
         return _measure(sessions, seconds, async_mode, problems, nice, workers, db, browser,
-                        profile, arrivals, log_every)
+                        profile, arrivals, log_every, agents, agent_problem)
 
 
 def mix_problems() -> list[str]:
@@ -564,20 +636,23 @@ def arrival_plan(problems: list[str], sessions: int, seconds: float, arrivals: f
 def _measure(sessions: int, seconds: float, async_mode: str, problems: list[str], nice: int,
              workers: int, db: str | None, browser: bool = False,
              profile: str | None = None, arrivals: float = 1.0,
-             log_every: float = 1.0) -> dict[str, Any]:
+             log_every: float = 1.0, agents: int = 0,
+             agent_problem: str = AGENT_PROBLEM) -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(db, async_mode, workers, Path(tmp), profile)
         try:
-            start = time.time() + 3.0
-            plan = arrival_plan(problems, sessions, seconds, arrivals, start)
-            pids, helpers = server.worker_pids(), server.helper_pids()
-            cpu0 = tree_cpu_seconds(pids), tree_cpu_seconds(helpers)
-            wall0 = time.monotonic()
-            results, generator = run_participants(server.url, plan, nice, browser, log_every)
-            wall = time.monotonic() - wall0
-            cpu = {"workers": tree_cpu_seconds(pids) - cpu0[0],
-                   "helpers": tree_cpu_seconds(helpers) - cpu0[1], "generator": generator}
+            with evaluation(server, agents, agent_problem, nice) as evaluated:
+                start = time.time() + 3.0
+                plan = arrival_plan(problems, sessions, seconds, arrivals, start)
+                pids, helpers = server.worker_pids(), server.helper_pids()
+                cpu0 = tree_cpu_seconds(pids), tree_cpu_seconds(helpers)
+                wall0 = time.monotonic()
+                results, generator = run_participants(server.url, plan, nice, browser,
+                                                      log_every)
+                wall = time.monotonic() - wall0
+                cpu = {"workers": tree_cpu_seconds(pids) - cpu0[0],
+                       "helpers": tree_cpu_seconds(helpers) - cpu0[1], "generator": generator}
             server.stop()
             for result in results:
                 result["challenge"] = challenge(result["problem"])
@@ -585,7 +660,7 @@ def _measure(sessions: int, seconds: float, async_mode: str, problems: list[str]
         finally:
             server.stop()
             server.close()
-    return {"async_mode": async_mode, "workers": workers, **figures,
+    return {"async_mode": async_mode, "workers": workers, **figures, **evaluated,
             "load_average": (load_before, os.getloadavg()[0])}
 
 
@@ -611,7 +686,9 @@ def row(figures: dict[str, Any]) -> str:
             "generator {generator_cpu_percent_of_one_core:3.0f} %  "
             "server {server_cpu_per_session_second:.4f} cpu-s per session-s  "
             "wire {received_per_session_second:.0f} B/s per participant  "
-            "load {load_average[0]:.1f}->{load_average[1]:.1f}").format(**figures)
+            "load {load_average[0]:.1f}->{load_average[1]:.1f}").format(**figures) + (
+        "  agents {agent_turns_per_second:.0f} turns/s".format(**figures)
+        if "agent_turns_per_second" in figures else "")
 
 
 def search(measure_count: Any, step: int, limit: int, resolution: int) -> int:
@@ -682,6 +759,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="browser play: seconds between two batches of a page's play "
                              "log (game.js sends one a second; a longer interval shows "
                              "what the server would save by batching less often)")
+    parser.add_argument("--agents", type=int, default=0, metavar="N",
+                        help="a model evaluated through the same server meanwhile: N "
+                             "attempts at once of a random agent (as fast as they go)")
+    parser.add_argument("--agent-problem", default=AGENT_PROBLEM,
+                        help=f"what --agents evaluates [{AGENT_PROBLEM}]")
     args = parser.parse_args(argv)
     modes = args.async_mode.split(",")
     for mode in modes:
@@ -695,16 +777,21 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--arrivals: a number of seconds above 0")
     if args.log_every <= 0 or (args.log_every != 1.0 and args.mode != "browser"):
         parser.error("--log-every: a number of seconds above 0, with --mode browser")
+    if args.agents < 0:
+        parser.error("--agents: a number of attempts, 0 or more")
     print(f"{args.sessions} participants joining over {args.arrivals:g} s, then "
           f"{args.seconds:.0f} s together on {args.problem}, "
           f"{args.workers} worker(s), "
           + (f"play logs every {args.log_every:g} s, " if args.mode == "browser" else "")
           + f"generator at nice {args.client_nice}, "
-          f"{args.busy} busy process(es) beside the server (load average: 1-minute, "
-          "before->after each run)", flush=True)
+          f"{args.busy} busy process(es) beside the server"
+          + (f", a model evaluated through it ({args.agents} attempts at once of a random "
+             f"agent on {args.agent_problem})" if args.agents else "")
+          + " (load average: 1-minute, before->after each run)", flush=True)
     options = {"workers": args.workers, "db": args.db, "busy_processes": args.busy,
                "browser": args.mode == "browser", "arrivals": args.arrivals,
-               "log_every": args.log_every}
+               "log_every": args.log_every, "agents": args.agents,
+               "agent_problem": args.agent_problem}
     mix = mix_problems() if args.mix else []
     if mix:
         print(f"the mix: {len(mix)} problems ({', '.join(sorted({challenge(p) for p in mix}))})",
