@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import shutil
+import signal
 import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -196,8 +201,12 @@ def _gym_id_or_why(problem_id: str) -> str:
 @click.option("--search-states", default=1500, show_default=True, type=click.IntRange(min=1),
               help="States each search from a wandered state expands (the planning goal's "
                    "last one four times as many; a larger program may need more).")
+@click.option("--jobs", default=None, type=click.IntRange(min=1),
+              help="Problems checked at once, each in its own process [the machine's "
+                   "cores]. The verdicts are the same whatever it is: the searches count "
+                   "their time in their own CPU seconds.")
 def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bool,
-                   seeds: int, search_states: int) -> None:
+                   seeds: int, search_states: int, jobs: int | None) -> None:
     """Check that problems are valid, and say why not when one is not; for a program,
     the heaviest step the check saw (evaluations against its step budget); for a
     planning problem, in how many runs a search still reached its goal after a player
@@ -214,20 +223,49 @@ def problems_check(problem_ids: tuple[str, ...], samples: int | None, strict: bo
            "gridstudy problems list; a new environment's problems exist once "
            "'gridstudy problems derive NAME' wrote them")
     counts = dict.fromkeys(CHECK_LABELS, 0)
-    for problem_id in ids:  # each said as it is checked: all of them take many minutes
-        status, reasons, cost = _checked(problem_id, samples, seeds, search_states)
-        click.echo(f"{CHECK_LABELS[status]:<10} {problem_id}")
-        for reason in reasons:
-            click.echo(f"           {reason}")
-        if cost is not None:
-            click.echo(f"           {cost}")
-        counts[status] += 1
+    work = [(problem_id, samples, seeds, search_states) for problem_id in ids]
+    jobs = min(jobs or len(os.sched_getaffinity(0)), len(ids))
+    with _processes(jobs) as pool:  # each said, in order, once it and those before are
+        for problem_id, (status, lines) in zip(ids, pool(_check_one, work)):  # checked
+            click.echo(f"{CHECK_LABELS[status]:<10} {problem_id}")
+            for line in lines:
+                click.echo(f"           {line}")
+            counts[status] += 1
     click.echo(", ".join(f"{n} {status}" for status, n in counts.items()))
     if counts["invalid"] or (strict and counts["unverified"]):
         sys.exit(1)
 
 
 CHECK_LABELS = {"valid": "ok", "unverified": "UNVERIFIED", "invalid": "INVALID"}
+
+
+@contextmanager
+def _processes(count: int) -> Iterator[Callable[..., Iterable[Any]]]:
+    """An ordered ``map`` over ``count`` processes forked from this one (the problems
+    this process registered, an author's library among them, are theirs too); the
+    plain ``map`` for one."""
+    if count <= 1:
+        yield map
+        return
+    from study_server.services import die_with_parent
+
+    # the processes leave Ctrl-C to the command, which stops them (each printed its
+    # traceback), from their first instant, and end with the command, even one killed
+    # (they went on checking for minutes)
+    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        pool = multiprocessing.get_context("fork").Pool(count, die_with_parent)
+    finally:
+        signal.signal(signal.SIGINT, interrupt)
+    with pool:
+        yield pool.imap
+
+
+def _check_one(job: tuple[str, int | None, int, int]) -> tuple[str, list[str]]:
+    """One problem's check for ``problems check`` (in a process of its own): its status
+    and the lines said under it, its heaviest step last."""
+    status, reasons, cost = _checked(*job)
+    return status, [*reasons, *([str(cost)] if cost is not None else [])]
 
 
 def _checked(problem_id: str, samples: int | None, seeds: int,

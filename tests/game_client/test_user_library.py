@@ -157,7 +157,8 @@ def test_study_create_names_each_problem_no_check_showed_passable_at_its_version
     assert warnings()[1:3] == [
         "glass_house/planning checked with 5 runs only (the check's default is 50)",
         "glass_house/cd never checked"]
-    run("problems", "check", *problems)
+    checked = run("problems", "check", *problems, "--jobs", "2")  # a process each
+    assert run("problems", "check", *problems, "--jobs", "1").stdout == checked.stdout
     record = json.loads((library / "autumn" / "glass_house" / "checks.json").read_text())
     assert {k: (v["passed"], v["runs"]) for k, v in record.items()} == {
         problems[0]: (50, 50), problems[1]: (50, 50)}

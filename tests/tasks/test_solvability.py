@@ -341,3 +341,62 @@ def test_problems_check_says_each_problem_as_it_is_checked():
                 checking.wait(timeout=5)  # problem is checked, not as the command ends
         finally:
             checking.kill()
+
+
+def test_problems_check_stops_its_processes_with_it():
+    """``problems check`` checks a problem per core, each in a process of its own. A
+    Ctrl-C stops the command and them at once, in one word (each printed its
+    traceback); a command killed outright takes them with it (they went on checking for
+    minutes, with nobody to tell)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.conftest import wait_until
+
+    command = [str(Path(sys.executable).parent / "gridstudy"), "problems", "check",
+               "ant_trail/mfp", "ant_trail/planning", "bee_hive/planning", "--jobs", "2"]
+
+    def checking() -> tuple[subprocess.Popen, list[int]]:
+        """The command, once its processes are at work (the first problem said)."""
+        started = subprocess.Popen(  # as from a terminal: its own group, Ctrl-C not ignored
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                     signal.SIG_DFL))
+        assert started.stdout.readline().split() == ["ok", "ant_trail/mfp"]
+        found = children(started.pid)
+        assert len(found) == 2
+        return started, found
+
+    def alive(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+        except FileNotFoundError:
+            return False
+
+    first, workers = checking()
+    os.killpg(first.pid, signal.SIGINT)  # what Ctrl-C in its terminal sends
+    out, err = first.communicate(timeout=10)
+    assert first.returncode == 1 and "Aborted!" in err and "Traceback" not in err, err
+    wait_until(lambda: not any(map(alive, workers)), timeout=5)
+    second, workers = checking()
+    second.kill()
+    second.communicate(timeout=10)  # its processes held its output open as they checked
+    wait_until(lambda: not any(map(alive, workers)), timeout=5)
+
+
+def children(pid: int) -> list[int]:
+    """The processes ``pid`` started, and that still run."""
+    from pathlib import Path
+
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
