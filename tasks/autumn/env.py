@@ -161,7 +161,7 @@ class AutumnEnv:
             kept[name] = seen if seen is not None and seen[0] is value else (
                 value, repr((name, _fingerprint(value))))
         self._written = kept
-        text = "".join([text for _, text in kept.values()])
+        text = "".join([written for _, written in kept.values()])
         text += repr((rt.rng, sorted(rt.types.items())))
         return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
