@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -243,8 +244,10 @@ CHECK_LABELS = {"valid": "ok", "unverified": "UNVERIFIED", "invalid": "INVALID"}
 def _processes(count: int) -> Iterator[Callable[..., Iterable[Any]]]:
     """An ordered ``map`` over ``count`` processes forked from this one (the problems
     this process registered, an author's library among them, are theirs too); the
-    plain ``map`` for one."""
-    if count <= 1:
+    plain ``map`` for one, and in a process running other threads (the command called
+    inside a test's process beside its servers): a fork copies none of them but every
+    lock one of them held, and a process forked there hung for good."""
+    if count <= 1 or threading.active_count() > 1:
         yield map
         return
     from study_server.services import die_with_parent
