@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -232,11 +233,12 @@ def screenshot(display: str, path: Path):
     return image
 
 
-def close_when_drawn(process: subprocess.Popen, display: str, path: Path, cell: tuple[int, int],
-                     colour: str, scale: int = 20) -> tuple[str, str]:
-    """Wait until the window of ``process`` (``gridstudy play ... --debug --scale 20``)
-    draws ``cell`` in ``colour``, then Ctrl-C it as an author would; what it printed (out,
-    err)."""
+def close_when_drawn(start: Callable[[], subprocess.Popen], display: str, path: Path,
+                     cell: tuple[int, int], colour: str, scale: int = 20) -> tuple[str, str]:
+    """Start the window (``start()``: ``gridstudy play ... --debug --scale 20``), wait
+    until it draws ``cell`` in ``colour``, then Ctrl-C it as an author would; what it
+    printed (out, err)."""
+    process = opened(start)
     try:
         deadline = time.monotonic() + 30
         x, y = (12 + k * scale + scale // 2 for k in cell)
@@ -256,6 +258,22 @@ def close_when_drawn(process: subprocess.Popen, display: str, path: Path, cell: 
         process.kill()
     assert process.returncode == 0, err
     return out, err
+
+
+def opened(start: Callable[[], subprocess.Popen]) -> subprocess.Popen:
+    """``start()``, started once more when SDL refused it the X server at once ("x11 not
+    available") though the server answers: in the whole suite, now and then, a window
+    process was refused so while the test's own screenshots of the same server went
+    through (2 window tests in one run of two; never when the tests run alone; the
+    cause is not found). Any other end at once is the test's failure."""
+    process = start()
+    try:
+        process.wait(2)
+    except subprocess.TimeoutExpired:
+        return process  # the window is up
+    out, err = process.communicate()
+    assert "x11 not available" in err, f"the window ended at once:\n{out}\n{err}"
+    return start()
 
 
 def rgb(name: str) -> tuple[int, int, int]:
@@ -333,11 +351,12 @@ def test_play_debug_opens_the_window_on_a_library_environment(xvfb: str, tmp_pat
     actions = tmp_path / "steps.actions"
     actions.write_text("# spark jar: cool it, then add a spark\ndown\nclick 3 3\n")
     gridstudy = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "gridstudy"
-    process = subprocess.Popen([str(gridstudy), "play", "autumn/spark_jar", "--debug",
-                                "--actions", str(actions), "--seed", "8", "--scale", "20"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def start() -> subprocess.Popen:
+        return subprocess.Popen([str(gridstudy), "play", "autumn/spark_jar", "--debug",
+                                 "--actions", str(actions), "--seed", "8", "--scale", "20"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # the glass's grey walls appear where the grid is drawn
-    out, _ = close_when_drawn(process, xvfb, tmp_path / "window.png", (1, 4), "gray")
+    out, _ = close_when_drawn(start, xvfb, tmp_path / "window.png", (1, 4), "gray")
     program = LIBRARY / "spark_jar" / "program.sexp"
     tick = int(out.strip().rsplit(" ", 1)[1])
     assert out.startswith(f"{program}: stopped at tick ") and tick >= 2
@@ -406,10 +425,11 @@ def test_play_debug_says_in_the_terminal_the_error_it_stopped_at(
     actions = tmp_path / "fails.actions"
     actions.write_text("right\ndown\n")
     gridstudy = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "gridstudy"
-    process = subprocess.Popen([str(gridstudy), "play", str(program), "--debug", "--actions",
-                                str(actions), "--scale", "20"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out, err = close_when_drawn(process, xvfb, tmp_path / "window.png", (1, 0), "teal")
+    def start() -> subprocess.Popen:
+        return subprocess.Popen([str(gridstudy), "play", str(program), "--debug",
+                                 "--actions", str(actions), "--scale", "20"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = close_when_drawn(start, xvfb, tmp_path / "window.png", (1, 0), "teal")
     assert out.strip() == f"{program}: stopped at tick 1"
     line = COUNTER.splitlines()[12]
     column = line.index("(head") + 1

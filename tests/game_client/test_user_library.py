@@ -45,10 +45,11 @@ def test_an_environment_made_with_envs_new_goes_all_the_way_into_a_study(
     assert "2 programs checked: 0 errors" in checked.stderr
 
     # Without problems yet, the debugger opens the environment by its id.
-    process = subprocess.Popen([GRIDSTUDY, "play", "autumn/glass_house", "--debug", "--scale", "20"],
-                               cwd=tmp_path, env={**_environ(), **env}, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    out, _ = close_when_drawn(process, xvfb, tmp_path / "window.png", (4, 4), "royalblue")
+    def start() -> subprocess.Popen:
+        return subprocess.Popen([GRIDSTUDY, "play", "autumn/glass_house", "--debug", "--scale",
+                                 "20"], cwd=tmp_path, env={**_environ(), **env},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, _ = close_when_drawn(start, xvfb, tmp_path / "window.png", (4, 4), "royalblue")
     assert out.startswith(f"{folder / 'program.sexp'}: stopped at tick ")
 
     derived = run("problems", "derive", "glass_house", "--samples", "4")
