@@ -554,9 +554,11 @@ def agent_turns(db: str) -> int:
 
 
 @contextlib.contextmanager
-def evaluation(server: Server, agents: int, problem: str, nice: int) -> Iterator[dict[str, Any]]:
-    """``agents`` attempts at once of a random agent on ``problem`` through the server's
-    agent API (``gridstudy agent run --server``, at CPU niceness ``nice``), playing
+def evaluation(url: str, db: str, agents: int, problem: str,
+               nice: int) -> Iterator[dict[str, Any]]:
+    """``agents`` attempts at once of a random agent on ``problem`` through the agent API
+    of the server at ``url`` on ``db`` (``gridstudy agent run --server``, at CPU niceness
+    ``nice``), playing
     from before the block until after it; the dict yielded gets, after the block, the
     turns the server stored a second meanwhile. Nothing with ``agents`` 0."""
     figures: dict[str, Any] = {}
@@ -566,27 +568,27 @@ def evaluation(server: Server, agents: int, problem: str, nice: int) -> Iterator
     from records.database import make_engine
     from study_server import tokens
 
-    engine = make_engine(server.db)
+    engine = make_engine(db)
     try:
         secret = tokens.create(engine, f"bench-{secrets.token_hex(4)}")
     finally:
         engine.dispose()
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "gridstudy"), "agent", "run", "--server",
-         server.url, "--agent", "random", "--problems", problem, "--runs", "1000000",
+         url, "--agent", "random", "--problems", problem, "--runs", "1000000",
          "--concurrency", str(agents), "--interaction-steps", "50", "--quiet"],
         env={**os.environ, "GRIDSTUDY_TOKEN": secret}, preexec_fn=lambda: os.nice(nice),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while agent_turns(server.db) < 100:  # playing at full speed before the block
+        while agent_turns(db) < 100:  # playing at full speed before the block
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the evaluation through the server did not start "
                                    f"(exit status {process.returncode})")
             time.sleep(0.5)
-        turns, started = agent_turns(server.db), time.monotonic()
+        turns, started = agent_turns(db), time.monotonic()
         yield figures
-        figures["agent_turns_per_second"] = ((agent_turns(server.db) - turns)
+        figures["agent_turns_per_second"] = ((agent_turns(db) - turns)
                                              / (time.monotonic() - started))
     finally:
         process.send_signal(signal.SIGINT)  # as its user stops it: attempts end resumable
@@ -642,7 +644,8 @@ def _measure(sessions: int, seconds: float, async_mode: str, problems: list[str]
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(db, async_mode, workers, Path(tmp), profile)
         try:
-            with evaluation(server, agents, agent_problem, nice) as evaluated:
+            with evaluation(server.url, server.db, agents, agent_problem,
+                            nice) as evaluated:
                 start = time.time() + 3.0
                 plan = arrival_plan(problems, sessions, seconds, arrivals, start)
                 pids, helpers = server.worker_pids(), server.helper_pids()

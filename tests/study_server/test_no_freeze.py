@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import random
 import re
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -119,34 +118,18 @@ def test_a_model_evaluation_through_the_server_freezes_no_game(open_server):
     games' do (2.4), and the participant's ticks stay on time. Measured with 100
     participants (``python -m bench.load --agents 32``): p99 lateness 1.1 ms without,
     about 20 ms with the server saturated."""
-    import os
-    import sys
-
-    from bench.load import agent_turns
-    from records.database import open_existing
-    from study_server import tokens
+    from bench.load import evaluation
 
     url, db = open_server["url"], str(open_server["db"])
-    secret = tokens.create(open_existing(db), "flood")
     victim = Victim(url)
-    evaluation = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gridstudy"), "agent", "run", "--server", url,
-         "--agent", "random", "--problems", "bee_hive/planning", "--runs", "10000",
-         "--concurrency", "16", "--interaction-steps", "50", "--quiet"],
-        env={**os.environ, "GRIDSTUDY_TOKEN": secret}, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True)
     try:
-        turns = agent_turns(db)
-        wait_until(lambda: agent_turns(db) > turns + 200, timeout=60)
-        since, counted = time.monotonic(), agent_turns(db)
-        time.sleep(6)
-        until = time.monotonic()
-        done = agent_turns(db) - counted
+        with evaluation(url, db, 16, "bee_hive/planning", nice=0) as flood:
+            since = time.monotonic()
+            time.sleep(6)
+            until = time.monotonic()
     finally:
-        evaluation.send_signal(signal.SIGINT)  # the evaluation stops as its user would
-        _, said = evaluation.communicate(timeout=60)
         victim.close()
-    assert done > 600, said[-2000:]  # more than a hundred turns a second: a flood indeed
+    assert flood["agent_turns_per_second"] > 100  # a flood indeed
     assert victim.worst_lateness(since, until) <= 0.25
 
 
