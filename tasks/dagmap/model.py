@@ -76,6 +76,13 @@ class DagMap:
     def size(self) -> tuple[int, int]:
         return (self.width, self.height)
 
+    def walls_beside(self, cell: Cell) -> Iterable[Cell]:
+        """The grid's cells beside ``cell`` that are not traversable (the walls seen from it)."""
+        for direction in DIRECTIONS:
+            x, y = neighbour(cell, direction)
+            if 0 <= x < self.width and 0 <= y < self.height and (x, y) not in self.cells:
+                yield (x, y)
+
     @cached_property
     def node_at(self) -> dict[Cell, str]:
         """Cell -> name of the node it holds."""

@@ -45,6 +45,8 @@ class Progress:
         self.visited: dict[Cell, None] = {}
         """Observed cells in the order first visited (a dict keeps the order)."""
         self.frontier: set[Cell] = set()
+        self.walls: set[Cell] = set()
+        """Non-traversable cells beside a visited one: the walls the agent has seen."""
         self.discovered: dict[str, None] = {}
         self.achieved: dict[str, None] = {}
         self.enter(dagmap.start)
@@ -89,6 +91,7 @@ class Progress:
             self.visited[cell] = None
             self.frontier.discard(cell)
             self.frontier.update(c for c in adjacent(cell, self.map.cells) if c not in self.visited)
+            self.walls.update(self.map.walls_beside(cell))
             events.append(Event(NEW_CELL, cell))
         node = self.map.node_at.get(cell)
         if node is None:

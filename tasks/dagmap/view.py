@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tasks.core import Frame
-from tasks.dagmap.model import DIRECTIONS, Cell, DagMap, neighbour
+from tasks.dagmap.model import Cell, DagMap
 from tasks.dagmap.progress import ACHIEVED, DISCOVERED, Event, Progress
 
 HIDDEN, FLOOR, FRONTIER, WALL, AGENT = "black", "white", "dimgray", "saddlebrown", "blue"
@@ -127,24 +127,13 @@ def labels(dagmap: DagMap, progress: Progress) -> list[dict[str, Any]]:
     ]
 
 
-def known_walls(dagmap: DagMap, visited) -> set[Cell]:
-    """Grid cells beside a visited cell that are not traversable (seen obstacles)."""
-    walls = set()
-    for cell in visited:
-        for direction in DIRECTIONS:
-            x, y = neighbour(cell, direction)
-            if 0 <= x < dagmap.width and 0 <= y < dagmap.height and (x, y) not in dagmap.cells:
-                walls.add((x, y))
-    return walls
-
-
 def render_frame(dagmap: DagMap, progress: Progress) -> Frame:
     """The fog-of-war frame, ``frame[y][x]``."""
     frame = [[HIDDEN] * dagmap.width for _ in range(dagmap.height)]
     layers = (
         (progress.frontier, FRONTIER),
         (progress.visited, FLOOR),
-        (known_walls(dagmap, progress.visited), WALL),
+        (progress.walls, WALL),
     )
     for cells, colour in layers:
         for x, y in cells:

@@ -161,3 +161,30 @@ def test_observation_text_follows_the_paper():
         "OBSERVATION: You are at [7, 0]. You found nothing here. Your available action is up. "
         "You spent 3 steps."
     )
+
+
+def test_the_walls_drawn_are_every_wall_beside_a_cell_visited():
+    """The frame keeps the walls the agent has seen as it goes (not found again from
+    every visited cell at each step): each step, exactly the non-traversable cells of
+    the grid beside a visited cell are drawn as walls, wherever the walk has been."""
+    import random
+
+    from tasks.dagmap.view import WALL
+
+    for name, seed in (("low-n4", 0), ("medium-n6", 3), ("high-n8", 5)):
+        env, moves = DagMapEnv(name), random.Random(seed)
+        env.reset(seed)
+        visited = {env.map.start}
+        for _ in range(120):
+            if env.done:
+                break
+            observation = env.step(moves.choice(("up", "down", "left", "right")))
+            visited.add(tuple(observation.info["position"]))
+            width, height = env.map.size
+            seen = {(x + dx, y + dy) for x, y in visited
+                    for dx, dy in ((0, 1), (0, -1), (1, 0), (-1, 0))}
+            walls = {(x, y) for x, y in seen
+                     if 0 <= x < width and 0 <= y < height and (x, y) not in env.map.cells}
+            drawn = {(x, y) for y, row in enumerate(observation.frame)
+                     for x, colour in enumerate(row) if colour == WALL}
+            assert drawn == walls
