@@ -77,6 +77,58 @@ def replay(record: EpisodeRecord) -> Replay | None:
     return Replay(live, start, steps, states)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What the analysis reads of an attempt's replay, kept with its events so that a
+    report replays each attempt once, whichever sections read it (a :class:`Replay`
+    holds every step's frame and the live environment; this, a few values a step)."""
+
+    states: list[str]
+    """:attr:`Replay.states`."""
+    actions: list[str]
+    """The scored phase's actions, in order."""
+    achieved: list[tuple[str, ...]] | None
+    """A task-DAG map's nodes achieved at the scored phase's start and after each of its
+    steps (``None`` for other environments, and when the scored phase never began)."""
+    dagmap: Any | None
+    """The task-DAG map the scored phase ran on (``None`` for other environments)."""
+
+
+READING = "replay reading"
+"""The key of an attempt's :class:`Reading` among what its events keep (``Events.memo``)."""
+
+
+def reading(record: EpisodeRecord) -> Reading | None:
+    """The attempt's :class:`Reading`, replayed the first time it is asked for; ``None``
+    when its problem is not registered here. Raises ``ValueError`` as :func:`replay`
+    does, every time it is asked (the refusal is kept as the reading is)."""
+    memo = getattr(record.events, "memo", None)
+    found = memo(READING, lambda: _read(record)) if memo else _read(record)
+    if isinstance(found, ValueError):
+        raise found
+    return found
+
+
+def _read(record: EpisodeRecord) -> Reading | ValueError | None:
+    try:
+        replayed = replay(record)
+    except ValueError as refusal:
+        return refusal
+    if replayed is None:
+        return None
+    dagmap = getattr(replayed.env, "map", None)
+    observations = (replayed.start, *(step.observation for step in replayed.steps))
+    achieved = None
+    if replayed.start is not None and "achieved" in replayed.start.info:
+        achieved, last = [], None
+        for observation in observations:  # a step that achieves nothing shares the tuple
+            now = tuple(observation.info["achieved"])
+            last = last if now == last else now
+            achieved.append(last)
+    return Reading(replayed.states, [step.action for step in replayed.steps], achieved,
+                   dagmap)
+
+
 def _state(live: Episode, shown: str) -> str:
     env = getattr(live.test, "env", None)
     state_hash = getattr(env, "state_hash", None)

@@ -12,6 +12,7 @@ instead of failing the whole report.
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import html
 import sys
@@ -49,6 +50,7 @@ from analysis.metrics.explore_exploit import explore_exploit
 from analysis.metrics.parameters import parameters_of
 from analysis.metrics.scores import MIN_N, task_interval
 from analysis.readings import Row, agent_of, base_agent
+from analysis.replay import reading
 from records import schema
 
 T_MAX = 50
@@ -166,6 +168,16 @@ def run_section(section: Section, dataset: Dataset) -> Result:
     return Result(section, rows, image, None, beside)
 
 
+def replay_all(dataset: Dataset, progress: bool = True) -> None:
+    """Replay once each attempt whose replay the sections read (``tables.replayed``),
+    with a progress bar: the longest part of a large report. One that does not replay
+    to its record is left to the sections that read it, which say so."""
+    for episode in tqdm(tables.replayed(dataset), desc="replaying attempts", unit="attempt",
+                        file=sys.stderr, disable=not progress):
+        with contextlib.suppress(ValueError):
+            reading(episode)
+
+
 def write_report(dataset: Dataset, out: Path, *, t_max: int = T_MAX, k: int = 1,
                  progress: bool = True, payments: flow.Payments | None = None) -> Path:
     """Write every table as CSV and ``report.html`` into ``out``; return the page's path.
@@ -173,6 +185,7 @@ def write_report(dataset: Dataset, out: Path, *, t_max: int = T_MAX, k: int = 1,
     with the study's own rule); without it the flow says they were not read."""
     out.mkdir(parents=True, exist_ok=True)
     chosen = sections(t_max, k, report_colours(dataset), payments)
+    replay_all(dataset, progress)
     results = [run_section(s, dataset)
                for s in tqdm(chosen, desc="report", unit="section", file=sys.stderr,
                              disable=not progress)]

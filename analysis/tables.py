@@ -61,7 +61,7 @@ from analysis.readings import (
     solve_step,
     solved,
 )
-from analysis.replay import known_problem, replay
+from analysis.replay import known_problem, reading
 from tasks.worldtest.challenge import MATCH, REACHES_GOAL, SUBGOAL, TRIGGERS_CHANGE
 
 # -- scores (002 Fig. 4, Table E.1) ---------------------------------------------------
@@ -365,8 +365,8 @@ def auv_rows(dataset: Dataset, t_max: int = 50) -> list[Row]:
     definition (Eq. 2-4, ``loop_ratio``) and by Algorithm 1 as printed
     (``loop_ratio_printed_alg1``, to set beside the paper's code)."""
     rows = []
-    scored = [e for e in counted(dataset) if scored_by_steps(e)]
-    for (challenge, agent), episodes in group(scored, challenge_of, agent_of).items():
+    for (challenge, agent), episodes in group(replayed(dataset), challenge_of,
+                                              agent_of).items():
         states = [_states(e) for e in episodes]
         rows.append({"challenge": challenge, "agent": agent, "episodes": len(episodes),
                      "t_max": t_max, "success": mean_of(float(solved(e)) for e in episodes),
@@ -377,12 +377,18 @@ def auv_rows(dataset: Dataset, t_max: int = 50) -> list[Row]:
     return rows
 
 
+def replayed(dataset: Dataset) -> list[EpisodeRecord]:
+    """The attempts whose replays the report reads (``analysis.replay.reading``): those
+    counted, of a challenge scored by steps (planning, explore)."""
+    return [e for e in counted(dataset) if scored_by_steps(e)]
+
+
 def _states(episode: EpisodeRecord) -> list[str]:
     """The scored phase as a sequence of environment states: the full state where the
     replayed environment has one (docs/metrics.md), else the stored frame hashes."""
-    replayed = replay(episode)
-    if replayed is not None:
-        return replayed.states
+    read = reading(episode)
+    if read is not None:
+        return read.states
     hashes = event_values(episode, "frame_hash")
     return [hashes[i] for i in scored_indices(episode) if hashes[i] is not None]
 
@@ -403,11 +409,10 @@ def match_progress(episode: EpisodeRecord, goal: dict) -> list[float]:
 def subgoal_progress(episode: EpisodeRecord) -> list[float]:
     """``r_t`` of a task-DAG episode: the fraction of the map's nodes achieved, from the
     start position on, one value per applied step (read from the replayed map)."""
-    replayed = replay(episode)
-    if replayed is None or replayed.start is None:
+    read = reading(episode)
+    if read is None or read.achieved is None:
         return []
-    achieved = [o.info["achieved"] for o in (replayed.start, *(s.observation for s in replayed.steps))]
-    return progress_curve(episode.challenge, achieved, replayed.env.map.nodes)
+    return progress_curve(episode.challenge, read.achieved, read.dagmap.nodes)
 
 
 def episode_progress(episode: EpisodeRecord) -> list[float]:
@@ -452,11 +457,11 @@ def progress_rows(dataset: Dataset) -> list[Row]:
 def dag_errors(episode: EpisodeRecord) -> Any:
     """The exploration/exploitation reading of a task-DAG episode (its map regenerated
     by replaying the episode on its registered problem)."""
-    replayed = replay(episode)
-    if replayed is None:
+    read = reading(episode)
+    if read is None:
         raise ValueError(f"{episode.problem_id} is not registered here: its map cannot be rebuilt")
-    moves = [s.action for s in replayed.steps if s.action in ("up", "down", "left", "right")]
-    return explore_exploit(replayed.env.map, replayed.env.map.follow(moves))
+    moves = [action for action in read.actions if action in ("up", "down", "left", "right")]
+    return explore_exploit(read.dagmap, read.dagmap.follow(moves))
 
 
 def explore_exploit_rows(dataset: Dataset) -> list[Row]:

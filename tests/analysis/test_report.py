@@ -178,3 +178,28 @@ def test_every_figure_gives_each_agent_one_colour_and_keeps_its_text(written):
         assert "per_100_actions" not in text
     scores = (out / "figures" / "task_type_scores.svg").read_text()
     assert "human (80th percentile per" in scores
+
+
+def test_each_attempt_is_replayed_once_with_its_own_progress_bar(tmp_path, monkeypatch):
+    """The sections that read replays (loop ratio, progress, the task-DAG errors) share
+    one replay of each attempt: a task-DAG attempt was replayed by four sections, the
+    longest part of a large report, under a bar that stood still meanwhile."""
+    import analysis.replay
+
+    database = tmp_path / "gridstudy.db"
+    with Store(f"sqlite:///{database}") as store:
+        fill(store)
+    replayed = []
+    real = analysis.replay.replay
+
+    def counted(record):
+        replayed.append(record.episode_id)
+        return real(record)
+
+    monkeypatch.setattr(analysis.replay, "replay", counted)
+    result = CliRunner().invoke(report, ["--db", str(database), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "replaying attempts: 100%" in result.stderr
+    assert replayed and sorted(replayed) == sorted(set(replayed))
+    explore = [r for r in read(tmp_path / "out" / "progress.csv") if r["challenge"] == "explore"]
+    assert explore and float(explore[0]["progress_rate"]) > 0
