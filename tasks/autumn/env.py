@@ -65,7 +65,11 @@ class AutumnEnv:
             raise AutumnSyntaxError("the program is nested too deeply", name=name) from None
         self.steps = 0
         self._text = FrameText()
-        self._written: dict[str, tuple[object, str]] = {}  # what state_hash wrote, by global
+        # what state_hash wrote last: each global's value and text, and its objects' texts
+        self._names: tuple[str, ...] = ()
+        self._values: tuple = ()
+        self._texts: list[bytes] = []  # each global's digest
+        self._objects: list[dict[int, tuple[Instance, str]]] = []
 
     # -- the GridEnv contract -----------------------------------------------------------
 
@@ -152,18 +156,25 @@ class AutumnEnv:
 
         Values are immutable, so a global still holding the very value it held at the
         last call (the ninety built-ins and the functions always, most state between
-        two steps) is written as it was then, not walked again."""
+        two steps) keeps the digest it had then, not walked again; nor is an object of a
+        list that the list held then (:class:`_Fingerprints`). The state's digest is
+        that of the globals' digests, the generator's state and the declared types."""
         rt = self._rt
-        last, kept = self._written, {}
-        for name in rt.order.names:
-            value = rt.globals[name]
-            seen = last.get(name)
-            kept[name] = seen if seen is not None and seen[0] is value else (
-                value, repr((name, _fingerprint(value))))
-        self._written = kept
-        text = "".join([written for _, written in kept.values()])
-        text += repr((rt.rng, sorted(rt.types.items())))
-        return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+        names = tuple(rt.order.names)
+        same = names == self._names
+        before = self._values if same else (_UNSEEN,) * len(names)
+        texts = list(self._texts) if same else [b""] * len(names)
+        objects = list(self._objects) if same else [{}] * len(names)
+        values = tuple([rt.globals[name] for name in names])
+        for i, (value, old) in enumerate(zip(values, before)):
+            if value is not old:
+                fingerprints = _Fingerprints(objects[i])
+                text = f"{names[i]}={fingerprints.of(value)}"
+                texts[i] = hashlib.blake2b(text.encode(), digest_size=16).digest()
+                objects[i] = fingerprints.now
+        self._names, self._values, self._texts, self._objects = names, values, texts, objects
+        rest = repr((rt.rng, sorted(rt.types.items()))).encode()
+        return hashlib.blake2b(b"".join(texts) + rest, digest_size=8).hexdigest()
 
     def value(self, name: str):
         """The current value of global ``name`` (for tests and debugging)."""
@@ -220,6 +231,35 @@ class AutumnEnv:
             raise AutumnRuntimeError("recursion too deep", name=self.name) from None
         finally:
             rt.source = program_source
+
+
+_UNSEEN = object()
+"""A value no global holds (what ``state_hash`` compares a global with the first time)."""
+
+
+class _Fingerprints:
+    """The text of one global's value for ``state_hash``: an object (an
+    :class:`Instance`, immutable) that the global held last time, the very same object,
+    is written as it was then (a step moves a few objects of a list and makes the list
+    anew); ``now`` keeps the value's objects with their texts, each with the object
+    itself, so that its ``id`` is not another's meanwhile."""
+
+    def __init__(self, before: dict[int, tuple[Instance, str]]) -> None:
+        self.before = before
+        self.now: dict[int, tuple[Instance, str]] = {}
+
+    def of(self, value) -> str:
+        kind = type(value)
+        if kind is list:
+            return f"[{','.join([self.of(v) for v in value])}]"
+        if kind is not Instance:
+            return repr(_fingerprint(value))
+        key = id(value)
+        known = self.before.get(key) or self.now.get(key)
+        if known is None or known[0] is not value:
+            known = (value, repr(_fingerprint(value)))
+        self.now[key] = known
+        return known[1]
 
 
 def _fingerprint(value):

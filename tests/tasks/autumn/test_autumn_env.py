@@ -148,11 +148,13 @@ def test_state_hash_sees_hidden_state():
     assert hashes[0] == hashes[3] and len(set(hashes[:3])) == 3
 
 
-@pytest.mark.parametrize("program", ["bee_hive", "sand_pile", "ant_trail"])
+@pytest.mark.parametrize("program", ["bee_hive", "sand_pile", "ant_trail", "lamp_grid"])
 def test_state_hash_is_the_same_from_a_fresh_environment(program: str) -> None:
-    """``state_hash`` writes a global again only when it holds a new value; the digest
-    must be the one a fresh environment computes of the same state, at every step of a
-    play that changes some values and keeps others (and after going back)."""
+    """``state_hash`` writes a global again only when it holds a new value, and an
+    object of a list only when it is a new object (lamp_grid: a list of 25 lamps, a
+    click changes a few); the digest must be the one a fresh environment computes of
+    the same state, at every step of a play that changes some values and keeps others
+    (and after going back)."""
     path = Path(__file__).parents[3] / "tasks" / "library" / program / "program.sexp"
     env = load_file(path)
     env.reset(3)
