@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +57,13 @@ EventRecord = _record_class(
 _EpisodeFields = _record_class(
     "_EpisodeFields", [_dataclass_field(f) for f in schema.EPISODE_VIEW.fields],
     "The fields of records.schema.EPISODE_VIEW.")
+
+
+def memo(episode: EpisodeRecord, key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()``, kept with the episode's events (:meth:`Events.memo`) so that it is
+    computed once per episode; computed each time for events held as a plain list."""
+    keep = getattr(episode.events, "memo", None)
+    return keep(key, compute) if keep is not None else compute()
 
 
 def event_record(row: dict[str, Any]) -> EventRecord:
@@ -201,10 +208,13 @@ class Events(Sequence):
 
 
 class FrameSource:
-    """Frames by hash, fetched on first use and then remembered."""
+    """Frames by hash, fetched on first use and then remembered. ``fetch_many`` (keys ->
+    {key: frame}), where the source has it, fetches many at once (:meth:`many`): one
+    query per few hundred frames instead of one each."""
 
-    def __init__(self, fetch: Any) -> None:
+    def __init__(self, fetch: Any, fetch_many: Any = None) -> None:
         self._fetch = fetch
+        self._fetch_many = fetch_many
         self._cache: dict[str, Frame] = {}
 
     def __call__(self, key: str) -> Frame:
@@ -212,6 +222,13 @@ class FrameSource:
         if frame is None:
             frame = self._cache[key] = self._fetch(key)
         return frame
+
+    def many(self, keys: Sequence[str]) -> list[Frame]:
+        """The frames of ``keys``, in order, those not yet remembered fetched together."""
+        missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        if missing and self._fetch_many is not None:
+            self._cache.update(self._fetch_many(missing))
+        return [self(key) for key in keys]
 
 
 @dataclass(kw_only=True)
@@ -258,6 +275,12 @@ class EpisodeRecord(_EpisodeFields):
     def actions(self) -> list[str]:
         """The applied action texts, in order (enough to replay the episode)."""
         return [e.action for e in self.events if replays(e)]
+
+    def frames(self, keys: Sequence[str]) -> list[Frame]:
+        """The frames with hashes ``keys``, in order (fetched together: :meth:`FrameSource.many`)."""
+        if self.grid_frames is None:
+            raise LookupError("this record was built without a frame source; use load()")
+        return self.grid_frames.many(keys)
 
     def frame(self, event: EventRecord | str) -> Frame | None:
         """The frame after ``event`` (or with hash ``event``); None if none was stored."""

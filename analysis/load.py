@@ -249,6 +249,11 @@ TABLES = tuple(t.name for t in (schema.EPISODE, schema.EVENT, schema.FRAME, sche
 EPISODE_VIEW_NAMES = frozenset(schema.EPISODE_VIEW.names)
 
 
+FRAMES_PER_QUERY = 500
+"""Frames fetched by one query (``FrameSource.many``): well under SQLite's limit on a
+statement's parameters."""
+
+
 def read_database(url: str, selection: Selection) -> Dataset:
     """Read the store's tables by name; the engine stays open to fetch frames later."""
     from sqlalchemy import MetaData, select
@@ -269,7 +274,16 @@ def read_database(url: str, selection: Selection) -> Dataset:
             raise KeyError(f"frame {key} is not in the database")
         return json.loads(data)
 
-    grid_frames = FrameSource(fetch)
+    def fetch_many(keys: list[str]) -> dict[str, Frame]:
+        found = {}
+        with engine.connect() as connection:
+            for start in range(0, len(keys), FRAMES_PER_QUERY):
+                chunk = keys[start:start + FRAMES_PER_QUERY]
+                query = select(frame.c.hash, frame.c.data).where(frame.c.hash.in_(chunk))
+                found.update((key, json.loads(data)) for key, data in connection.execute(query))
+        return found  # a key not found is fetched alone, and its KeyError raised there
+
+    grid_frames = FrameSource(fetch, fetch_many)
     with engine.connect() as connection:
         rows = connection.execute(_episode_query(meta, selection)).mappings()
         episodes = [_db_episode(dict(row), grid_frames) for row in rows]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.dataset import EpisodeRecord
+from analysis.dataset import EpisodeRecord, memo
 from records.rebuild import replay_steps
 from tasks.core import Observation, frame_hash
 from tasks.worldtest.episode import TEST, Episode, Step
@@ -102,8 +102,7 @@ def reading(record: EpisodeRecord) -> Reading | None:
     """The attempt's :class:`Reading`, replayed the first time it is asked for; ``None``
     when its problem is not registered here. Raises ``ValueError`` as :func:`replay`
     does, every time it is asked (the refusal is kept as the reading is)."""
-    memo = getattr(record.events, "memo", None)
-    found = memo(READING, lambda: _read(record)) if memo else _read(record)
+    found = memo(record, READING, lambda: _read(record))
     if isinstance(found, ValueError):
         raise found
     return found

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.dataset import Dataset, EpisodeRecord, event_sum, event_values
+from analysis.dataset import Dataset, EpisodeRecord, event_sum, event_values, memo
 from analysis.metrics import (
     action_type_distribution,
     auv,
@@ -401,8 +401,8 @@ def match_progress(episode: EpisodeRecord, goal: dict) -> list[float]:
     test step."""
     columns = zip(*(event_values(episode, n)
                     for n in ("applied", "frame_hash", "phase", "next_phase")))
-    states = [episode.frame(key) for applied, key, phase, next_phase in columns
-              if applied and key and (phase == "test" or next_phase == "test")]
+    states = episode.frames([key for applied, key, phase, next_phase in columns
+                             if applied and key and (phase == "test" or next_phase == "test")])
     return progress_curve(episode.challenge, states, goal) if states else []
 
 
@@ -418,11 +418,13 @@ def subgoal_progress(episode: EpisodeRecord) -> list[float]:
 def episode_progress(episode: EpisodeRecord) -> list[float]:
     """The progress curve of an episode in the form its challenge declares (``[]`` where
     none is defined, and for match-form problems this machine does not know)."""
-    form = declared(episode.challenge, "progress")
-    if form == SUBGOAL:
-        return subgoal_progress(episode)
-    problem = known_problem(episode.problem_id) if form == MATCH else None
-    return match_progress(episode, problem.params) if problem is not None else []
+    def compute() -> list[float]:
+        form = declared(episode.challenge, "progress")
+        if form == SUBGOAL:
+            return subgoal_progress(episode)
+        problem = known_problem(episode.problem_id) if form == MATCH else None
+        return match_progress(episode, problem.params) if problem is not None else []
+    return memo(episode, "progress", compute)
 
 
 def difficulty_of(episode: EpisodeRecord) -> str:
