@@ -129,6 +129,7 @@ def study_counts(source: str | Path) -> dict[str | None, int]:
     if url is None:
         if not (path / "episodes.csv").is_file():
             raise FileNotFoundError(f"{path} is not a gridstudy export: missing episodes.csv")
+        _finished(path)
         with (path / "episodes.csv").open(newline="") as rows:
             found = Counter(_outside(row.get("study_id") or None, row.get("agent_run_id"))
                             for row in csv.DictReader(rows))
@@ -168,12 +169,22 @@ def attach_events(episodes: list[EpisodeRecord], events: dict[Any, Events]) -> N
 # -- an export directory ------------------------------------------------------------------
 
 
+def _finished(path: Path) -> None:
+    """A ``ValueError`` for an export folder whose export stopped as it moved its files in
+    (they may come from two exports: ``schema.EXPORT_UNFINISHED``)."""
+    if (path / schema.EXPORT_UNFINISHED).exists():
+        raise ValueError(f"{path} holds an export that did not finish (its "
+                         f"{schema.EXPORT_UNFINISHED}): its files may come from two exports; "
+                         "run gridstudy export again")
+
+
 def read_export(path: Path, selection: Selection) -> Dataset:
     """Read ``episodes.csv``, ``events.parquet`` (or ``events.jsonl``),
     ``participants.jsonl`` and, lazily, the grid frames."""
     missing = [name for name in ("episodes.csv", "frames.jsonl") if not (path / name).is_file()]
     if missing:
         raise FileNotFoundError(f"{path} is not a gridstudy export: missing {', '.join(missing)}")
+    _finished(path)
     grid_frames = FrameSource(_frames_file(path / "frames.jsonl"))
     with (path / "episodes.csv").open(newline="") as rows:
         episodes = [episode_record(row, grid_frames) for row in csv.DictReader(rows)]

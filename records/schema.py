@@ -25,6 +25,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+EXPORT_UNFINISHED = "EXPORT-UNFINISHED.txt"
+"""The file an export's folder holds while the export moves its new files into it
+(``study_server.export``): a folder holding it mixes two exports, and is not loaded."""
+
 INT, FLOAT, TEXT, BOOL, TIME, JSON = (
     "integer", "float", "text", "boolean", "timestamp (ISO 8601, UTC)", "JSON")
 PYTHON_TYPES = {INT: int, FLOAT: float, TEXT: str, BOOL: bool, TIME: datetime, JSON: dict}

@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -85,6 +88,7 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     engine = open_existing(url)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=out))
     try:
         hide = Pseudonyms(key or _stored_key(engine) or _made_key(url)) if pseudonymize else None
         with engine.connect() as connection:
@@ -100,18 +104,48 @@ def export(url: str, out: str | Path, *, study: str | None = None,
                 tables = _Tally(progress, _row_count(connection, scope)).over(tables)
             summary = ExportSummary(
                 out=out,
-                episodes=write_csv(out / "episodes.csv", tables["episodes"]),
-                events=write_events(out, tables["events"]),
-                frames=write_jsonl(out / "frames.jsonl", tables["frames"]),
-                raw_inputs=write_jsonl(out / "raw_inputs.jsonl", tables["raw_inputs"]),
-                participants=write_jsonl(out / "participants.jsonl", tables["participants"]),
+                episodes=write_csv(staging / "episodes.csv", tables["episodes"]),
+                events=write_events(staging, tables["events"]),
+                frames=write_jsonl(staging / "frames.jsonl", tables["frames"]),
+                raw_inputs=write_jsonl(staging / "raw_inputs.jsonl", tables["raw_inputs"]),
+                participants=write_jsonl(staging / "participants.jsonl",
+                                         tables["participants"]),
             )
-            write_jsonl(out / "agent_runs.jsonl", tables["agent_runs"])
-            write_jsonl(out / "signals.jsonl", tables["signals"])
+            write_jsonl(staging / "agent_runs.jsonl", tables["agent_runs"])
+            write_jsonl(staging / "signals.jsonl", tables["signals"])
+        write_dictionary(staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     finally:
         engine.dispose()
-    write_dictionary(out)
+    _publish(staging, out)
     return summary
+
+
+STAGING = ".export-"
+"""The prefix of the hidden folder inside the export's folder where an export writes its
+files before they replace the folder's (:func:`_publish`)."""
+
+
+def _publish(staging: Path, out: Path) -> None:
+    """Move every file written in ``staging`` into ``out``, replacing the earlier export's.
+
+    An export that fails or is stopped while it writes (a full disk, Ctrl-C, a lost
+    database) removes what it wrote and leaves ``out`` as it was; one killed then leaves
+    its hidden staging folder, which the next export's files do not mix with. The moves
+    themselves take moments, and while they are made ``out`` holds
+    :data:`records.schema.EXPORT_UNFINISHED`, which the analysis refuses to load: a
+    process killed among them leaves files of two exports, said so, never silently."""
+    unfinished = out / schema.EXPORT_UNFINISHED
+    unfinished.write_text(
+        "This folder's export stopped while its files were moved here: they may come from\n"
+        "two exports. Run gridstudy export again; gridstudy report refuses this folder\n"
+        "until then.\n")
+    for path in staging.iterdir():
+        os.replace(path, out / path.name)
+    staging.rmdir()
+    unfinished.unlink()
 
 
 class _Tally:

@@ -11,7 +11,8 @@ import click
 @click.option("--db", "url", envvar="DATABASE_URL", required=True,
               help="Database URL or SQLite file (default: $DATABASE_URL).")
 @click.option("--out", required=True, type=click.Path(file_okay=False),
-              help="Directory to write (created if missing; files in it are replaced).")
+              help="Directory to write (created if missing; the export's files in it are "
+                   "replaced once the new ones are all written).")
 @click.option("--study", default=None, help="Export only this study (default: everything).")
 @click.option("--pseudonymize", is_flag=True,
               help="Replace Prolific ids with keyed hashes (the same in every export of this "
@@ -40,6 +41,10 @@ def export(url: str, out: str, study: str | None, pseudonymize: bool) -> None:
                                  progress=progress)
         except FileNotFoundError as error:
             raise click.ClickException(str(error)) from None
+        except OSError as error:  # a full disk, a folder it may not write: nothing replaced
+            raise click.ClickException(
+                f"the export stopped: {error.strerror or error}; what it had written is "
+                f"removed and {out} is as it was") from None
     click.echo(str(summary))
     if not pseudonymize and summary.participants:
         click.echo("participants.jsonl holds Prolific ids: export with --pseudonymize "

@@ -168,3 +168,54 @@ def test_command_line(stored, tmp_path):
     assert not (tmp_path / "nope.db").exists()
     result = runner.invoke(main, ["export", "--out", str(out)], env={"DATABASE_URL": str(path)})
     assert result.exit_code == 0, result.output
+
+
+def test_an_export_stopped_by_a_full_disk_leaves_the_earlier_export_whole(stored, tmp_path):
+    """A real full filesystem under a second, larger export into the same folder (a study
+    exported again as it grows): it says so in one line, removes what it wrote, and the
+    folder still holds the first export, whole and loadable. Before, it rewrote the
+    folder's files in place, stopped at the first that grew, and left that one cut
+    beside the first export's others: the report read the mix without a word."""
+    from analysis.load import load
+    from tests.study_server.conftest import own_filesystem
+
+    path, _ = stored
+    runner = CliRunner()
+    with own_filesystem(tmp_path / "disk", "1m") as disk:
+        out = disk / "export"
+        first = runner.invoke(main, ["export", "--db", str(path), "--out", str(out),
+                                     "--study", "other"])
+        assert first.exit_code == 0, first.output
+        before = {p.name: p.read_bytes() for p in out.iterdir()}
+        records = load(out).records
+        with (disk / "ballast").open("wb", buffering=0) as ballast, pytest.raises(OSError):
+            while True:  # the disk full to its last block
+                ballast.write(b"\0" * 4096)
+        second = runner.invoke(main, ["export", "--db", str(path), "--out", str(out)])
+        assert second.exit_code == 1
+        assert second.stderr.splitlines()[-1] == (
+            f"Error: the export stopped: No space left on device; what it had written is "
+            f"removed and {out} is as it was")
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no staging left
+        assert load(out).records == records
+
+
+def test_a_folder_whose_export_stopped_as_it_moved_its_files_in_is_not_loaded(stored, tmp_path):
+    """The new files replace the earlier export's one by one, under a note saying so; a
+    process killed among the moves leaves the note, and the report refuses the folder."""
+    from analysis.cli import report
+    from records.schema import EXPORT_UNFINISHED
+
+    path, _ = stored
+    out = tmp_path / "export"
+    export(f"sqlite:///{path}", out)
+    (out / EXPORT_UNFINISHED).write_text("stopped")
+    result = CliRunner().invoke(report, ["--db", str(out), "--out", str(tmp_path / "report"),
+                                         "--all-studies"])
+    assert result.exit_code == 1
+    assert "holds an export that did not finish" in result.output
+    assert "run gridstudy export again" in result.output
+    export(f"sqlite:///{path}", out)  # the next export, whole, takes the note away
+    assert not (out / EXPORT_UNFINISHED).exists()
+    again = CliRunner().invoke(report, ["--db", str(out), "--out", str(tmp_path / "r"), "--all-studies"])
+    assert again.exit_code == 0, again.output
