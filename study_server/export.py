@@ -92,6 +92,7 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     try:
         hide = Pseudonyms(key or _stored_key(engine) or _made_key(url)) if pseudonymize else None
         with engine.connect() as connection:
+            _one_moment(connection)
             scope = _Scope(study)
             tables = {"episodes": episode_rows(connection, scope),
                       "events": event_rows(connection, scope),
@@ -121,6 +122,18 @@ def export(url: str, out: str | Path, *, study: str | None = None,
         engine.dispose()
     _publish(staging, out)
     return summary
+
+
+def _one_moment(connection: Connection) -> None:
+    """Make every later read of ``connection`` see the database as of its first: one read
+    transaction (SQLite: its snapshot, which does not hold up the server's writes, but
+    keeps the write-ahead log from being checkpointed past it until the export has read
+    everything; PostgreSQL: repeatable read). A server writing meanwhile (a study
+    exported as it runs) adds nothing to some files and not to others."""
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN")  # the driver begins none for reads by itself
+    else:
+        connection.execution_options(isolation_level="REPEATABLE READ")
 
 
 STAGING = ".export-"

@@ -63,8 +63,9 @@ def play(store: Store, episode_id: int, problem: Problem, actions: list[str],
 def fill(store: Store) -> Sample:
     """Write the sample study into ``store`` and flush it."""
     register_test_envs()
-    with store.session() as session:
+    with store.session() as session:  # first, for PostgreSQL's foreign keys
         session.add_all([Study(id="pilot"), Study(id="other")])
+    with store.session() as session:
         session.add_all([
             Participant(id=1, study_id="pilot", external_id="P1", status="complete"),
             Participant(id=2, study_id="pilot", external_id="P2", status="excluded",

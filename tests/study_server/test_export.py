@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
+import tempfile
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -219,3 +222,53 @@ def test_a_folder_whose_export_stopped_as_it_moved_its_files_in_is_not_loaded(st
     assert not (out / EXPORT_UNFINISHED).exists()
     again = CliRunner().invoke(report, ["--db", str(out), "--out", str(tmp_path / "r"), "--all-studies"])
     assert again.exit_code == 0, again.output
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_an_export_of_a_live_study_is_of_one_moment(tmp_path, database):
+    """The server goes on writing while a study is exported (a researcher's interim
+    look): rows written after the export began are not in it, so each attempt's
+    n_events is the events exported for it. Before, every file was read as of when its
+    own query ran: a game's next tick, written once episodes.csv was read, was in
+    events.jsonl and not counted in episodes.csv."""
+    from sqlalchemy import create_engine, text
+
+    from study_server import services
+
+    postgres = None
+    if database == "sqlite":
+        url = f"sqlite:///{tmp_path / 'gridstudy.db'}"
+    else:
+        base = Path(tempfile.mkdtemp(prefix="gridstudy-live-export-"))
+        base.chmod(0o711)  # PostgreSQL runs as its own user when the tests run as root
+        postgres = services.start_postgres(base / "postgres", durable=False)
+        url = services.create_database(postgres.port, "live")
+    try:
+        with Store(url) as store:
+            fill(store)
+        other, out, written = create_engine(url), tmp_path / "out", []
+
+        def meanwhile(done: int, total: int) -> None:
+            if done and not written:  # episodes.csv is read: a tick comes, from elsewhere
+                with other.begin() as connection:
+                    connection.execute(text(
+                        "INSERT INTO event (episode_id, seq, study_id, participant_id,"
+                        " agent_run_id, problem_id, phase, tick, action, source, applied,"
+                        " server_time, frame_hash) SELECT episode_id, seq + 1, study_id,"
+                        " participant_id, agent_run_id, problem_id, phase, tick + 1, 'noop',"
+                        " 'auto', true, server_time + 0.1, frame_hash FROM event"
+                        " ORDER BY episode_id, seq DESC LIMIT 1"))
+                written.append(done)
+
+        export(url, out, progress=meanwhile)
+        other.dispose()
+    finally:
+        if postgres is not None:
+            postgres.stop()
+            shutil.rmtree(base, ignore_errors=True)
+    assert written
+    events = read_jsonl(out / "events.jsonl")
+    for episode in read_csv(out / "episodes.csv"):
+        assert int(episode["n_events"]) == sum(
+            e["episode_id"] == int(episode["episode_id"]) for e in events), episode
+    assert len(events) == 17
