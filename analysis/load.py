@@ -33,7 +33,7 @@ from analysis.dataset import (
     events_by_episode,
 )
 from records import schema
-from records.database import open_existing
+from records.database import one_moment, open_existing
 
 
 @dataclass(frozen=True)
@@ -296,6 +296,7 @@ def read_database(url: str, selection: Selection) -> Dataset:
 
     grid_frames = FrameSource(fetch, fetch_many)
     with engine.connect() as connection:
+        one_moment(connection)
         rows = connection.execute(_episode_query(meta, selection)).mappings()
         episodes = [_db_episode(dict(row), grid_frames) for row in rows]
         episodes = [e for e in episodes if selection.keeps(e)]

@@ -174,6 +174,19 @@ def sqlite_path(url: str) -> Path | None:
     return Path(parsed.database or "") if parsed.get_backend_name() == "sqlite" else None
 
 
+def one_moment(connection: Any) -> None:
+    """Make every later read of ``connection`` (a SQLAlchemy connection not yet used) see
+    the database as of its first: one read transaction (SQLite: its snapshot, which does
+    not hold up the server's writes, but keeps the write-ahead log from being
+    checkpointed past it until the reader is done; PostgreSQL: repeatable read). An
+    export or an analysis reading a study as it runs then sees no row written meanwhile
+    in some tables and not in others."""
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN")  # the driver begins none for reads by itself
+    else:
+        connection.execution_options(isolation_level="REPEATABLE READ")
+
+
 def open_existing(url: str) -> Engine:
     """An engine on a database that must already exist (never create an empty one); a
     file that is not a whole SQLite database is refused with a one-line reason."""

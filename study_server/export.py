@@ -39,7 +39,7 @@ from sqlalchemy import func, select, true
 from sqlalchemy.engine import Connection
 
 from records import schema
-from records.database import open_existing
+from records.database import one_moment, open_existing
 from records.models import (
     AgentRun,
     EpisodeRow,
@@ -92,7 +92,7 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     try:
         hide = Pseudonyms(key or _stored_key(engine) or _made_key(url)) if pseudonymize else None
         with engine.connect() as connection:
-            _one_moment(connection)
+            one_moment(connection)
             scope = _Scope(study)
             tables = {"episodes": episode_rows(connection, scope),
                       "events": event_rows(connection, scope),
@@ -122,18 +122,6 @@ def export(url: str, out: str | Path, *, study: str | None = None,
         engine.dispose()
     _publish(staging, out)
     return summary
-
-
-def _one_moment(connection: Connection) -> None:
-    """Make every later read of ``connection`` see the database as of its first: one read
-    transaction (SQLite: its snapshot, which does not hold up the server's writes, but
-    keeps the write-ahead log from being checkpointed past it until the export has read
-    everything; PostgreSQL: repeatable read). A server writing meanwhile (a study
-    exported as it runs) adds nothing to some files and not to others."""
-    if connection.dialect.name == "sqlite":
-        connection.exec_driver_sql("BEGIN")  # the driver begins none for reads by itself
-    else:
-        connection.execution_options(isolation_level="REPEATABLE READ")
 
 
 STAGING = ".export-"

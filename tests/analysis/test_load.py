@@ -68,6 +68,38 @@ def test_an_attempts_frames_are_fetched_from_the_database_together(stored):
         record.frames([keys[0], "0" * 16])
 
 
+def test_a_live_database_is_loaded_as_of_one_moment(stored):
+    """The analysis of a study as it runs reads every table as of its first read: a tick
+    written once the attempts are read is not among their events (before, it was, beside
+    the attempt's row as it was before that tick)."""
+    import sqlite3
+
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    url, _, _ = stored
+    before = {e.episode_id: len(e.events) for e in load(url)}
+    written = []
+
+    def meanwhile(connection, cursor, statement, *args):
+        if "FROM episode" in statement and not written:
+            with sqlite3.connect(url.removeprefix("sqlite:///")) as other:
+                other.execute(
+                    "INSERT INTO event (episode_id, seq, problem_id, phase, tick, action, source,"
+                    " applied, server_time) SELECT episode_id, seq + 1, problem_id, phase,"
+                    " tick + 1, 'noop', 'auto', 1, server_time + 0.1 FROM event"
+                    " ORDER BY episode_id, seq DESC LIMIT 1")
+            written.append(statement)
+
+    event.listen(Engine, "after_cursor_execute", meanwhile)
+    try:
+        during = {e.episode_id: len(e.events) for e in load(url)}
+    finally:
+        event.remove(Engine, "after_cursor_execute", meanwhile)
+    assert written and during == before
+    assert sum(len(e.events) for e in load(url)) == sum(before.values()) + 1
+
+
 def test_a_sqlite_file_path_loads_like_its_url(stored):
     url, _, _ = stored
     assert load(url.removeprefix("sqlite:///")).records == load(url).records
