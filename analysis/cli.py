@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +44,18 @@ def report(url: str, out: str, study: tuple[str, ...], all_studies: bool,
     from analysis.report import warning_lines, write_report
 
     source = source_of(url)
+    started = time.monotonic()
     try:
         chosen = scope.choose(study_counts(source), study, all_studies, agent_runs, outside)
+        if not quiet:  # a study of millions of events takes seconds to read, silently
+            click.echo("reading the attempts ...", err=True)
         dataset = load(source, **chosen.options)
     except (FileNotFoundError, ValueError) as error:
         raise click.ClickException(str(error)) from None
+    if not quiet:
+        events = sum(len(episode.events) for episode in dataset)
+        click.echo(f"read {len(dataset)} attempts, {events} events in "
+                   f"{time.monotonic() - started:.1f} s", err=True)
     dataset.scope = chosen.lines
     payments = study_payments(located(source)[0])
     page = write_report(dataset, Path(out), t_max=t_max, k=k, progress=not quiet,

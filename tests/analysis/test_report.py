@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -42,6 +43,7 @@ def test_command_says_what_it_wrote(written):
     out, result = written
     assert result.stdout == f"wrote {out / 'report.html'} (17 episodes)\n"
     assert "report: 100%" in result.stderr  # the progress bar
+    assert re.search(r"^read 17 attempts, \d+ events in \d+\.\d s$", result.stderr, re.M)
 
 
 def test_csv_numbers(written):
