@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -88,7 +89,8 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     engine = open_existing(url)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=STAGING, dir=out))
+    left_by_the_dead(out, STAGING)
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-", dir=out))
     try:
         hide = Pseudonyms(key or _stored_key(engine) or _made_key(url)) if pseudonymize else None
         with engine.connect() as connection:
@@ -126,7 +128,32 @@ def export(url: str, out: str | Path, *, study: str | None = None,
 
 STAGING = ".export-"
 """The prefix of the hidden folder inside the export's folder where an export writes its
-files before they replace the folder's (:func:`_publish`)."""
+files before they replace the folder's (:func:`_publish`): ``STAGING<process id>-<random>``,
+so that the next export removes one whose process was killed (:func:`left_by_the_dead`)."""
+
+
+def left_by_the_dead(folder: Path, prefix: str) -> list[Path]:
+    """Remove the folders ``prefix<process id>-...`` in ``folder`` whose process is gone
+    (an export killed while it wrote them: they hold participants' Prolific ids); the
+    folders removed. A process of that number alive (another's, or a number used
+    again) keeps its folder."""
+    removed = []
+    for path in folder.glob(f"{prefix}*"):
+        found = re.match(rf"{re.escape(prefix)}(\d+)-", path.name)
+        if found and path.is_dir() and not _alive(int(found.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _publish(staging: Path, out: Path) -> None:

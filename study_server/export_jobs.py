@@ -20,7 +20,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import re
 import secrets
 import shutil
 import tempfile
@@ -213,25 +212,12 @@ def remove_orphans(folder: str | Path | None = None) -> list[Path]:
     """Remove the exports left in the temporary ``folder`` by server processes that are
     gone (killed with ``kill -9``, or the machine stopped, while making or keeping one):
     they hold participants' Prolific ids. The folders removed."""
-    removed = []
-    for path in Path(folder or tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*"):
-        found = re.match(rf"{FOLDER_PREFIX}(\d+)-", path.name)
-        if found and path.is_dir() and not _alive(int(found.group(1))):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
+    from study_server.export import left_by_the_dead
+
+    removed = left_by_the_dead(Path(folder or tempfile.gettempdir()), FOLDER_PREFIX)
     if removed:
         log.warning("removed %d export(s) left by a server process that is gone", len(removed))
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def failure(error: Exception) -> str:

@@ -272,3 +272,25 @@ def test_an_export_of_a_live_study_is_of_one_moment(tmp_path, database):
         assert int(episode["n_events"]) == sum(
             e["episode_id"] == int(episode["episode_id"]) for e in events), episode
     assert len(events) == 17
+
+
+def test_the_folder_of_an_export_killed_as_it_wrote_is_removed_by_the_next(stored, tmp_path):
+    """An export stopped by SIGTERM or ``kill -9`` while it writes leaves its hidden
+    folder inside the export's, with participants' Prolific ids in it; the next export
+    there removes it, and leaves one whose process still runs (another export under
+    way)."""
+    import os
+    import subprocess
+
+    path, _ = stored
+    out = tmp_path / "out"
+    dead = subprocess.Popen(["true"])  # a process that has ended
+    dead.wait()
+    left = out / f".export-{dead.pid}-k1ll3d"
+    running = out / f".export-{os.getpid()}-und3rway"
+    for folder in (left, running):
+        folder.mkdir(parents=True)
+        (folder / "participants.jsonl").write_text('{"external_id": "P1"}\n')
+    export(f"sqlite:///{path}", out)
+    assert not left.exists() and running.exists()
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == sorted(FILES)
