@@ -161,10 +161,10 @@ def _publish(staging: Path, out: Path) -> None:
 
     An export that fails or is stopped while it writes (a full disk, Ctrl-C, a lost
     database) removes what it wrote and leaves ``out`` as it was; one killed then leaves
-    its hidden staging folder, which the next export's files do not mix with. The moves
-    themselves take moments, and while they are made ``out`` holds
-    :data:`records.schema.EXPORT_UNFINISHED`, which the analysis refuses to load: a
-    process killed among them leaves files of two exports, said so, never silently."""
+    its hidden staging folder, which the next export removes. The moves themselves take
+    moments, and while they are made ``out`` holds :data:`records.schema.EXPORT_UNFINISHED`,
+    which the analysis refuses to load: a process killed among them, or a move that
+    fails, leaves files of two exports, said so, never silently."""
     unfinished = out / schema.EXPORT_UNFINISHED
     unfinished.write_text(
         "This folder's export stopped while its files were moved here: they may come from\n"

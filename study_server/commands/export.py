@@ -22,7 +22,9 @@ def export(url: str, out: str, study: str | None, pseudonymize: bool) -> None:
     Prolific ids, and a data dictionary."""
     import contextlib
     import sys
+    from pathlib import Path
 
+    from records.schema import EXPORT_UNFINISHED
     from study_server.export import export as run_export
 
     with contextlib.ExitStack() as shown:
@@ -41,7 +43,12 @@ def export(url: str, out: str, study: str | None, pseudonymize: bool) -> None:
                                  progress=progress)
         except FileNotFoundError as error:
             raise click.ClickException(str(error)) from None
-        except OSError as error:  # a full disk, a folder it may not write: nothing replaced
+        except OSError as error:  # a full disk, a folder it may not write
+            if (Path(out) / EXPORT_UNFINISHED).exists():  # stopped among the moves
+                raise click.ClickException(
+                    f"the export stopped as it moved its files into {out}: "
+                    f"{error.strerror or error}; the folder holds files of two exports "
+                    f"(its {EXPORT_UNFINISHED} says so): run the export again") from None
             raise click.ClickException(
                 f"the export stopped: {error.strerror or error}; what it had written is "
                 f"removed and {out} is as it was") from None

@@ -294,3 +294,25 @@ def test_the_folder_of_an_export_killed_as_it_wrote_is_removed_by_the_next(store
     export(f"sqlite:///{path}", out)
     assert not left.exists() and running.exists()
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == sorted(FILES)
+
+
+def test_an_export_that_cannot_move_a_file_in_says_the_folder_mixes_two(stored, tmp_path):
+    """A move into the folder that fails (here a folder sits where a file goes) leaves
+    files of two exports: the command says so, not that the folder is as it was, and the
+    report refuses the folder until an export finishes."""
+    from analysis.load import load
+    from records.schema import EXPORT_UNFINISHED
+
+    path, _ = stored
+    out = tmp_path / "out"
+    (out / "participants.jsonl").mkdir(parents=True)
+    (out / "participants.jsonl" / "notes.txt").write_text("a researcher's folder")
+    result = CliRunner().invoke(main, ["export", "--db", str(path), "--out", str(out)])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1].startswith(
+        f"Error: the export stopped as it moved its files into {out}: ")
+    assert result.stderr.endswith(
+        f"the folder holds files of two exports (its {EXPORT_UNFINISHED} says so): run the "
+        "export again\n")
+    with pytest.raises(ValueError, match="did not finish"):
+        load(out)
