@@ -65,10 +65,10 @@ class AutumnEnv:
             raise AutumnSyntaxError("the program is nested too deeply", name=name) from None
         self.steps = 0
         self._text = FrameText()
-        # what state_hash wrote last: each global's value and text, and its objects' texts
+        # what state_hash read last: each global's value and digest, and its objects' texts
         self._names: tuple[str, ...] = ()
         self._values: tuple = ()
-        self._texts: list[bytes] = []  # each global's digest
+        self._digests: list[bytes] = []
         self._objects: list[dict[int, tuple[Instance, str]]] = []
 
     # -- the GridEnv contract -----------------------------------------------------------
@@ -163,18 +163,19 @@ class AutumnEnv:
         names = tuple(rt.order.names)
         same = names == self._names
         before = self._values if same else (_UNSEEN,) * len(names)
-        texts = list(self._texts) if same else [b""] * len(names)
+        digests = list(self._digests) if same else [b""] * len(names)
         objects = list(self._objects) if same else [{}] * len(names)
         values = tuple([rt.globals[name] for name in names])
         for i, (value, old) in enumerate(zip(values, before)):
             if value is not old:
                 fingerprints = _Fingerprints(objects[i])
                 text = f"{names[i]}={fingerprints.of(value)}"
-                texts[i] = hashlib.blake2b(text.encode(), digest_size=16).digest()
+                digests[i] = hashlib.blake2b(text.encode(), digest_size=16).digest()
                 objects[i] = fingerprints.now
-        self._names, self._values, self._texts, self._objects = names, values, texts, objects
+        self._names, self._values, self._digests, self._objects = (names, values, digests,
+                                                                   objects)
         rest = repr((rt.rng, sorted(rt.types.items()))).encode()
-        return hashlib.blake2b(b"".join(texts) + rest, digest_size=8).hexdigest()
+        return hashlib.blake2b(b"".join(digests) + rest, digest_size=8).hexdigest()
 
     def value(self, name: str):
         """The current value of global ``name`` (for tests and debugging)."""
