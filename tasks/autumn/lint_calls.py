@@ -15,7 +15,9 @@ from tasks.autumn.lint_defs import (
     _form,
     _literal_type,
 )
-from tasks.autumn.reader import STR, SYM, Node
+from tasks.autumn.reader import NUM, STR, SYM, Node
+from tasks.autumn.runtime import LARGEST_GRID
+from tasks.checker import CSS_COLOURS, FRAME_RATES
 
 
 class Calls:
@@ -63,6 +65,8 @@ class Calls:
                 self.expect("Number", a, "a Position's coordinates are Numbers")
         elif name == "Cell":
             self.count(node, name, args, Arity(3, 3, False), "dx dy colour")
+            if len(args) == 3:
+                self.colour(args[2])
         elif name in self.defs.functions and name not in self.defs.assigned:
             params = self.defs.functions[name]
             self.count(node, name, args, Arity(len(params), len(params), True), " ".join(params))
@@ -70,6 +74,33 @@ class Calls:
             self.count(node, name, args, self.arities[name], "")
             if name == "updateObj" and len(args) == 3 and args[1].kind == STR:
                 self.update_field(args[1], args[2])
+
+    def colour(self, value: Node) -> None:
+        """A colour written as a literal, or as an ``if``'s literal branches, must be a CSS
+        colour name: a browser draws any other black, the pygame window magenta."""
+        if _form(value, "if"):
+            parts = value.value
+            for before, branch in zip(parts, parts[1:]):
+                if before.is_sym("then") or before.is_sym("else"):
+                    self.colour(branch)
+        elif value.kind == STR and value.value.lower() not in CSS_COLOURS:
+            self.report(ERROR, value, f"'{value.value}' is not a CSS colour name"
+                        + self.suggest(value.value.lower(), CSS_COLOURS)
+                        + "; a browser would draw it black")
+
+    def special(self, name: str, value: Node) -> None:
+        """A literal value of a global the interpreter reads (GRID_SIZE, FRAME_RATE,
+        background) that it cannot mean."""
+        if name == "background":
+            self.colour(value)
+        elif value.kind != NUM:
+            return  # a computed value: the rollout and the environment check it
+        elif name == "FRAME_RATE" and value.value not in FRAME_RATES:
+            self.report(ERROR, value, f"FRAME_RATE is the frames per second people play at, "
+                        f"from {FRAME_RATES[0]} to {FRAME_RATES[-1]}; got {value.value}")
+        elif name == "GRID_SIZE" and not 1 <= value.value <= LARGEST_GRID:
+            self.report(ERROR, value, f"GRID_SIZE must be a Number from 1 to {LARGEST_GRID}, "
+                        f"got {value.value}")
 
     def count(self, node: Node, name: str, args: list[Node], arity: Arity, params: str) -> None:
         got = len(args)

@@ -83,6 +83,7 @@ class Checker(Calls):
             self.visit(node, frozenset())
             if _form(node, "=") and len(items) == 3:
                 self.defined_before(node, items[1].value, items[2])
+                self.special(items[1].value, items[2])
 
     def starts_before(self, name: str, init: Node) -> None:
         """An INIT may read only the state variables that start before it: the reference

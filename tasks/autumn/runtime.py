@@ -22,6 +22,8 @@ from tasks.autumn.scope import Scope
 from tasks.autumn.values import CALLABLES, Builtin, Instance, ObjectClass, Position, show, type_name
 
 _MISSING = object()
+LARGEST_GRID = 512
+"""The largest GRID_SIZE a program may have (cells a side)."""
 
 
 @dataclass
@@ -371,8 +373,9 @@ class Runtime:
         glob = self.globals
         size = glob.get("GRID_SIZE")
         background = glob.get("background", "black")
-        if type(size) is not int or size <= 0 or size > 512:
-            raise AutumnRuntimeError(f"GRID_SIZE must be a Number from 1 to 512, got {show(size)}")
+        if type(size) is not int or not 1 <= size <= LARGEST_GRID:
+            raise AutumnRuntimeError(f"GRID_SIZE must be a Number from 1 to {LARGEST_GRID}, "
+                                     f"got {show(size)}")
         if type(background) is not str:
             raise AutumnRuntimeError(f"background must be a String, got {show(background)}")
         if self._painted is None:

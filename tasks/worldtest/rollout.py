@@ -10,7 +10,9 @@ no-ops to the horizon). It reports the first runtime error of each kind of play 
 distinct error): the program's ``file:line:col``, the tick, the seed and the kind of
 play, with the actions that reach it written to a file the debugger replays (``gridstudy
 play PROGRAM --debug --seed S --actions FILE``). A step over its budget (docs/autumn.md,
-"The step budget") fails the check the same way.
+"The step budget") fails the check the same way, and so does a frame holding a cell
+that is no CSS colour name (a browser would draw it black; the static check sees only
+the colours written as literals).
 
 The checks of a problem (:func:`tasks.worldtest.check.check_problem`, hence ``problems
 check`` and ``derive``), ``gridstudy study create`` and ``gridstudy envs check`` run
@@ -29,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tasks import registry
-from tasks.checker import StepCost, random_actions, step_cost
+from tasks.checker import CSS_COLOURS, StepCost, random_actions, step_cost
 from tasks.core import GridEnv
 
 ROLLOUT_SEEDS = (1, 2)
@@ -91,16 +93,29 @@ def roll_out(env: GridEnv, program: str, seed: int, kind: str, actions: list[str
     """Play ``actions`` from ``seed`` (resetting when the episode ends); the first
     failure, or None."""
     done: tuple[str, ...] = ()
+    painted: set = set()
     try:
         observation = env.reset(seed)
-        for action in actions:
-            if observation.done:
-                observation = env.reset(seed)
-            done += (action,)
-            observation = env.step(action)
+        for action in [None, *actions]:
+            if action is not None:
+                if observation.done:
+                    observation = env.reset(seed)
+                done += (action,)
+                observation = env.step(action)
+            before = len(painted)
+            painted.update(*observation.frame)
+            if len(painted) != before and not painted <= CSS_COLOURS:
+                return RolloutFailure(program, kind, seed, done, _not_colours(program, painted))
     except Exception as error:  # any runtime error is the program's fault, reported
         return RolloutFailure(program, kind, seed, done, _text(error))
     return None
+
+
+def _not_colours(program: str, painted: set) -> str:
+    """What a frame holding a cell that is no CSS colour name fails with."""
+    names = ", ".join(sorted(repr(n) for n in painted - CSS_COLOURS))
+    return (f"{program}: the frame holds {names}, not a CSS colour name: a browser draws such a cell "
+            "black, the pygame window magenta")
 
 
 def _text(error: Exception) -> str:

@@ -119,6 +119,21 @@ BROKEN = [
      "before state variables start"),
     ("plain-defined-later", "  (= twice (* half 2))\n  (= half 3)\n  (on (> twice half) (= dots (list)))",
      ERROR, 8, 15, "'half' is defined later in the program than 'twice', which uses it"),
+    ("colour-not-css", '  (object Wall (Cell 0 0 "grey50"))\n  (: wall Wall)\n'
+     "  (= wall (initnext (Wall (Position 0 0)) (prev wall)))",
+     ERROR, 8, 26, "'grey50' is not a CSS colour name (did you mean 'grey'?); a browser would "
+     "draw it black"),
+    ("colour-in-a-branch", '  (object Lamp (: lit Bool) (Cell 0 0 (if lit then "yelow" else "Black")))\n'
+     "  (: lamp Lamp)\n  (= lamp (initnext (Lamp false (Position 2 2)) (prev lamp)))",
+     ERROR, 8, 52, "'yelow' is not a CSS colour name (did you mean 'yellow'?); a browser would "
+     "draw it black"),
+    ("background-not-css", '  (= background "blak")',
+     ERROR, 8, 17, "'blak' is not a CSS colour name (did you mean 'black'?); a browser would "
+     "draw it black"),
+    ("frame-rate-out-of-range", "  (= FRAME_RATE 12)",
+     ERROR, 8, 17, "FRAME_RATE is the frames per second people play at, from 3 to 8; got 12"),
+    ("frame-rate-zero", "  (= FRAME_RATE 0)",
+     ERROR, 8, 17, "FRAME_RATE is the frames per second people play at, from 3 to 8; got 0"),
     ("unused-definition", "  (= speed 3)",
      WARNING, 8, 3, "the definition 'speed' is never used"),
     ("unused-object", '  (object Wall (Cell 0 0 "gray"))',
@@ -300,6 +315,33 @@ def test_envs_check_rolls_the_program_out_and_reports_where_it_fails(
     assert session.fault.message.startswith(f"{program}:{line}:{column}: runtime error: {message}")
     static = CliRunner().invoke(envs_command, ["check", "--steps", "0", str(program)])
     assert static.exit_code == 0 and "rollout" not in static.output
+
+
+def test_envs_check_rolls_out_a_colour_no_browser_can_draw_that_the_program_computes(
+        tmp_path: Path) -> None:
+    """A colour the program only makes as it runs (a field a click sets) is out of the
+    static check's sight: the rollout sees it in the frame, and the actions it writes
+    paint it again."""
+    program = tmp_path / "lamp.sexp"
+    program.write_text(BASE.format(extra=(
+        '  (object Lamp (: shade String) (Cell 0 0 shade))\n  (: lamp Lamp)\n'
+        '  (= lamp (initnext (Lamp "gold" (Position 4 4)) (prev lamp)))\n'
+        '  (on (clicked lamp) (= lamp (updateObj lamp "shade" "goldish")))')))
+    assert check_source(program.read_text(), str(program)) == ()
+    result = CliRunner().invoke(envs_command, ["check", str(program)])
+    assert result.exit_code == 1, result.output
+    first = next(x for x in result.output.splitlines() if x.startswith("rollout check: "))
+    assert first.startswith(f"rollout check: {program}: the frame holds 'goldish', not a CSS "
+                            "colour name: a browser draws such a cell black, the pygame window "
+                            "magenta (at tick "), first
+    found = re.search(r"at tick (\d+), seed (\d+), random play; replay: .* --actions (\S+)\)$",
+                      first)
+    actions = read_actions(found[3])
+    assert len(actions) == int(found[1]) and actions[-1] == "click 4 4"
+    env = load_file(program)
+    env.reset(int(found[2]))
+    frames = [env.step(action).frame[4][4] for action in actions]
+    assert frames[-1] == "goldish" and "goldish" not in frames[:-1]
 
 
 def test_envs_check_reports_the_heaviest_step_against_the_budget_env_json_sets(
