@@ -2,6 +2,10 @@
 per environment, and the wall time of the full random baseline (002 Table E.3: 50
 samples x 1000 steps for every cd and planning problem).
 
+Reading a model's reply is measured on the longest reply a record keeps, for replies
+naming no action that a model caught in a loop writes (every candidate tag or JSON
+object is tried).
+
 The bridge is measured end to end as ``gridstudy agent run`` plays: prompts, requests
 over HTTP to the chat-completions stand-in (``bench.standin``, in its own process and
 answering at once, so the time is the bridge's), reply parsing, the environment and
@@ -101,6 +105,38 @@ def bench_bridge(turns: int) -> None:
         standin.wait()
 
 
+LOOPING_REPLIES = {
+    "<action> repeated": ("<action>", "tag"),
+    "<scratchpad_add> repeated": ("<scratchpad_add>", "tag"),
+    '{"a":1, repeated': ('{"a":1,', "json"),
+    '{"a": nested': ('{"a": ', "json"),
+    '{"action": "up" repeated': ('{"action": "up"', "json"),
+    '{"action": nested': ('{"action": ', "json"),
+}
+"""Replies naming no action that a model caught in a loop writes, each repeated to the
+longest reply a record keeps."""
+
+
+def bench_reply_reading() -> None:
+    """How long reading the longest reply a record keeps takes, for replies naming no
+    action (the worst case: every candidate is tried)."""
+    from game_client.bridge.parse import ReplyError, extract_action, scratchpad_edits
+    from records.schema import TURN_TEXT_LIMITS
+
+    longest = TURN_TEXT_LIMITS["raw_reply"]
+    print(f"reading a looping reply of {longest:,} characters (the longest a record keeps)")
+    print(f"{'reply':<28} {'ms':>9}")
+    for name, (piece, style) in LOOPING_REPLIES.items():
+        reply = (piece * (longest // len(piece) + 1))[:longest]
+        started = time.perf_counter()
+        try:
+            extract_action(reply, style)
+        except ReplyError:
+            pass
+        scratchpad_edits(reply)
+        print(f"{name:<28} {1000 * (time.perf_counter() - started):>9.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bridge-turns", type=int, default=40, help="Turns per bridge attempt.")
@@ -110,6 +146,7 @@ def main() -> None:
     parser.add_argument("--skip-baseline", action="store_true",
                         help="Only the bridge and the per-environment rates.")
     args = parser.parse_args()
+    bench_reply_reading()
     bench_bridge(args.bridge_turns)
     print(f"{'environment':<34} {'steps/s':>10} {'steps':>8}")
     for env_id in environments():

@@ -12,9 +12,10 @@ raw reply and does not step the environment.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from tasks.core import LONGEST_ACTION, parse_action
 
@@ -22,10 +23,14 @@ TAG, JSON, HARNESS = "tag", "json", "harness"
 STYLES = (TAG, JSON, HARNESS)
 ENV_VERBS = ("click", "left", "right", "up", "down", "noop")
 
-_ACTION_TAG = re.compile(r"<\s*action\s*>(.*?)<\s*/\s*action\s*>", re.IGNORECASE | re.DOTALL)
-_ADD_TAG = re.compile(r"<scratchpad_add>(.*?)</scratchpad_add>", re.IGNORECASE | re.DOTALL)
-_DEL_TAG = re.compile(r"<scratchpad_del>(.*?)</scratchpad_del>", re.IGNORECASE | re.DOTALL)
+_ACTION_TAG = (re.compile(r"<\s*action\s*>", re.IGNORECASE),
+               re.compile(r"<\s*/\s*action\s*>", re.IGNORECASE))
+_ADD_TAG = (re.compile("<scratchpad_add>", re.IGNORECASE), re.compile("</scratchpad_add>", re.IGNORECASE))
+_DEL_TAG = (re.compile("<scratchpad_del>", re.IGNORECASE), re.compile("</scratchpad_del>", re.IGNORECASE))
 _FENCE = re.compile(r"```[a-zA-Z]*")
+LONGEST_OBJECT = 20_000
+"""The most characters of a JSON object an action is read from (the task-DAG format asks
+for one as short as ``{"action":"up"}``)."""
 
 
 class ReplyError(ValueError):
@@ -73,8 +78,25 @@ def _clean(text: str) -> str:
     return " ".join(text.split())
 
 
+def _between(text: str, tags: tuple[re.Pattern, re.Pattern]) -> list[str]:
+    """The text between each opening tag and the first closing tag after it, left to
+    right: what ``re.findall(OPEN + "(.*?)" + CLOSE, re.DOTALL)`` finds, in one pass. (The
+    regular expression tries every opening tag again up to the end of the text when no
+    closing tag follows: a reply repeating ``<action>`` for 64,000 characters, as a
+    model caught in a loop writes, took it 8 s.)"""
+    opening, closing = tags
+    found, at = [], 0
+    while (start := opening.search(text, at)) is not None:
+        end = closing.search(text, start.end())
+        if end is None:
+            break  # nor is there one after any later opening tag
+        found.append(text[start.end():end.start()])
+        at = end.end()
+    return found
+
+
 def _tagged_action(reply: str) -> str:
-    found = _ACTION_TAG.findall(reply or "")
+    found = _between(reply or "", _ACTION_TAG)
     if not found:
         raise ReplyError(
             "the reply has no <action>...</action> tag: expected the chosen action inside "
@@ -86,7 +108,7 @@ def _tagged_action(reply: str) -> str:
     return text
 
 
-_HARNESS_TAG = re.compile(r"<action>(.*?)</action>", re.DOTALL)
+_HARNESS_TAG = (re.compile("<action>"), re.compile("</action>"))
 
 
 def _harness_action(reply: str) -> str:
@@ -98,7 +120,7 @@ def _harness_action(reply: str) -> str:
     >>> _harness_action("<action>left\nthen up</action>"), _harness_action("<action>```up```</action>")
     ('left', '```up```')
     """
-    found = _HARNESS_TAG.findall(reply)
+    found = _between(reply, _HARNESS_TAG)
     if not found:
         raise ReplyError("the reply has no <action>...</action> tag, written in lower case as "
                          "the published harness reads it")
@@ -108,27 +130,36 @@ def _harness_action(reply: str) -> str:
 
 
 def _json_action(reply: str) -> str:
-    for candidate in reversed(_json_objects(reply or "")):
+    for candidate in _json_objects(reply or ""):
         value = candidate.get("action")
         if isinstance(value, str) and value.strip():
             return _clean(value)
     raise ReplyError(
         'the reply has no JSON object with an "action": expected exactly one, for '
-        'example {"action":"up"}'
+        f'example {{"action":"up"}} (of at most {LONGEST_OBJECT:,} characters)'
     )
 
 
-def _json_objects(text: str) -> list[dict]:
-    """Every JSON object that can be decoded starting at a ``{`` in ``text``."""
-    decoder, found = json.JSONDecoder(), []
-    for start in (i for i, ch in enumerate(text) if ch == "{"):
+def _json_objects(text: str) -> Iterator[dict]:
+    """Every JSON object that can be decoded starting at a ``{`` in ``text`` and ending
+    within :data:`LONGEST_OBJECT` characters, the last first; only those where an
+    ``"action"`` key could be, since no other is wanted. Each is decoded from its own
+    slice: an error's position is counted in lines from the start of the text it
+    decodes, so that decoding every ``{`` of the whole text took time quadratic in its
+    length (3 s for 224,000 characters of ``{"a":1,``). One nested deeper than the
+    decoder can go is none."""
+    decoder, start = json.JSONDecoder(), len(text)
+    keys = [found.start() for found in re.finditer('"action"', text)]
+    while (start := text.rfind("{", 0, start)) >= 0:
+        key = bisect.bisect_left(keys, start)
+        if key == len(keys) or keys[key] >= start + LONGEST_OBJECT:
+            continue  # no "action" key could be in an object starting here
         try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
+            value, _ = decoder.raw_decode(text[start:start + LONGEST_OBJECT])
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(value, dict):
-            found.append(value)
-    return found
+            yield value
 
 
 def scratchpad_edits(reply: str) -> tuple[list[str], list[str]]:
@@ -138,8 +169,8 @@ def scratchpad_edits(reply: str) -> tuple[list[str], list[str]]:
     ...                  "<scratchpad_del>old note</scratchpad_del>")
     (['red wall', 'blue moves'], ['old note'])
     """
-    def lines(pattern: re.Pattern) -> list[str]:
-        return [line.strip() for block in pattern.findall(reply or "")
+    def lines(tags: tuple[re.Pattern, re.Pattern]) -> list[str]:
+        return [line.strip() for block in _between(reply or "", tags)
                 for line in block.splitlines() if line.strip()]
 
     return lines(_ADD_TAG), lines(_DEL_TAG)
