@@ -144,19 +144,25 @@ def storable_text(value: str) -> str:
 
 def kept(text: str | None, most: int) -> str | None:
     """``text`` as a field of at most ``most`` characters keeps it: whole when it fits,
-    else its start and a note of its length.
+    else its start and its end (a quarter of the room), with a note of its length between
+    them. A model that thinks aloud past the limit writes its action last; a reply is read
+    from what its record keeps (:meth:`game_client.bridge.agent.LLMAgent.recall` reads
+    the record), so the end is kept too.
 
     >>> kept("abc", 5)
     'abc'
-    >>> cut = kept("x" * 1000, 100)
-    >>> len(cut) <= 100, cut[-40:]
-    (True, 'xx [1,000 characters: the first 61 kept]')
+    >>> kept("a" * 500 + "z" * 500, 100)
+    'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa [1,000 characters: the first 33 and the last 10 kept] zzzzzzzzzz'
     """
     if text is None or len(text) <= most:
         return text
-    note = f"{len(text):,} characters: the first {{:,}} kept]"
-    start = most - len(note.format(most)) - 2
-    return f"{text[:start]} [{note.format(start)}"
+    note = f" [{len(text):,} characters: the first {{:,}} and the last {{:,}} kept] "
+    room = most - len(note.format(most, most))
+    if room < 4:  # a field too short for both ends (a finish reason): its start
+        start = max(0, most - len(f" [{len(text):,} characters: the first {most:,} kept]"))
+        return f"{text[:start]} [{len(text):,} characters: the first {start:,} kept]"[:most]
+    start, end = room - room // 4, room // 4
+    return f"{text[:start]}{note.format(start, end)}{text[len(text) - end:]}"
 
 
 def storable(value: Any) -> Any:

@@ -210,23 +210,30 @@ class LLMAgent:
         return prompt, messages
 
     def _answer(self, turn: Turn, prompt: str, completion: Completion) -> Decision:
-        """Remember the exchange and read the action off the reply."""
+        """Remember the exchange and read the action off the reply: off what the record
+        keeps of it (its start, when it is longer than a record's ``raw_reply`` holds), so
+        that a resumed attempt, which reads the recorded reply (:meth:`recall`), reads
+        the same action and remembers the same conversation."""
         first = not self.history.turns
-        self.history.add(self.content(turn, prompt), completion.text)
+        reply = kept(completion.text, TURN_TEXT_LIMITS["raw_reply"])
+        self.history.add(self.content(turn, prompt), reply)
         if not self.dag:
-            self.scratchpad.apply(completion.text)
+            self.scratchpad.apply(reply)
         self.previous_phase = turn.state["phase"]
         action, error = None, None
         try:
             literal = [a for a in turn.state.get("actions", ()) if not _pattern(a)]
             style = JSON if self.dag else HARNESS if protocols.get(
                 turn.state.get("protocol", "gridstudy")).strict_replies else TAG
-            action = extract_action(completion.text, style, literal)
+            action = extract_action(reply, style, literal)
         except ReplyError as problem:
             error = str(problem)
+            if reply != completion.text:
+                error += (f" (the reply was {len(completion.text):,} characters long: only its "
+                          f"first {TURN_TEXT_LIMITS['raw_reply']:,} are read and kept)")
             if completion.finish_reason == "length":
                 error += " (the reply was cut off at the token limit: finish_reason length)"
-        texts = {"raw_reply": completion.text, "error": error, "prompt": prompt,
+        texts = {"raw_reply": reply, "error": error, "prompt": prompt,
                  "system_prompt": self.system if first else None,
                  "reasoning": completion.reasoning, "finish_reason": completion.finish_reason}
         texts = {name: kept(text, TURN_TEXT_LIMITS[name]) for name, text in texts.items()}

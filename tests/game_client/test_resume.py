@@ -91,6 +91,35 @@ def test_a_resumed_attempt_continues_the_same_conversation_through_the_server(
     assert (row.status, row.score, row.info["resumed"]) == ("done", 1.0, 1)
 
 
+@pytest.mark.parametrize("where", ["in process", "through the server"])
+def test_an_attempt_whose_replies_outgrew_the_record_resumes_reading_the_same_actions(
+        where, live_server, store_factory, test_problems):
+    """A model that thinks aloud past what the record keeps (200,000 characters of a
+    reply) and writes its action last. The action is read from what the record keeps,
+    its start and its end, so the resumed attempt, which reads the record, reads the same
+    actions and sends the same conversation. Before, the action was read from the whole
+    reply and the record kept its start only: the resume found no action there and
+    refused the attempt, saying the problem or the agent had changed."""
+    thinking = " and on" * 40_000
+    replies = [thinking + reply for reply in REPLIES[:3]] + REPLIES[3:]
+    records = (LocalRecords(store_factory("long.db")) if where == "in process"
+               else AgentAPIClient(live_server.url, live_server.token()))
+    with FakeOpenAI([*replies[:3], Failure(503), Failure(503)]) as fake:
+        first, _ = batch(records, fake)
+        assert first.results[0].status == "error" and first.results[0].resumable
+        before = messages(fake)[:3]
+        fake.requests.clear()
+        fake.script.extend(replies[3:])
+        second, _ = batch(records, fake)
+        after = messages(fake)
+    result = second.results[0]
+    assert (result.status, result.score, result.turns, result.invalid, result.resumed) == \
+        ("done", 1.0, len(PLAN), 1, True), result.reason
+    # the resumed conversation holds the long replies as the first run sent them
+    assert after[0][:len(before[-1])] == before[-1]
+    assert after[0][len(before[-1])]["content"] == kept(replies[2], TURN_TEXT_LIMITS["raw_reply"])
+
+
 def test_a_finished_attempt_is_not_resumed(live_server, test_problems):
     client = AgentAPIClient(live_server.url, live_server.token())
     with FakeOpenAI(REPLIES) as fake:
@@ -260,7 +289,8 @@ def test_a_misbehaving_model_leaves_the_same_record_in_process_and_through_the_s
         kept(r, TURN_TEXT_LIMITS["raw_reply"]).replace("\ud83d", "\ufffd") for r in replies]
     rambling = events[2 * (len(MISBEHAVING) - 1)]
     assert (rambling.action, rambling.parse_valid) == ("left", True)
-    assert rambling.raw_reply.endswith(" [280,021 characters: the first 199,955 kept]")
+    assert " [280,021 characters: the first 149,950 and the last 49,983 kept] " in \
+        rambling.raw_reply
     invalid = [e for e in events if not e.parse_valid]
     assert len(invalid) >= 7 and all(0 < len(e.error) < 600 for e in invalid)
     assert "5000 characters long" in events[10].error
