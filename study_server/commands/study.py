@@ -93,7 +93,9 @@ def check_programs(definition: StudyDefinition) -> None:
     for problem_id in dict.fromkeys([*definition.problems, *definition.tutorials.values()]):
         broken = program_errors(registry.get_problem(problem_id))
         if broken:
-            raise DefinitionError(f"{problem_id}: its program has errors "
+            what = ("environment" if all(r.startswith("contract check: ") for r in broken)
+                    else "program")
+            raise DefinitionError(f"{problem_id}: its {what} has errors "
                                   "(gridstudy envs check, gridstudy problems check):\n"
                                   + "\n".join(broken))
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from tasks import registry
-from tasks.checker import StepCost, step_cost
+from tasks.checker import StepCost, contract_violations, step_cost
 from tasks.core import MOVES, Frame, GridEnv, Observation, rollout
 from tasks.limits import StepLimitExceeded
 from tasks.worldtest import challenge
@@ -74,16 +74,60 @@ def _env_ids(problem: Problem) -> list[str]:
 
 
 def program_errors(problem: Problem) -> list[str]:
-    """Why the programs ``problem`` runs cannot be trusted, each as one reason: their
-    static errors, else the first runtime error of each rollout over the problem's
-    horizon (:mod:`tasks.worldtest.rollout`). Empty when there is none."""
+    """Why the environments ``problem`` runs cannot be trusted, each as one reason: their
+    programs' static errors, else the first runtime error of each rollout over the
+    problem's horizon (:mod:`tasks.worldtest.rollout`); and a Python environment's
+    breaches of the contract (:func:`contract_errors`). Empty when there is none."""
     from tasks.worldtest.rollout import rollout_failures
 
     reasons = static_errors(problem)
     if reasons:
         return reasons
     return [str(failure) for env_id in _env_ids(problem)
-            for failure in rollout_failures(env_id, *_rollout_of(problem))]
+            for failure in rollout_failures(env_id, *_rollout_of(problem))] \
+        + contract_errors(problem)
+
+
+def contract_errors(problem: Problem) -> list[str]:
+    """The breaches of the environment contract (:func:`tasks.checker.contract_violations`:
+    a frame rate outside 3 to 8, a cell no browser can draw, the same seed and actions
+    giving other frames, ...) by the Python environments ``problem`` runs, each as one
+    reason. (A program's are its static and rollout checks.)"""
+    reasons = []
+    for env_id in _env_ids(problem):
+        try:
+            spec = registry.env_spec(env_id)
+        except KeyError:
+            continue  # said by the check that makes the environment
+        if not spec.program:
+            reasons += [f"contract check: {env_id}: {why}" for why in _contract(spec)]
+    return reasons
+
+
+_CONTRACTS: dict[str, tuple[registry.EnvSpec, tuple[str, ...]]] = {}
+"""What :func:`_contract` found, per environment, with the registration it found it in."""
+
+
+def _contract(spec: registry.EnvSpec) -> tuple[str, ...]:
+    """What :func:`contract_violations` finds in the Python environment ``spec`` makes,
+    kept while the environment is registered the same way (its code does not change while
+    the process runs)."""
+    from tasks.worldtest.rollout import ROLLOUT_SEEDS
+
+    found = _CONTRACTS.get(spec.id)
+    if found is None or found[0] is not spec:
+        try:
+            env = spec.make()
+        except Exception as error:  # any failure is the environment's, reported
+            violations = (f"it could not be made: {type(error).__name__}: {error}",)
+        else:
+            try:
+                violations = tuple(contract_violations(env, seed=ROLLOUT_SEEDS[0]))
+            except Exception as error:
+                violations = (f"it failed as random actions were played: "
+                              f"{type(error).__name__}: {error}",)
+        found = _CONTRACTS[spec.id] = (spec, violations)
+    return found[1]
 
 
 def _rollout_of(problem: Problem) -> tuple:

@@ -30,6 +30,24 @@ def register_walker_problems(ids: list[str]) -> None:
         registry.add_problem(walker_problem(problem_id, goal=(1 + k % 3, 0)), replace=True)
 
 
+def study_refusal(folder: Path, problem_id: str) -> str:
+    """What ``gridstudy study create`` says as it refuses a study of ``problem_id`` (with
+    the Walker's practice problem), in a database in ``folder``; fails when it stores it."""
+    import pytest
+    import yaml
+
+    from consent.definition import DefinitionError
+    from study_server.commands.study import create_study
+
+    register_walker_problems(["test/tutorial"])
+    study = folder / "study.yaml"
+    study.write_text(yaml.safe_dump(definition_data(problems=[problem_id],
+                                                    problems_per_participant=1)))
+    with pytest.raises(DefinitionError) as refused:
+        create_study(f"sqlite:///{folder / 's.db'}", str(study))
+    return str(refused.value)
+
+
 def definition_data(**overrides: Any) -> dict[str, Any]:
     data = {
         "id": "pilot",

@@ -161,3 +161,32 @@ def test_check_env_raises_with_every_violation() -> None:
     assert str(error.value) == ("Rate breaks the environment contract:\n"
                                 "- frame_rate must be an int in 3..8 frames per second, not 12")
     assert isinstance(error.value, ValueError)
+
+
+@pytest.mark.parametrize(("env", "reason"), [
+    (HexColours, "reset: cells must hold CSS colour names; found #ff0000"),
+    (Unseeded, "not deterministic: with seed 1 the frame after action "),
+    (lambda: Rate(12), "frame_rate must be an int in 3..8 frames per second, not 12"),
+], ids=["colours", "nondeterministic", "frame-rate"])
+def test_a_python_environment_that_breaks_the_contract_never_reaches_a_participant(
+        tmp_path, env, reason: str) -> None:
+    """``study create`` refuses a study of it and ``problems check`` calls its problem
+    invalid, as for a program that fails its checks. Before, only programs were checked:
+    a Python environment that drew cells no browser can draw, or whose frames a replay
+    could not reproduce, was played by participants."""
+    from tasks import registry
+    from tasks.worldtest.check import check_problem
+    from tests.consent.helpers import study_refusal, walker_problem
+
+    registry.register_env("test/breaking", env, replace=True, tags=("test",))
+    problem = walker_problem("test/breaking/planning")
+    registry.add_problem(type(problem)(problem.id, "test/breaking", problem.challenge,
+                                       problem.seed, problem.params), replace=True)
+    try:
+        refused = study_refusal(tmp_path, "test/breaking/planning")
+        report = check_problem(registry.get_problem("test/breaking/planning"), samples=2)
+    finally:
+        registry.unregister(env_id="test/breaking", problem_id="test/breaking/planning")
+    assert "test/breaking/planning: its environment has errors" in refused
+    assert f"contract check: test/breaking: {reason}" in refused
+    assert not report.valid and report.reasons[0].startswith(f"contract check: test/breaking: {reason}")

@@ -178,14 +178,15 @@ class UpFails(FragileWalker):
 
 def test_an_environment_failing_in_a_players_run_is_said_and_the_others_checked(
         changes, walker_change):
-    """Its witness never presses up; a player's random run does. Before, the error
-    stopped the command: none of the problems after it was checked."""
+    """Its witness never presses up; random play does (the contract check's, before any
+    player's run). Before, the error stopped the command: none of the problems after it
+    was checked."""
     failing = walker_change("up-fails", UpFails)
     result = CliRunner().invoke(problems, ["check", failing.id, changes["plain"].id,
                                            "--seeds", "6", "--search-states", "40"])
     assert result.exit_code == 1, result.output
     assert f"INVALID    {failing.id}" in result.output
-    assert "a player's run into the test failed: ZeroDivisionError" in result.output
+    assert "it failed as random actions were played: ZeroDivisionError" in result.output
     assert f"ok         {changes['plain'].id}" in result.output
 
 

@@ -418,27 +418,18 @@ def test_study_create_refuses_a_study_of_each_broken_program(
         tmp_path: Path, lines: str, reason: str) -> None:
     """Every error of the tables, the static stage's and the rollout's, keeps the study
     that would show it to a participant out of the database."""
-    import yaml
-
-    from consent.definition import DefinitionError
-    from study_server.commands.study import create_study
-    from tests.consent.helpers import definition_data, register_walker_problems
+    from tests.consent.helpers import study_refusal
 
     program = tmp_path / "broken.sexp"
     program.write_text(BASE.format(extra=lines))
-    register_walker_problems(["test/tutorial"])
     registry.register_env("test/broken", load_file, path=str(program), program=str(program),
                           replace=True)
     registry.add_problem(Problem("test/broken/planning", "test/broken", "planning", 0,
                                  {"goal_cells": [[6, 6]], "goal_colours": ["red"], "horizon": 60}),
                          replace=True)
-    study = tmp_path / "study.yaml"
-    study.write_text(yaml.safe_dump(definition_data(problems=["test/broken/planning"],
-                                                    problems_per_participant=1)))
     try:
-        with pytest.raises(DefinitionError) as refused:
-            create_study(f"sqlite:///{tmp_path / 's.db'}", str(study))
+        refused = study_refusal(tmp_path, "test/broken/planning")
     finally:
         registry.unregister(env_id="test/broken", problem_id="test/broken/planning")
-    assert "test/broken/planning: its program has errors" in str(refused.value)
-    assert reason.format(program=program) in str(refused.value), str(refused.value)
+    assert "test/broken/planning: its program has errors" in refused
+    assert reason.format(program=program) in refused, refused
