@@ -113,6 +113,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.from_prefixed_env("GRIDSTUDY")
     app.config.from_mapping(config or {})
     numbers(app.config)
+    switches(app.config)
     init_store(app)
     app.config["SECRET_KEY"] = (app.config.get("SECRET_KEY") or os.environ.get("SECRET_KEY")
                                 or app.extensions["gridstudy.store"].setting(
@@ -151,6 +152,38 @@ def numbers(config: dict[str, Any]) -> None:
             raise ValueError(f"the setting {key} (GRIDSTUDY_{key}) must be {kind} above 0, "
                              f"not {config[key]!r}")
         config[key] = value
+
+
+YES, NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+"""How a yes-or-no setting may be written (any case), besides JSON's true and false."""
+
+
+def switches(config: dict[str, Any]) -> None:
+    """Each yes-or-no setting as a bool, and who may open previews one of the three
+    answers: anything else stops the server in one line naming the setting. Before, any
+    text was taken as it came: ``GRIDSTUDY_BEHIND_PROXY=no`` (a non-empty string, so true)
+    trusted every client's X-Forwarded-For, the address every per-address limit counts,
+    and ``GRIDSTUDY_PREVIEW=researcher`` opened the previews to anyone."""
+    for key, default in DEFAULTS.items():
+        if not isinstance(default, bool):
+            continue
+        value = config[key]
+        written = str(value).strip().lower()
+        if isinstance(value, bool) or value in (0, 1):
+            config[key] = bool(value)
+        elif written in YES or written in NO:
+            config[key] = written in YES
+        else:
+            raise ValueError(f"the setting {key} (GRIDSTUDY_{key}) must be true or false "
+                             f"({', '.join(YES)} or {', '.join(NO)}), not {value!r}")
+    from study_server.play import OFF, OPEN, RESEARCHERS
+
+    preview = config["PREVIEW"]
+    if preview is False:
+        config["PREVIEW"] = OFF  # GRIDSTUDY_PREVIEW=false
+    elif preview not in (OPEN, RESEARCHERS, OFF):
+        raise ValueError(f"the setting PREVIEW (GRIDSTUDY_PREVIEW) must be one of {OPEN}, "
+                         f"{RESEARCHERS} or {OFF}, not {preview!r}")
 
 
 def register_blueprints(app: Flask) -> None:

@@ -229,9 +229,15 @@ def test_a_database_in_a_missing_folder_is_refused_in_one_line(tmp_path):
     ("SOCKET_RATE", "Infinity", "must be a number above 0, not inf"),
     ("UNJOINED_TIMEOUT", "-1", "must be a number above 0, not -1"),
     ("MAX_PREVIEWS", "0", "must be a whole number above 0, not 0"),
+    ("SESSION_COOKIE_SECURE", "maybe", "SESSION_COOKIE_SECURE (GRIDSTUDY_SESSION_COOKIE_SECURE) "
+     "must be true or false (1, true, yes, on or 0, false, no, off), not 'maybe'"),
+    ("PREVIEW", "researcher", "PREVIEW (GRIDSTUDY_PREVIEW) must be one of open, researchers or "
+     "off, not 'researcher'"),
 ])
-def test_a_setting_that_is_not_a_number_is_named_in_one_line(tmp_path, setting, value, says):
-    """It said only "could not convert string to float: 'fast'", naming no setting."""
+def test_a_setting_that_cannot_be_read_is_named_in_one_line(tmp_path, setting, value, says):
+    """A number said only "could not convert string to float: 'fast'", naming no setting;
+    a yes-or-no setting or the previews' took any text: ``maybe`` was true, and
+    ``researcher`` opened the previews to anyone."""
     gridstudy = str(Path(sys.executable).parent / "gridstudy")
     refused = subprocess.run([gridstudy, "serve", "--db", str(tmp_path / "g.db"), "--port", "0"],
                              capture_output=True, text=True, timeout=60,

@@ -150,3 +150,31 @@ def test_a_burst_of_guesses_sent_at_once_gets_only_the_free_ones(tmp_path):
         counted = raw.execute("SELECT key, count(*) FROM loginfailure GROUP BY key").fetchall()
     assert sorted(count for _, count in counted) == [5, 5]
 
+
+
+def test_a_server_told_in_words_that_no_proxy_is_in_front_trusts_no_forwarded_address(tmp_path):
+    """``GRIDSTUDY_BEHIND_PROXY=no``, as an operator writes it. Before, any text was a true
+    setting: the server took each request's X-Forwarded-For as its address, so a guesser
+    naming a new address with every guess was never slowed (and one naming 127.0.0.1 is
+    the server's own machine, which the per-address limits on arrivals and connections
+    leave alone)."""
+    import httpx
+
+    from records.store import Store
+    from tests.conftest import start_serve
+
+    db = tmp_path / "g.db"
+    with Store(str(db)) as store:
+        auth.create_admin(store.engine, "researcher", "correct horse")
+    process, url = start_serve(db, env={"GRIDSTUDY_BEHIND_PROXY": "no",
+                                        "GRIDSTUDY_LOGIN_FIRST_DELAY": "600"})
+    try:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            answers = [client.post("/dashboard/login", headers={"X-Forwarded-For": f"203.0.113.{n}"},
+                                   data={"username": "researcher", "password": f"guess {n}",
+                                         "csrf_token": csrf(client, "/dashboard/login")}).status_code
+                       for n in range(1, 7)]
+    finally:
+        process.terminate()
+        process.wait(60)
+    assert answers == [200] * 5 + [429]
