@@ -11,7 +11,8 @@ errors (the program would fail, or cannot mean what it says)
     to a native built-in or a constructor), literals or functions of the wrong type for
     a declared variable, a constructor's field, an ``updateObj`` of a field, an
     arithmetic operand or ``!``, a literal colour that is no CSS colour name (a
-    ``Cell``'s, an ``if``'s branches in it, ``background``), a literal ``FRAME_RATE``
+    ``Cell``'s, an ``if``'s branches in it, ``background``, a value given to a field the
+    object's cells take their colour from), a literal ``FRAME_RATE``
     outside 3 to 8 or ``GRID_SIZE`` outside 1 to 512;
 warnings (it runs, but probably not as meant)
     definitions and object types never used, variables declared and never defined,

@@ -15,7 +15,7 @@ from tasks.autumn.lint_defs import (
     _form,
     _literal_type,
 )
-from tasks.autumn.reader import NUM, STR, SYM, Node
+from tasks.autumn.reader import LIST, NUM, STR, SYM, Node
 from tasks.autumn.runtime import LARGEST_GRID
 from tasks.checker import CSS_COLOURS, FRAME_RATES
 
@@ -79,10 +79,8 @@ class Calls:
         """A colour written as a literal, or as an ``if``'s literal branches, must be a CSS
         colour name: a browser draws any other black, the pygame window magenta."""
         if _form(value, "if"):
-            parts = value.value
-            for before, branch in zip(parts, parts[1:]):
-                if before.is_sym("then") or before.is_sym("else"):
-                    self.colour(branch)
+            for branch in _branches(value):
+                self.colour(branch)
         elif value.kind == STR and value.value.lower() not in CSS_COLOURS:
             self.report(ERROR, value, f"'{value.value}' is not a CSS colour name"
                         + self.suggest(value.value.lower(), CSS_COLOURS)
@@ -123,6 +121,8 @@ class Calls:
             return  # which argument is which is anyone's guess
         for value, fname, ftype in zip(args, obj.fields, obj.types, strict=False):
             self.expect(ftype, value, f"{obj.name}'s field '{fname}' is {ftype}")
+            if fname in _colour_fields(obj):
+                self.colour(value)
         self.expect("Position", args[len(obj.fields)], f"{obj.name}'s last argument is its origin")
 
     def update_field(self, name_node: Node, value: Node) -> None:
@@ -137,3 +137,30 @@ class Calls:
         if len(types) == 1:
             wanted = types.pop()
             self.expect(wanted, value, f"the field '{name}' is {wanted}")
+        if owners and all(name in _colour_fields(o) for o in owners):
+            self.colour(value)
+
+
+def _branches(node: Node) -> list[Node]:
+    """The values an ``(if c then a else b)`` may take: ``a`` and ``b``."""
+    parts = node.value
+    return [branch for before, branch in zip(parts, parts[1:])
+            if before.is_sym("then") or before.is_sym("else")]
+
+
+def _colour_fields(obj: ObjectType) -> frozenset[str]:
+    """The fields of ``obj`` that its cells take their colour from, as they are (a
+    ``Cell``'s colour naming the field, or an ``if``'s branch naming it)."""
+    found: set[str] = set()
+    stack = [obj.node.value[-1]] if obj.node.kind == LIST and obj.node.value else []
+    while stack:
+        node = stack.pop()
+        if node.kind != LIST:
+            continue
+        if _form(node, "Cell") and len(node.value) == 4:
+            colour = node.value[3]
+            for value in _branches(colour) if _form(colour, "if") else [colour]:
+                if value.kind == SYM and value.value in obj.fields:
+                    found.add(value.value)
+        stack.extend(node.value)
+    return frozenset(found)

@@ -127,6 +127,16 @@ BROKEN = [
      "  (: lamp Lamp)\n  (= lamp (initnext (Lamp false (Position 2 2)) (prev lamp)))",
      ERROR, 8, 52, "'yelow' is not a CSS colour name (did you mean 'yellow'?); a browser would "
      "draw it black"),
+    ("colour-of-a-field", '  (object Lamp (: shade String) (Cell 0 0 shade))\n  (: lamp Lamp)\n'
+     '  (= lamp (initnext (Lamp "gold" (Position 2 2)) (prev lamp)))\n'
+     '  (on (clicked lamp) (= lamp (updateObj lamp "shade" "goldish")))',
+     ERROR, 11, 54, "'goldish' is not a CSS colour name; a browser would draw it black"),
+    ("colour-given-to-a-constructor", '  (object Lamp (: lit Bool) (: shade String) '
+     '(Cell 0 0 (if lit then shade else "black")))\n  (: lamp Lamp)\n'
+     '  (= lamp (initnext (Lamp false "Gold" (Position 2 2)) (prev lamp)))\n'
+     '  (on (clicked lamp) (= lamp (Lamp true "golden" (Position 2 2))))',
+     ERROR, 11, 41, "'golden' is not a CSS colour name (did you mean 'goldenrod'?); a browser "
+     "would draw it black"),
     ("background-not-css", '  (= background "blak")',
      ERROR, 8, 17, "'blak' is not a CSS colour name (did you mean 'black'?); a browser would "
      "draw it black"),
@@ -319,14 +329,14 @@ def test_envs_check_rolls_the_program_out_and_reports_where_it_fails(
 
 def test_envs_check_rolls_out_a_colour_no_browser_can_draw_that_the_program_computes(
         tmp_path: Path) -> None:
-    """A colour the program only makes as it runs (a field a click sets) is out of the
-    static check's sight: the rollout sees it in the frame, and the actions it writes
-    paint it again."""
+    """A colour that reaches a cell only as the program runs (a field a click sets from a
+    definition) is out of the static check's sight: the rollout sees it in the frame,
+    and the actions it writes paint it again."""
     program = tmp_path / "lamp.sexp"
     program.write_text(BASE.format(extra=(
         '  (object Lamp (: shade String) (Cell 0 0 shade))\n  (: lamp Lamp)\n'
-        '  (= lamp (initnext (Lamp "gold" (Position 4 4)) (prev lamp)))\n'
-        '  (on (clicked lamp) (= lamp (updateObj lamp "shade" "goldish")))')))
+        '  (= lamp (initnext (Lamp "gold" (Position 4 4)) (prev lamp)))\n  (= dim "goldish")\n'
+        '  (on (clicked lamp) (= lamp (updateObj lamp "shade" dim)))')))
     assert check_source(program.read_text(), str(program)) == ()
     result = CliRunner().invoke(envs_command, ["check", str(program)])
     assert result.exit_code == 1, result.output
