@@ -385,8 +385,8 @@ MODEL_TURN = ("raw_reply", "prompt", "system_prompt", "reasoning", "finish_reaso
 TURN_TEXT_LIMITS = {"raw_reply": 200_000, "prompt": 400_000, "system_prompt": 200_000,
                     "reasoning": 400_000, "finish_reason": 40, "error": 2000}
 """The most characters a model turn's text fields keep (the agent API refuses more; the
-model bridge keeps the start of a longer text, :func:`kept`, in process and through
-the server alike)."""
+model bridge keeps the start and the end of a longer text, :func:`kept`, in process and
+through the server alike)."""
 RECORDED_TURN = ("action", "applied", "parse_valid", "error", *MODEL_TURN)
 """What a resumed attempt's agent reads back of each of its recorded turns."""
 
