@@ -211,9 +211,9 @@ class LLMAgent:
 
     def _answer(self, turn: Turn, prompt: str, completion: Completion) -> Decision:
         """Remember the exchange and read the action off the reply: off what the record
-        keeps of it (its start, when it is longer than a record's ``raw_reply`` holds), so
-        that a resumed attempt, which reads the recorded reply (:meth:`recall`), reads
-        the same action and remembers the same conversation."""
+        keeps of it (its start and its end, when it is longer than a record's
+        ``raw_reply`` holds), so that a resumed attempt, which reads the recorded reply
+        (:meth:`recall`), reads the same action and remembers the same conversation."""
         first = not self.history.turns
         reply = kept(completion.text, TURN_TEXT_LIMITS["raw_reply"])
         self.history.add(self.content(turn, prompt), reply)
@@ -229,8 +229,8 @@ class LLMAgent:
         except ReplyError as problem:
             error = str(problem)
             if reply != completion.text:
-                error += (f" (the reply was {len(completion.text):,} characters long: only its "
-                          f"first {TURN_TEXT_LIMITS['raw_reply']:,} are read and kept)")
+                error += (f" (the reply was {len(completion.text):,} characters long: its start "
+                          "and its end are kept and read, its middle is not)")
             if completion.finish_reason == "length":
                 error += " (the reply was cut off at the token limit: finish_reason length)"
         texts = {"raw_reply": reply, "error": error, "prompt": prompt,
