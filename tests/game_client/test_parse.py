@@ -78,3 +78,22 @@ def test_a_reply_nested_deeper_than_the_decoder_goes_costs_a_turn_not_the_attemp
     assert [e.parse_valid for e in events] == [False, True, True] * 2
     assert events[0].error.startswith('the reply has no JSON object with an "action"')
     assert [e.action for e in events if e.parse_valid] == ["up", "left"] * 2
+
+
+def test_an_action_in_the_middle_of_a_reply_too_long_for_the_record_is_said_unread(store) -> None:
+    """The record keeps a long reply's start and end, and the action is read from what it
+    keeps: one written in the middle is an invalid turn that says why."""
+    from records.schema import TURN_TEXT_LIMITS, kept
+    from tests.game_client.conftest import PLANNING
+
+    middle = " and on" * 24_000 + "<action>up</action>" + " and on" * 10_000
+    replies = [middle, "<action>go-to-test</action>", "<action>right</action>",
+               "<action>right</action>", "<action>down</action>"]
+    with FakeOpenAI(replies) as fake:
+        result = run_episode(LLMAgent(provider(fake)), PLANNING, store=store)
+    events, _ = events_and_row(store, result.episode_id)
+    assert (events[0].parse_valid, events[0].action) == (False, None)
+    assert events[0].error.endswith("(the reply was 238,019 characters long: its start and its "
+                                    "end are kept and read, its middle is not)")
+    assert events[0].raw_reply == kept(middle, TURN_TEXT_LIMITS["raw_reply"])
+    assert (result.status, result.score) == ("done", 1.0)
