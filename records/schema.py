@@ -156,13 +156,14 @@ def kept(text: str | None, most: int) -> str | None:
     """
     if text is None or len(text) <= most:
         return text
-    note = f" [{len(text):,} characters: the first {{:,}} and the last {{:,}} kept] "
-    room = most - len(note.format(most, most))
-    if room < 4:  # a field too short for both ends (a finish reason): its start
-        start = max(0, most - len(f" [{len(text):,} characters: the first {most:,} kept]"))
-        return f"{text[:start]} [{len(text):,} characters: the first {start:,} kept]"[:most]
-    start, end = room - room // 4, room // 4
-    return f"{text[:start]}{note.format(start, end)}{text[len(text) - end:]}"
+    both = f" [{len(text):,} characters: the first {{:,}} and the last {{:,}} kept] "
+    room = most - len(both.format(most, most))
+    if room >= 4:
+        start, end = room - room // 4, room // 4
+        return f"{text[:start]}{both.format(start, end)}{text[len(text) - end:]}"
+    first = f" [{len(text):,} characters: the first {{:,}} kept]"  # too short for both ends
+    start = max(0, most - len(first.format(most)))
+    return (text[:start] + first.format(start))[:most]
 
 
 def storable(value: Any) -> Any:

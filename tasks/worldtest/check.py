@@ -57,20 +57,25 @@ def static_errors(problem: Problem) -> list[str]:
     runs (its own and, for change detection, the changed one), each as one reason."""
     from tasks.autumn.lint import check_file, errors
 
-    reasons = []
-    for env_id in _env_ids(problem):
-        try:
-            program = registry.env_spec(env_id).program
-        except KeyError:
-            continue  # said by the check that makes the environment
-        if program:
-            reasons += [f"static check: {finding}" for finding in errors(check_file(program))]
-    return reasons
+    return [f"static check: {finding}" for spec in _specs(problem) if spec.program
+            for finding in errors(check_file(spec.program))]
 
 
 def _env_ids(problem: Problem) -> list[str]:
     """The environments ``problem`` runs: its own and, for change detection, the changed."""
     return [i for i in dict.fromkeys([problem.env_id, problem.params.get("changed_env_id")]) if i]
+
+
+def _specs(problem: Problem) -> list[registry.EnvSpec]:
+    """How the environments ``problem`` runs are registered (one that is not: said by the
+    check that makes it)."""
+    specs = []
+    for env_id in _env_ids(problem):
+        try:
+            specs.append(registry.env_spec(env_id))
+        except KeyError:
+            continue
+    return specs
 
 
 def program_errors(problem: Problem) -> list[str]:
@@ -93,15 +98,8 @@ def contract_errors(problem: Problem) -> list[str]:
     a frame rate outside 3 to 8, a cell no browser can draw, the same seed and actions
     giving other frames, ...) by the Python environments ``problem`` runs, each as one
     reason. (A program's are its static and rollout checks.)"""
-    reasons = []
-    for env_id in _env_ids(problem):
-        try:
-            spec = registry.env_spec(env_id)
-        except KeyError:
-            continue  # said by the check that makes the environment
-        if not spec.program:
-            reasons += [f"contract check: {env_id}: {why}" for why in _contract(spec)]
-    return reasons
+    return [f"contract check: {spec.id}: {why}" for spec in _specs(problem) if not spec.program
+            for why in _contract(spec)]
 
 
 _CONTRACTS: dict[str, tuple[registry.EnvSpec, tuple[str, ...]]] = {}
