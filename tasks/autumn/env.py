@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from tasks.autumn import compat
 from tasks.autumn.calls import STEP_BUDGET
@@ -75,8 +75,15 @@ class AutumnEnv:
 
     @property
     def frame_rate(self) -> int:
-        rate = self._rt.globals.get("FRAME_RATE", 8)
+        rate = self.declared_frame_rate
         return rate if type(rate) is int and rate > 0 else 8
+
+    @property
+    def declared_frame_rate(self) -> Any:
+        """``FRAME_RATE`` as the program computed it, whatever it is (8 when it sets
+        none); :attr:`frame_rate` plays 8 for one that is no positive whole number, and
+        the rollout check refuses any outside 3 to 8."""
+        return self._rt.globals.get("FRAME_RATE", 8)
 
     @property
     def size(self) -> tuple[int, int]:

@@ -12,7 +12,8 @@ play, with the actions that reach it written to a file the debugger replays (``g
 play PROGRAM --debug --seed S --actions FILE``). A step over its budget (docs/autumn.md,
 "The step budget") fails the check the same way, and so does a frame holding a cell
 that is no CSS colour name (a browser would draw it black; the static check sees only
-the colours written as literals).
+the colours written as literals), and a ``FRAME_RATE`` the program computes outside 3 to
+8 (the static check sees a number written, not a sum).
 
 The checks of a problem (:func:`tasks.worldtest.check.check_problem`, hence ``problems
 check`` and ``derive``), ``gridstudy study create`` and ``gridstudy envs check`` run
@@ -31,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tasks import registry
-from tasks.checker import CSS_COLOURS, StepCost, random_actions, step_cost
+from tasks.checker import CSS_COLOURS, FRAME_RATES, StepCost, random_actions, step_cost
 from tasks.core import GridEnv
 
 ROLLOUT_SEEDS = (1, 2)
@@ -96,6 +97,12 @@ def roll_out(env: GridEnv, program: str, seed: int, kind: str, actions: list[str
     painted: set = set()
     try:
         observation = env.reset(seed)
+        rate = getattr(env, "declared_frame_rate", env.frame_rate)
+        if not (type(rate) is int and rate in FRAME_RATES):
+            return RolloutFailure(program, kind, seed, done, (
+                f"{program}: FRAME_RATE is {rate!r} once the program has started; it is the "
+                f"frames per second people play at, from {FRAME_RATES[0]} to "
+                f"{FRAME_RATES[-1]}"))
         for action in [None, *actions]:
             if action is not None:
                 if observation.done:

@@ -443,3 +443,21 @@ def test_study_create_refuses_a_study_of_each_broken_program(
         registry.unregister(env_id="test/broken", problem_id="test/broken/planning")
     assert "test/broken/planning: its program has errors" in refused
     assert reason.format(program=program) in refused, refused
+
+
+def test_envs_check_rolls_out_a_frame_rate_the_program_computes(tmp_path: Path) -> None:
+    """A FRAME_RATE the program computes is out of the static check's sight (it sees a
+    number written, not a sum): the rollout reads what the program set, and refuses one
+    outside 3 to 8 that the server would have played (20 frames a second here, or 8 in
+    place of a 0 or a -5 it could not play)."""
+    for expression, shown in (("(+ 10 10)", "20"), ("(- 4 4)", "0"), ("(- 0 5)", "-5")):
+        program = tmp_path / "fast.sexp"
+        program.write_text(BASE.format(extra=f"  (= FRAME_RATE {expression})"))
+        assert check_source(program.read_text(), str(program)) == ()
+        result = CliRunner().invoke(envs_command, ["check", str(program)])
+        assert result.exit_code == 1, result.output
+        assert (f"rollout check: {program}: FRAME_RATE is {shown} once the program has "
+                "started; it is the frames per second people play at, from 3 to 8 (at tick 0"
+                in result.output), result.output
+    program.write_text(BASE.format(extra="  (= FRAME_RATE (+ 2 2))"))
+    assert CliRunner().invoke(envs_command, ["check", str(program)]).exit_code == 0
