@@ -29,6 +29,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -88,41 +89,35 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     ``progress`` is told how far it is: the rows to write are counted first."""
     engine = open_existing(url)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    left_by_the_dead(out, STAGING)
-    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-", dir=out))
     try:
-        hide = Pseudonyms(key or _stored_key(engine) or _made_key(url)) if pseudonymize else None
-        with engine.connect() as connection:
-            one_moment(connection)
-            scope = _Scope(study)
-            tables = {"episodes": episode_rows(connection, scope),
-                      "events": event_rows(connection, scope),
-                      "frames": frame_rows(connection, scope),
-                      "raw_inputs": raw_rows(connection, scope),
-                      "participants": participant_rows(connection, scope, hide),
-                      "agent_runs": run_rows(connection, scope),
-                      "signals": signal_rows(connection, scope)}
-            if progress is not None:
-                tables = _Tally(progress, _row_count(connection, scope)).over(tables)
-            summary = ExportSummary(
-                out=out,
-                episodes=write_csv(staging / "episodes.csv", tables["episodes"]),
-                events=write_events(staging, tables["events"]),
-                frames=write_jsonl(staging / "frames.jsonl", tables["frames"]),
-                raw_inputs=write_jsonl(staging / "raw_inputs.jsonl", tables["raw_inputs"]),
-                participants=write_jsonl(staging / "participants.jsonl",
-                                         tables["participants"]),
-            )
-            write_jsonl(staging / "agent_runs.jsonl", tables["agent_runs"])
-            write_jsonl(staging / "signals.jsonl", tables["signals"])
-        write_dictionary(staging)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        with staged(out, "gridstudy export") as staging:
+            hide = Pseudonyms(key or _stored_key(engine) or _made_key(url)) if pseudonymize else None
+            with engine.connect() as connection:
+                one_moment(connection)
+                scope = _Scope(study)
+                tables = {"episodes": episode_rows(connection, scope),
+                          "events": event_rows(connection, scope),
+                          "frames": frame_rows(connection, scope),
+                          "raw_inputs": raw_rows(connection, scope),
+                          "participants": participant_rows(connection, scope, hide),
+                          "agent_runs": run_rows(connection, scope),
+                          "signals": signal_rows(connection, scope)}
+                if progress is not None:
+                    tables = _Tally(progress, _row_count(connection, scope)).over(tables)
+                summary = ExportSummary(
+                    out=out,
+                    episodes=write_csv(staging / "episodes.csv", tables["episodes"]),
+                    events=write_events(staging, tables["events"]),
+                    frames=write_jsonl(staging / "frames.jsonl", tables["frames"]),
+                    raw_inputs=write_jsonl(staging / "raw_inputs.jsonl", tables["raw_inputs"]),
+                    participants=write_jsonl(staging / "participants.jsonl",
+                                             tables["participants"]),
+                )
+                write_jsonl(staging / "agent_runs.jsonl", tables["agent_runs"])
+                write_jsonl(staging / "signals.jsonl", tables["signals"])
+            write_dictionary(staging)
     finally:
         engine.dispose()
-    _publish(staging, out)
     return summary
 
 
@@ -156,20 +151,37 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _publish(staging: Path, out: Path) -> None:
-    """Move every file written in ``staging`` into ``out``, replacing the earlier export's.
+@contextmanager
+def staged(out: Path, again: str) -> Iterator[Path]:
+    """A hidden folder in ``out`` for the block to write its files in; when the block
+    ends well they replace ``out``'s (:func:`_publish`), and when it fails or is stopped
+    (a full disk, Ctrl-C, a lost database) what it wrote is removed and ``out`` is left
+    as it was. ``again`` is the command that writes the folder (said if it must be run
+    again)."""
+    out.mkdir(parents=True, exist_ok=True)
+    left_by_the_dead(out, STAGING)
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-", dir=out))
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _publish(staging, out, again)
 
-    An export that fails or is stopped while it writes (a full disk, Ctrl-C, a lost
-    database) removes what it wrote and leaves ``out`` as it was; one killed then leaves
-    its hidden staging folder, which the next export removes. The moves themselves take
-    moments, and while they are made ``out`` holds :data:`records.schema.EXPORT_UNFINISHED`,
-    which the analysis refuses to load: a process killed among them, or a move that
-    fails, leaves files of two exports, said so, never silently."""
+
+def _publish(staging: Path, out: Path, again: str) -> None:
+    """Move every file written in ``staging`` into ``out``, replacing the earlier ones.
+
+    One killed while it writes leaves its hidden staging folder, which the next one
+    removes. The moves themselves take moments, and while they are made ``out`` holds
+    :data:`records.schema.EXPORT_UNFINISHED`, which the analysis refuses to load: a
+    process killed among them, or a move that fails, leaves files of two runs, said so,
+    never silently."""
     unfinished = out / schema.EXPORT_UNFINISHED
     unfinished.write_text(
-        "This folder's export stopped while its files were moved here: they may come from\n"
-        "two exports. Run gridstudy export again; gridstudy report refuses this folder\n"
-        "until then.\n")
+        "This folder's files were being replaced when the command writing them stopped:\n"
+        f"they may come from two runs. Run {again} again; gridstudy report refuses this\n"
+        "folder until then.\n")
     for path in staging.iterdir():
         os.replace(path, out / path.name)
     staging.rmdir()

@@ -167,13 +167,18 @@ def approve_list(rows: list[PaymentRow]) -> str:
 
 
 def write_payments(rows: list[PaymentRow], out: Path) -> tuple[Path, Path, Path]:
-    """``decisions.csv``, ``approve.txt`` and ``bonuses.csv`` in ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    decisions, approve, bonuses = out / "decisions.csv", out / "approve.txt", out / "bonuses.csv"
-    decisions.write_text(decisions_csv(rows))
-    approve.write_text(approve_list(rows))
-    bonuses.write_text(bonuses_csv(rows))
-    return decisions, approve, bonuses
+    """``decisions.csv``, ``approve.txt`` and ``bonuses.csv`` in ``out``, all three or
+    none: written beside it first, so that a full disk or a stop part-way leaves the
+    earlier three as they were (never an approval list cut short, or one of another
+    day's decisions)."""
+    from study_server.export import staged
+
+    with staged(out, "gridstudy payments") as staging:
+        for name, text in (("decisions.csv", decisions_csv(rows)),
+                           ("approve.txt", approve_list(rows)),
+                           ("bonuses.csv", bonuses_csv(rows))):
+            (staging / name).write_text(text)
+    return out / "decisions.csv", out / "approve.txt", out / "bonuses.csv"
 
 
 def _cell(value: Any) -> Any:

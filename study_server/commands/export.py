@@ -7,6 +7,24 @@ from typing import Any
 import click
 
 
+def stopped(error: OSError, out: str, what: str, runs: str) -> click.ClickException:
+    """What a command writing the files of folder ``out`` (``study_server.export.staged``)
+    says when ``error`` stopped it: what it wrote is removed and the folder is as it
+    was, or, stopped among the moves into the folder, that the folder holds files of two
+    ``runs``."""
+    from pathlib import Path
+
+    from records.schema import EXPORT_UNFINISHED
+
+    if (Path(out) / EXPORT_UNFINISHED).exists():
+        return click.ClickException(
+            f"the {what} stopped as it moved its files into {out}: {error.strerror or error}; "
+            f"the folder holds files of two {runs} (its {EXPORT_UNFINISHED} says so): run the "
+            f"{what} again")
+    return click.ClickException(f"the {what} stopped: {error.strerror or error}; what it had "
+                                f"written is removed and {out} is as it was")
+
+
 @click.command()
 @click.option("--db", "url", envvar="DATABASE_URL", required=True,
               help="Database URL or SQLite file (default: $DATABASE_URL).")
@@ -22,9 +40,7 @@ def export(url: str, out: str, study: str | None, pseudonymize: bool) -> None:
     Prolific ids, and a data dictionary."""
     import contextlib
     import sys
-    from pathlib import Path
 
-    from records.schema import EXPORT_UNFINISHED
     from study_server.export import export as run_export
 
     with contextlib.ExitStack() as shown:
@@ -44,14 +60,7 @@ def export(url: str, out: str, study: str | None, pseudonymize: bool) -> None:
         except FileNotFoundError as error:
             raise click.ClickException(str(error)) from None
         except OSError as error:  # a full disk, a folder it may not write
-            if (Path(out) / EXPORT_UNFINISHED).exists():  # stopped among the moves
-                raise click.ClickException(
-                    f"the export stopped as it moved its files into {out}: "
-                    f"{error.strerror or error}; the folder holds files of two exports "
-                    f"(its {EXPORT_UNFINISHED} says so): run the export again") from None
-            raise click.ClickException(
-                f"the export stopped: {error.strerror or error}; what it had written is "
-                f"removed and {out} is as it was") from None
+            raise stopped(error, out, "export", "exports") from None
     click.echo(str(summary))
     if not pseudonymize and summary.participants:
         click.echo("participants.jsonl holds Prolific ids: export with --pseudonymize "
@@ -81,7 +90,10 @@ def payments(url: str, study: str, out: str) -> None:
             definition, rows = payment_rows(db, study)
         except LookupError as error:
             raise click.ClickException(str(error)) from None
-    decisions, approve, bonuses = write_payments(rows, Path(out))
+    try:
+        decisions, approve, bonuses = write_payments(rows, Path(out))
+    except OSError as error:  # a full disk, a folder it may not write
+        raise stopped(error, out, "payments", "payments runs") from None
     decisions = Counter(row.decision for row in rows)
     currency = definition.payment.split()[0] if definition.payment else ""
     total = sum(row.bonus for row in rows)

@@ -101,6 +101,42 @@ def test_payments_writes_decisions_the_approve_list_and_prolific_bulk_bonuses(ap
     assert "pilot: 4 participants (approve 1, return 1, pending 2)" in result.output
 
 
+def test_payments_stopped_by_a_full_disk_leave_the_earlier_files_whole(app, visited, tmp_path):
+    """A real full filesystem under a second run of ``gridstudy payments`` (the study has
+    grown since the first): it says so in one line, and the folder holds the first run's
+    three files, whole. Before, each file was rewritten in place: the decisions were cut
+    short beside the earlier approval list, with a traceback."""
+    from tests.study_server.conftest import own_filesystem
+
+    runner = CliRunner()
+    with own_filesystem(tmp_path / "disk", "1m") as disk:
+        out = disk / "pay"
+        first = runner.invoke(main, ["payments", "--db", visited, "--study", "pilot",
+                                     "--out", str(out)])
+        assert first.exit_code == 0, first.output
+        before = {p.name: p.read_bytes() for p in out.iterdir()}
+        assert set(before) == {"decisions.csv", "approve.txt", "bonuses.csv"}
+        for n in range(60):  # sixty more arrivals: the decisions outgrow a page of the disk
+            arrive(app, f"PID-LATER-{n}", f"s-later-{n}")
+        with (disk / "ballast").open("wb", buffering=0) as ballast, pytest.raises(OSError):
+            while True:  # the disk full to its last block
+                ballast.write(b"\0" * 4096)
+        second = runner.invoke(main, ["payments", "--db", visited, "--study", "pilot",
+                                      "--out", str(out)])
+        assert second.exit_code == 1, second.output
+        assert second.stderr.splitlines()[-1] == (
+            f"Error: the payments stopped: No space left on device; what it had written is "
+            f"removed and {out} is as it was")
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no staging left
+        (disk / "ballast").unlink()
+        third = runner.invoke(main, ["payments", "--db", visited, "--study", "pilot",
+                                     "--out", str(out)])
+        assert third.exit_code == 0, third.output
+        assert "pilot: 64 participants" in third.output
+        assert sorted(p.name for p in out.iterdir()) == ["approve.txt", "bonuses.csv",
+                                                         "decisions.csv"]
+
+
 def test_the_dashboard_shows_the_ids_and_serves_the_same_files(app, visited):
     from study_server import auth
     from tests.study_server.test_dashboard import log_in
