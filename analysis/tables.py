@@ -257,7 +257,9 @@ def _setting_order(setting: str) -> tuple[int, int]:
 def score_cost(dataset: Dataset) -> list[Row]:
     """Per model agent: mean score of its finished attempts (those it did not finish
     score 0), grounding accuracy, and the cost and tokens of *every* attempt, incomplete
-    ones included (Fig. 3). ``cost`` is None for a model without a price."""
+    ones included (Fig. 3). ``cost`` is "unpriced" for a model without a price, and
+    "unknown" when some of its turns' replies gave no token counts (``uncounted_turns``):
+    the sum of the others would understate it, and place it wrongly in the figure."""
     rows = []
     models = [e for e in dataset if not e.is_human]
     counted_ids = {id(e) for e in counted(dataset)}
@@ -267,18 +269,29 @@ def score_cost(dataset: Dataset) -> list[Row]:
         completion = sum(event_sum(e, "completion_tokens") for e in episodes)
         unpriced = (prompt + completion) and not any(event_sum(e, "cost", None) is not None
                                                      for e in episodes)
-        cost = None if unpriced else sum(event_sum(e, "cost") for e in episodes)
+        uncounted = sum(uncounted_turns(e) for e in episodes)
+        cost = None if unpriced or uncounted else sum(event_sum(e, "cost") for e in episodes)
         turns = [grounding_counts(e.events) for e in scored]
         model_turns = sum(t for t, _ in turns)
         rows.append({"agent": agent, "attempts": len(episodes), "scored": len(scored),
                      "incomplete": sum(e.is_incomplete for e in episodes),
                      "score": mean_of(score_of(e) for e in scored),
-                     "cost": "unpriced" if unpriced else cost,
+                     "cost": "unpriced" if unpriced else "unknown" if uncounted else cost,
                      "cost_per_attempt": None if cost is None else cost / len(episodes),
                      "prompt_tokens": prompt, "completion_tokens": completion,
+                     "uncounted_turns": uncounted,
                      "grounding_accuracy": (sum(g for _, g in turns) / model_turns
                                             if model_turns else None)})
     return rows
+
+
+def uncounted_turns(episode: EpisodeRecord) -> int:
+    """The turns of ``episode`` where a model was asked (a latency is recorded) and its
+    reply gave no token counts."""
+    return sum(latency is not None and (prompt is None or completion is None)
+               for latency, prompt, completion in zip(
+                   event_values(episode, "latency"), event_values(episode, "prompt_tokens"),
+                   event_values(episode, "completion_tokens")))
 
 
 ENDINGS = (("invalid replies", "invalid replies in a row"), ("turn limit", "no end after"),

@@ -70,6 +70,18 @@ class Decision:
     def tokens(self) -> int:
         return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
 
+    @property
+    def from_model(self) -> bool:
+        """Whether a model was asked for this decision (a random agent, a planner or a
+        scripted reply asks no one, and takes no time)."""
+        return self.latency is not None
+
+    @property
+    def uncounted(self) -> bool:
+        """Whether a model was asked and its reply gave no token counts: what the turn
+        spent is unknown."""
+        return self.from_model and (self.prompt_tokens is None or self.completion_tokens is None)
+
 
 class Agent(Protocol):
     kind: str

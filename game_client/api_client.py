@@ -169,7 +169,7 @@ class AgentAPIClient:
     def spent(self, run_id: int) -> Spending:
         """What the run's recorded turns cost, over every invocation."""
         body = self._request("GET", f"/runs/{run_id}/spending")
-        return Spending(body["cost"], body["tokens"])
+        return Spending(body["cost"], body["tokens"], body.get("uncounted", 0))
 
     def start_episode(self, run_id: int, problem_id: str, max_invalid: int = MAX_INVALID,
                       max_turns: int = MAX_TURNS, run_index: int | None = None) -> dict[str, Any]:

@@ -404,6 +404,7 @@ class Batch:
             cost += f" (${guard.cost:.4f} with earlier runs)"
         bar.set_postfix_str(f"turns {guard.turns}, tokens {guard.tokens - guard.before.tokens:,}, "
                             f"cost {cost}"
+                            + (f", {guard.uncounted} turns uncounted" if guard.uncounted else "")
                             + (f", stopping: {guard.reason}" if guard.stopping else ""),
                             refresh=False)
         bar.update(len(self.results) - bar.n)  # drawn at most every mininterval

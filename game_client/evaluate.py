@@ -380,10 +380,21 @@ class BatchConfig:
         if self.kind == "planner":
             return [planner_run(self.limits)]
         try:
-            return [llm_run(spec, self.limits, sleep=sleep, price_table=self.prices)
+            runs = [llm_run(spec, self.limits, sleep=sleep, price_table=self.prices)
                     for spec in self.models]
         except ValueError as error:  # a request parameter the provider would refuse
             raise ConfigError(str(error)) from None
+        dollars = next((option for option, budget in (("--max-cost", self.budget),
+                                                      ("--max-cost-per-attempt", self.limits.budget))
+                        if budget.cost is not None), None)
+        unpriced = [run.model for run in runs if "prices" not in run.config]
+        if dollars and unpriced:
+            raise ConfigError(
+                f"{dollars} counts dollars, and {', '.join(unpriced)} has no price: give it "
+                f"with --prices '{{\"{unpriced[0]}\": {{\"input\": 2.5, \"output\": 10}}}}' "
+                "(dollars per million tokens) or prices: in the run file, or limit tokens "
+                "with --token-budget instead", dollars)
+        return runs
 
 
 # -- reruns ------------------------------------------------------------------------------
@@ -518,6 +529,10 @@ def summary_lines(runs: Iterable[RunSpec], outcome: Outcome,
             spent = (f"tokens {now.tokens:,} and cost {now.dollars()} this invocation; "
                      f"{total.tokens:,} and {total.dollars()} in all for agent run "
                      f"{run.agent_run_id}")
+            if total.uncounted:
+                spent += (f" ({_count(total.uncounted, 'turn')}, {now.uncounted} of them this "
+                          "invocation, whose replies gave no token counts: what they spent is "
+                          "in neither figure)")
         else:
             spent = (f"tokens {sum(r.tokens for r in results):,}; cost "
                      f"{Spending(*_cost_of(results)).dollars()}")
@@ -544,7 +559,9 @@ def summary_lines(runs: Iterable[RunSpec], outcome: Outcome,
         lines.append(f"stopped early: {outcome.stopped}")
     resumable_count = sum(r.resumable for r in failed)
     if resumable_count:
-        lines.append(f"{resumable_count} attempt(s) can be resumed: run the same command again")
+        lines.append(f"{resumable_count} attempt(s) can be resumed: "
+                     + ("put right what stopped the batch and run the command again"
+                        if outcome.guard.fatal else "run the same command again"))
     return lines
 
 

@@ -95,25 +95,46 @@ class Budget:
             return f"spent {tokens} tokens of a {self.tokens}-token budget"
         return None
 
+    def uncountable(self, decision: Decision) -> str | None:
+        """Why a model's turn cannot be counted against this budget, or None: its reply
+        gave no token counts (the response's ``usage``), or, for a budget in dollars, its
+        model has no price. A budget that counts such a turn as nothing would never stop
+        what it was set to stop."""
+        if not decision.from_model or (self.cost is None and self.tokens is None):
+            return None
+        if decision.uncounted:
+            return ("the provider's reply gave no token counts (its response's usage is "
+                    "missing or holds no whole numbers), so a budget cannot be kept")
+        if self.cost is not None and decision.cost is None:
+            return "the model has no price, so a budget in dollars cannot be kept"
+        return None
+
 
 @dataclass(frozen=True)
 class Spending:
-    """Dollars and tokens spent; ``cost`` None: tokens were spent and none had a price."""
+    """Dollars and tokens spent; ``cost`` None: tokens were spent and none had a price.
+    ``uncounted``: model turns whose replies gave no token counts, so that what they
+    spent is in neither figure."""
 
     cost: float | None = 0.0
     tokens: int = 0
+    uncounted: int = 0
 
     def __add__(self, other: Spending) -> Spending:
-        if self.cost is None and other.cost is None:
-            return Spending(None, self.tokens + other.tokens)
-        return Spending((self.cost or 0.0) + (other.cost or 0.0), self.tokens + other.tokens)
+        cost = None if self.cost is None and other.cost is None else \
+            (self.cost or 0.0) + (other.cost or 0.0)
+        return Spending(cost, self.tokens + other.tokens, self.uncounted + other.uncounted)
 
     def __sub__(self, other: Spending) -> Spending:
         cost = None if self.cost is None else self.cost - (other.cost or 0.0)
-        return Spending(cost, self.tokens - other.tokens)
+        return Spending(cost, self.tokens - other.tokens, self.uncounted - other.uncounted)
 
     def dollars(self) -> str:
-        return "unpriced" if self.cost is None else f"${self.cost:.4f}"
+        if self.cost is None:
+            return "unpriced"
+        if self.uncounted:
+            return f"at least ${self.cost:.4f}" if self.cost else "unknown"
+        return f"${self.cost:.4f}"
 
 
 class Guard:
@@ -131,6 +152,8 @@ class Guard:
         """The provider's message when a refused key or an unknown model stopped the batch."""
         self.cost, self.tokens, self.turns = 0.0, 0, 0
         self.unpriced = False
+        self.uncounted = 0
+        """Model turns whose replies gave no token counts, this invocation."""
         self.before = Spending()
         """What earlier invocations of the batch's agent runs spent (:meth:`carry`)."""
         self.lock = threading.Lock()
@@ -165,12 +188,18 @@ class Guard:
                       "the same command)")
 
     def charge(self, decision: Decision) -> None:
-        """Count one turn's spending; stop the batch when it passes the batch's budget."""
+        """Count one turn's spending; stop the batch when it passes the batch's budget,
+        or when the turn cannot be counted against it (:meth:`Budget.uncountable`)."""
+        uncountable = self.budget.uncountable(decision)
+        if uncountable:
+            self.stop(f"{uncountable}; to play on uncounted, rerun without --max-cost and "
+                      "--token-budget", fatal=True)
         with self.lock:
             self.turns += 1
             self.tokens += decision.tokens
             self.cost += decision.cost or 0.0
             self.unpriced |= decision.cost is None and decision.tokens > 0
+            self.uncounted += decision.uncounted
             over = self.budget.exceeded(self.cost, self.tokens)
         if over:
             self.stop(f"the batch's budget ran out ({over})")
@@ -283,6 +312,11 @@ def play(agent: Agent, attempt: Attempt, *, guard: Guard | None = None,
             break
         cost, tokens = _spent(cost, decision), tokens + decision.tokens
         guard.charge(decision)
+        uncountable = budget.uncountable(decision)
+        if uncountable:
+            guard.stop(f"{uncountable}; to play on uncounted, rerun with --new-run and "
+                       "without --max-cost-per-attempt and --token-budget-per-attempt (an "
+                       "attempt's budget is part of its agent run)", fatal=True)
         over = budget.exceeded(cost or 0.0, tokens)
         if over and attempt.summary()["status"] == ACTIVE:
             attempt.end(ABANDONED, f"the attempt's budget ran out ({over})")

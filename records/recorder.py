@@ -32,23 +32,29 @@ def merge_info(store: Any, episode_id: int, info: dict[str, Any]) -> None:
                         .values(info={**(row.info or {}), **info}))
 
 
-def run_spending(store: Any, agent_run_id: int) -> tuple[float | None, int]:
+def run_spending(store: Any, agent_run_id: int) -> tuple[float | None, int, int]:
     """What an agent run's recorded model turns cost in dollars (None: tokens were spent
-    and none had a price) and in tokens, over every invocation that played it."""
-    from sqlalchemy import func
+    and none had a price) and in tokens, over every invocation that played it, and how
+    many of them spent what nobody counted (a model was asked, and its reply gave no
+    token counts)."""
+    from sqlalchemy import func, or_
     from sqlmodel import select
 
     from records.models import Event
     from tasks.worldtest.turn import AGENT
 
     store.wait()
+    turns = (Event.agent_run_id == agent_run_id, Event.source == AGENT)
     with store.session() as session:
         cost, prompt, completion = session.exec(
             select(func.sum(Event.cost), func.sum(Event.prompt_tokens),
-                   func.sum(Event.completion_tokens))
-            .where(Event.agent_run_id == agent_run_id, Event.source == AGENT)).one()
+                   func.sum(Event.completion_tokens)).where(*turns)).one()
+        uncounted = session.exec(
+            select(func.count()).where(*turns, Event.latency.is_not(None),
+                                       or_(Event.prompt_tokens.is_(None),
+                                           Event.completion_tokens.is_(None)))).one()
     tokens = int(prompt or 0) + int(completion or 0)
-    return (None if cost is None and tokens else float(cost or 0.0)), tokens
+    return (None if cost is None and tokens else float(cost or 0.0)), tokens, int(uncounted)
 
 
 def last_seen(store: Any, rows: list[Any]) -> dict[int, float]:

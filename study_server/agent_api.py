@@ -329,8 +329,8 @@ def run_spent(run_id: int):
     """What the run's recorded model turns cost, over every invocation: a rerun counts it
     against its budget."""
     _run(run_id)
-    cost, tokens = run_spending(_store(), run_id)
-    return jsonify({"cost": cost, "tokens": tokens})
+    cost, tokens, uncounted = run_spending(_store(), run_id)
+    return jsonify({"cost": cost, "tokens": tokens, "uncounted": uncounted})
 
 
 @bp.post("/runs/<int:run_id>/episodes")

@@ -101,7 +101,7 @@ def test_score_cost_counts_every_model_turn(dataset):
     assert llm == {"agent": "llm:m-1", "attempts": 2, "scored": 2, "incomplete": 0,
                    "score": 0.5, "cost": pytest.approx(0.07),
                    "cost_per_attempt": pytest.approx(0.035),
-                   "prompt_tokens": 600, "completion_tokens": 30,
+                   "prompt_tokens": 600, "completion_tokens": 30, "uncounted_turns": 0,
                    "grounding_accuracy": pytest.approx(5 / 6)}
     assert "human" not in {r["agent"] for r in tables.score_cost(dataset)}
 

@@ -12,7 +12,7 @@ from sqlmodel import select
 
 from analysis.load import load
 from analysis.tables import random_baseline_rows, score_cost
-from bench.standin import Failure, FakeOpenAI
+from bench.standin import Failure, FakeOpenAI, Reply
 from records.models import AgentRun, EpisodeRow, Event
 from records.store import Store
 from study_server.cli import main
@@ -105,6 +105,46 @@ def test_an_attempt_budget_abandons_and_a_batch_budget_interrupts(tmp_path, regi
     assert "stopped early: the batch's budget ran out" in batch.stdout
     assert [e.status for e in episodes] == ["interrupted"]
     assert episodes[0].info["resumable"] is True
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": None, "completion_tokens": None},
+                                   {"prompt_tokens": -5, "completion_tokens": "many"}],
+                         ids=["no-usage", "garbage-usage"])
+def test_a_budget_never_counts_what_it_cannot_count_as_nothing(tmp_path, registered, usage):
+    """A budget is kept or the batch stops: a dollar budget for a model with no price is
+    refused before any request, and a reply without token counts stops a batch with a
+    budget after that one request. Without a budget such turns are played, and every
+    figure says their spending is unknown, never $0."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"m": {"input": 10000.0, "output": 10000.0}}))
+    env_of = lambda fake: {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"}  # noqa: E731
+    noop = Reply("<action>noop</action>", usage=usage)
+    with FakeOpenAI([noop] * 20) as fake:
+        unpriced = agent_run(tmp_path / "u.db", "--model", "m", "--max-cost", "1",
+                             env=env_of(fake))
+    assert unpriced.exit_code == 2 and fake.requests == []
+    assert "--max-cost counts dollars, and m has no price" in unpriced.stderr
+    for budget, db in ((["--max-cost", "1"], "a.db"), (["--token-budget", "10000"], "b.db"),
+                       (["--max-cost-per-attempt", "1"], "c.db"),
+                       (["--token-budget-per-attempt", "10000"], "d.db")):
+        with FakeOpenAI([noop] * 20) as fake:
+            result = agent_run(tmp_path / db, "--model", "m", "--prices", str(prices),
+                               "--runs", "2", *budget, env=env_of(fake))
+        assert result.exit_code == 1 and len(fake.requests) == 1, (budget, result.stdout)
+        assert "gave no token counts" in result.stderr and "so a budget cannot be kept" in \
+            result.stderr
+        _, episodes, events = rows(tmp_path / db)
+        assert [(e.status, e.info["resumable"]) for e in episodes] == [("interrupted", True)]
+        assert len(events) == 1 and events[0].prompt_tokens is None
+    with FakeOpenAI([noop] * 20) as fake:
+        free = agent_run(tmp_path / "f.db", "--model", "m", "--prices", str(prices),
+                         "--max-turns", "6", env=env_of(fake))
+    assert free.exit_code == 0 and len(fake.requests) == 6
+    assert "tokens 0 and cost unknown this invocation" in free.stdout
+    assert "(6 turns, 6 of them this invocation, whose replies gave no token counts" in \
+        free.stdout
+    row, = score_cost(load(f"sqlite:///{tmp_path / 'f.db'}"))
+    assert (row["cost"], row["cost_per_attempt"], row["uncounted_turns"]) == ("unknown", None, 6)
 
 
 def test_a_run_file_evaluates_two_models_at_two_endpoints(tmp_path, registered):
