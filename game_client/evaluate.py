@@ -44,7 +44,7 @@ from game_client.agents import PlannerAgent, RandomAgent
 from game_client.batch import Outcome, RunSpec
 from game_client.bridge.images import OBSERVATIONS
 from game_client.runner import Budget, EpisodeResult, Spending
-from records.schema import agent_name
+from records.schema import agent_name, is_number
 from tasks.worldtest.turn import MAX_INVALID, MAX_TURNS
 
 MODEL_KEYS = {
@@ -69,6 +69,34 @@ BATCH_KEYS = ("problems", "runs", "concurrency", "max_cost", "token_budget",
 
 class RunFileError(ValueError):
     """A run file that cannot be used (the message says where and why)."""
+
+
+def _whole(least: int) -> tuple[str, Callable[[Any], bool]]:
+    return (f"a whole number of at least {least}",
+            lambda value: is_number(value) and type(value) is int and value >= least)
+
+
+def _above_zero(unit: str) -> tuple[str, Callable[[Any], bool]]:
+    return (f"a number of {unit} above 0", lambda value: is_number(value) and value > 0)
+
+
+NUMBERS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "runs": _whole(1), "concurrency": _whole(1), "max_turns": _whole(1),
+    "max_invalid": _whole(1), "token_budget": _whole(1), "token_budget_per_attempt": _whole(1),
+    "max_cost": _above_zero("dollars"), "max_cost_per_attempt": _above_zero("dollars"),
+    "timeout": _above_zero("seconds"), "requests_per_minute": _above_zero("requests"),
+    "retries": _whole(0), "k": _whole(0), "context_window": _whole(1),
+}
+"""What each number of a batch or a model may be, whether an option or a run file gives
+it (``--retries -1`` or ``runs: 0`` would otherwise fail later, without saying which)."""
+
+
+def broken_number(key: str, value: Any) -> str | None:
+    """Why ``value`` cannot be the setting ``key`` (:data:`NUMBERS`), or None."""
+    if key not in NUMBERS or value is None:
+        return None
+    words, holds = NUMBERS[key]
+    return None if holds(value) else f"must be {words}, not {value!r}"
 
 
 @dataclass
@@ -140,12 +168,16 @@ def _model_spec(entry: Any, where: str, defaults: dict[str, Any]) -> ModelSpec:
     unknown = sorted(set(entry) - set(MODEL_KEYS))
     if unknown:
         raise RunFileError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(MODEL_KEYS)}")
+    for key, value in entry.items():
+        broken = broken_number(key, value)
+        if broken:
+            raise RunFileError(f"{where}: {key} {broken}")
     values = {k: defaults[k] for k in MODEL_KEYS if k in defaults and defaults[k] is not None}
     values.update(entry)
     values["params"] = {**(defaults.get("params") or {}), **(entry.get("params") or {})}
     prices = values.get("prices")
     if prices is not None and not (isinstance(prices, dict) and set(prices) == {"input", "output"}
-                                   and all(isinstance(v, (int, float)) for v in prices.values())):
+                                   and all(is_number(v) and v >= 0 for v in prices.values())):
         raise RunFileError(f"{where}: prices must be {{input: N, output: N}} dollars per "
                            "million tokens")
     if not isinstance(values["params"], dict):
@@ -300,6 +332,10 @@ class BatchConfig:
         from game_client.bridge.provider import PriceTable
 
         o = options
+        for key in NUMBERS:
+            broken = broken_number(key, o.get(key))
+            if broken:
+                raise ConfigError(broken, "--" + key.replace("_", "-"))
         defaults = {"history": o["history"], "k": o["k"], "prompt_variant": o["prompt_variant"],
                     "summary": o["summary"], "observation": o["observation"],
                     "timeout": o["timeout"], "retries": o["retries"],
@@ -321,6 +357,10 @@ class BatchConfig:
                 batch, models = read_run_file(o["run_file"], defaults)
             except RunFileError as error:
                 raise ConfigError(str(error), "--run-file") from None
+            for key, value in batch.items():
+                broken = broken_number(key, value)
+                if broken:
+                    raise ConfigError(f"{o['run_file']}: {key} {broken}", "--run-file")
             models += named
         patterns = o["patterns"] or tuple(batch.get("problems") or ())
         if not patterns:

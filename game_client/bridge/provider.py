@@ -25,6 +25,7 @@ price has no cost (None), never 0.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
@@ -84,7 +85,8 @@ class PriceTable:
         where = "the inline price table" if inline else str(source)
         try:
             data = json.loads(source if inline else Path(source).read_text())
-            return cls({name: Prices(float(p["input"]), float(p["output"])) for name, p in data.items()})
+            table = cls({name: Prices(float(p["input"]), float(p["output"]))
+                         for name, p in data.items()})
         except OSError as error:
             raise ValueError(f"{where}: {error.strerror}; give a JSON file's path or the "
                              'table itself, like {"gpt-4o": {"input": 2.5, "output": 10.0}}') from None
@@ -93,6 +95,11 @@ class PriceTable:
                 f"{where}: not a price table ({type(error).__name__}: {error}); expected JSON "
                 'like {"gpt-4o": {"input": 2.5, "output": 10.0}} (dollars per million tokens)'
             ) from None
+        for name, prices in table.prices.items():
+            if not all(math.isfinite(p) and p >= 0 for p in (prices.input, prices.output)):
+                raise ValueError(f"{where}: the prices of {name!r} must be numbers of dollars "
+                                 f"of at least 0, not {prices.input} and {prices.output}")
+        return table
 
     def cost(self, model: str, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
         prices = self.prices.get(model)

@@ -196,6 +196,15 @@ models:
     ("models: [{model: a, prices: {input: 1}}]", "prices must be {input: N, output: N}"),
     ("runs: 2\nmodel: [a]", "unknown key 'model'"),
     ("models: [a\n", "not YAML"),
+    ("runs: 0\nmodels: [a]", "runs must be a whole number of at least 1, not 0"),
+    ("concurrency: four\nmodels: [a]", "concurrency must be a whole number of at least 1, "
+     "not 'four'"),
+    ("max_cost: -1\nmodels: [a]", "max_cost must be a number of dollars above 0, not -1"),
+    ("models: [{model: a, timeout: 0}]", "models[0]: timeout must be a number of seconds "
+     "above 0, not 0"),
+    ("models: [{model: a, retries: -1}]", "models[0]: retries must be a whole number of at "
+     "least 0, not -1"),
+    ("models: [{model: a, prices: {input: .nan, output: 1}}]", "prices must be {input: N"),
 ])
 def test_a_bad_run_file_is_a_clear_error(tmp_path, registered, text, message):
     run_file = tmp_path / "bad.yaml"
@@ -204,6 +213,37 @@ def test_a_bad_run_file_is_a_clear_error(tmp_path, registered, text, message):
         "agent", "run", "--run-file", str(run_file), "--problems", "test/walker-planning",
         "--db", str(tmp_path / "r.db")])
     assert result.exit_code == 2 and message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("option, value, words", [
+    ("--runs", "0", "a whole number of at least 1"),
+    ("--concurrency", "0", "a whole number of at least 1"),
+    ("--max-turns", "0", "a whole number of at least 1"),
+    ("--max-invalid", "0", "a whole number of at least 1"),
+    ("--token-budget", "-5", "a whole number of at least 1"),
+    ("--token-budget-per-attempt", "0", "a whole number of at least 1"),
+    ("--max-cost", "-1", "a number of dollars above 0"),
+    ("--max-cost", "nan", "a number of dollars above 0"),
+    ("--max-cost-per-attempt", "0", "a number of dollars above 0"),
+    ("--timeout", "0", "a number of seconds above 0"),
+    ("--timeout", "inf", "a number of seconds above 0"),
+    ("--retries", "-1", "a whole number of at least 0"),
+    ("--requests-per-minute", "0", "a number of requests above 0"),
+    ("--k", "-1", "a whole number of at least 0"),
+    ("--context-window", "0", "a whole number of at least 1"),
+])
+def test_a_number_no_batch_can_use_is_named_before_any_request(tmp_path, registered, option,
+                                                               value, words):
+    """A number typed wrong stops the command at once, naming the option. Before, `--retries
+    -1` ended every attempt with an UnboundLocalError, `--timeout inf` with an
+    OverflowError, `--timeout 0` with a failed request each, `--token-budget -5` as "the
+    budget ran out", and `--concurrency 0` played on."""
+    with FakeOpenAI(["<action>noop</action>"] * 5) as fake:
+        result = agent_run(tmp_path / "r.db", "--model", "m", option, value,
+                           env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"})
+    assert result.exit_code == 2 and fake.requests == []
+    assert f"Invalid value for {option}: must be {words}, not " in result.stderr, result.stderr
+    assert not (tmp_path / "r.db").exists() or rows(tmp_path / "r.db")[1] == []
 
 
 def test_the_random_agent_is_never_cut_short_and_fills_the_baseline_table(tmp_path, registered):
@@ -326,6 +366,11 @@ def test_the_batch_budget_counts_what_earlier_runs_of_the_command_spent(tmp_path
     broken = agent_run(db, *args[:2], "--prices", '{"m": {"input": 1}}', env=env_of(fake))
     assert broken.exit_code == 2
     assert "the inline price table: not a price table (KeyError: 'output')" in broken.stderr
+    negative = agent_run(db, *args[:2], "--prices", '{"m": {"input": -1, "output": 2}}',
+                         env=env_of(fake))
+    assert negative.exit_code == 2
+    assert ("the inline price table: the prices of 'm' must be numbers of dollars of at least "
+            "0, not -1.0 and 2.0") in negative.stderr
 
 
 def test_a_model_without_a_finished_attempt_has_no_grounding(tmp_path, registered):
