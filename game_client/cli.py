@@ -40,8 +40,10 @@ def make_driver(target: str, seed: int):
 @click.command()
 @click.argument("target", required=False)
 @click.option("--seed", default=0, show_default=True, help="Seed (environments only; a problem has its own).")
-@click.option("--fps", type=int, default=None, help="Frame rate (default: the environment's).")
-@click.option("--scale", default=32, show_default=True, help="Pixels per cell.")
+@click.option("--fps", type=click.IntRange(1, 60), default=None,
+              help="Frame rate (default: the environment's).")
+@click.option("--scale", type=click.IntRange(1, 256), default=32, show_default=True,
+              help="Pixels per cell.")
 @click.option("--record", is_flag=True, help="Write the run to the store like any other.")
 @click.option("--db", default=None, help="Database URL or SQLite file (default $DATABASE_URL or gridstudy.db).")
 @click.option("--server", default=None, help="Play remotely: the study server's URL.")
@@ -357,8 +359,10 @@ def baseline() -> None:
 
 
 @baseline.command("random")
-@click.option("--samples", default=50, show_default=True, help="Random runs per problem.")
-@click.option("--steps", default=1000, show_default=True, help="Step limit (timeout) per run.")
+@click.option("--samples", type=click.IntRange(min=1), default=50, show_default=True,
+              help="Random runs per problem.")
+@click.option("--steps", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Step limit (timeout) per run.")
 @click.option("--problems", "patterns", multiple=True, help="Problem ids or patterns (default: every problem whose challenge has a random baseline).")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--per-problem", is_flag=True, help="One row per problem instead of per environment, with the chance level 1/options of masked frame prediction; its mean steps count a failed run as --steps.")

@@ -192,7 +192,8 @@ def _gym_id_or_why(problem_id: str) -> str:
 
 @problems.command("check")
 @click.argument("problem_ids", nargs=-1)
-@click.option("--samples", default=None, type=int, help="Seeds sampled for stochastic checks.")
+@click.option("--samples", default=None, type=click.IntRange(min=1),
+              help="Seeds sampled for stochastic checks.")
 @click.option("--strict", is_flag=True,
               help="Fail on unverified problems too (a search found no plan or witness).")
 @click.option("--seeds", default=DEAD_END_SEEDS, show_default=True, type=click.IntRange(min=0),
@@ -329,7 +330,8 @@ def _replay(problem, env_id: str, seed: int, prefix: list[str]) -> str:
 
 @problems.command("derive")
 @click.argument("names", nargs=-1)
-@click.option("--samples", default=64, show_default=True, help="Seeds sampled for each check.")
+@click.option("--samples", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Seeds sampled for each check.")
 def problems_derive(names: tuple[str, ...], samples: int) -> None:
     """Derive the problems of the named library environments (all by default, both
     libraries) from their recipes, and write them into each folder's problems/.

@@ -51,3 +51,23 @@ def test_the_random_baseline_per_problem_prints_a_table_and_writes_csv(tmp_path,
             if line.startswith("test/")}
     assert rows["test/walker-mfp"] == ["mfp", "0.167", "-", "0"]
     assert rows["test/walker-cd"][:2] == ["cd", "1.000"]
+
+
+def test_a_count_no_command_can_use_is_refused_before_any_work(tmp_path, registered):
+    """A zero or negative count is named before anything runs. Before, `baseline random
+    --steps 0` played its 50 samples and then failed; `play --fps -5` played at one frame
+    a second and `--fps 1000` at 60 without a word."""
+    runner = CliRunner()
+    for command in (["baseline", "random", "--problems", "test/walker-planning", "--csv",
+                     str(tmp_path / "b.csv"), "--steps", "0"],
+                    ["baseline", "random", "--problems", "test/walker-planning", "--csv",
+                     str(tmp_path / "b.csv"), "--samples", "-3"],
+                    ["play", "test/walker-planning", "--fps", "0"],
+                    ["play", "test/walker-planning", "--fps", "1000"],
+                    ["play", "test/walker-planning", "--scale", "0"],
+                    ["problems", "check", "--samples", "0", "test/walker-planning"],
+                    ["problems", "derive", "--samples", "0"]):
+        result = runner.invoke(main, command)
+        assert result.exit_code == 2, (command, result.output)
+        assert "is not in the range" in result.stderr, (command, result.stderr)
+    assert not (tmp_path / "b.csv").exists()
