@@ -77,6 +77,15 @@ def fill_counts(session: Session, study_id: str, problems: list[str]) -> dict[st
     return counts
 
 
+def included_done(session: Session, study_id: str) -> dict[str, int]:
+    """Finished included attempts per problem of the study (what its wanted count is
+    counted against)."""
+    return dict(session.exec(
+        select(EpisodeRow.problem_id, func.count()).where(
+            EpisodeRow.study_id == study_id, EpisodeRow.status == DONE, EpisodeRow.included)
+        .group_by(EpisodeRow.problem_id)).all())
+
+
 def choose_problems(
     fill: dict[str, int], wanted: int, seen: set[str], count: int, rng: random.Random
 ) -> list[str]:

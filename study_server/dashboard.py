@@ -221,10 +221,7 @@ def study_summary(db: Session, study: Study) -> dict[str, Any]:
     definition = from_stored(study.definition)
     problems = list(definition.problems)
     fill = assignment.fill_counts(db, study.id, problems)
-    done = dict(db.exec(
-        select(EpisodeRow.problem_id, func.count()).where(
-            EpisodeRow.study_id == study.id, EpisodeRow.status == "done", EpisodeRow.included)
-        .group_by(EpisodeRow.problem_id)).all())
+    done = assignment.included_done(db, study.id)
     excluded = _excluded(study.id, problems)
     _, payments = payment_rows(db, study.id)
     return {

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from consent.definition import DefinitionError, StudyDefinition, load_definition
+from consent.definition import DefinitionError, StudyDefinition, from_stored, load_definition
 
 PROLIFIC_QUERY = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
 """Prolific's placeholders, filled in for each participant."""
@@ -45,7 +45,6 @@ def unknown_problems(engine: Any) -> dict[str, list[str]]:
     from sqlalchemy import inspect
     from sqlmodel import Session, select
 
-    from consent.definition import from_stored
     from records.models import Participant, Study
     from tasks import registry
 
@@ -163,6 +162,20 @@ def doubt_lines(definition: StudyDefinition, warning: str = "warning",
             + " ".join(doubtful)]
 
 
+def existing(db: str | None) -> Any:
+    """An engine on the database a listing command was pointed at (``--db``, else
+    ``$DATABASE_URL``, else ``gridstudy.db``), which must exist: a mistyped name is said
+    so, not made an empty database whose listing shows nothing."""
+    import os
+
+    from records.database import open_existing
+
+    try:
+        return open_existing(db or os.environ.get("DATABASE_URL") or "gridstudy.db")
+    except (FileNotFoundError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+
+
 @click.group()
 def study() -> None:
     """Create and list studies."""
@@ -198,6 +211,38 @@ def create(file: str, db: str | None, replace: bool, live: bool, base_url: str |
     sys.stdout.flush()  # the warnings after what was stored, in a terminal as in a pipe
     for line in doubt_lines(definition):
         click.echo(line, err=True)
+
+
+@study.command("list")
+@click.option("--db", "db", default=None, help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
+def list_studies(db: str | None) -> None:
+    """Every study: its status and title, how full it is (finished included attempts
+    against those wanted), and its participants by how their visit stands."""
+    from collections import Counter
+
+    from sqlmodel import Session, func, select
+
+    from records.models import Participant, Study
+    from study_server.assignment import included_done
+
+    with Session(existing(db)) as session:
+        studies = session.exec(select(Study).order_by(Study.id)).all()
+        if not studies:
+            click.echo("no studies; store one with gridstudy study create FILE")
+        for row in studies:
+            definition = from_stored(row.definition)
+            done = included_done(session, row.id)
+            wanted = definition.attempts_per_problem * len(definition.problems)
+            finished = sum(min(done.get(p, 0), definition.attempts_per_problem)
+                           for p in definition.problems)
+            people = Counter(dict(session.exec(
+                select(Participant.status, func.count()).where(Participant.study_id == row.id)
+                .group_by(Participant.status)).all()))
+            click.echo(f"{row.id}  {row.status}  {row.title}")
+            click.echo(f"  {len(definition.problems)} problems, {finished} of {wanted} included "
+                       f"attempts ({definition.attempts_per_problem} each); "
+                       f"{sum(people.values())} participants"
+                       + "".join(f", {n} {status}" for status, n in sorted(people.items())))
 
 
 @click.group()
@@ -270,11 +315,9 @@ def revoke_token(name: str, db: str | None) -> None:
 @_DB_OPTION
 def list_tokens(db: str | None) -> None:
     """Every token: name, study, created, revoked."""
-    from records.store import Store
     from study_server import tokens
 
-    with Store.for_command(db) as store:
-        rows = tokens.listed(store.engine)
+    rows = tokens.listed(existing(db))
     if not rows:
         click.echo("no tokens; create one with gridstudy token create NAME")
     for row in rows:

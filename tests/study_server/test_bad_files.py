@@ -67,11 +67,21 @@ def one_error_line(result: subprocess.CompletedProcess) -> str:
     ["export", "--db", "{db}", "--out", "out"],
     ["report", "--db", "{db}", "--out", "report"],
     ["token", "list", "--db", "{db}"],
-], ids=["export", "report", "token-list"])
+    ["study", "list", "--db", "{db}"],
+], ids=["export", "report", "token-list", "study-list"])
 def test_a_broken_database_is_one_line_and_exit_1(tmp_path, make, message, command):
     db = make(tmp_path)
     line = one_error_line(gridstudy(*[a.format(db=db) for a in command], cwd=tmp_path))
     assert db.name in line and message in line
+
+
+@pytest.mark.parametrize("command", [["token", "list"], ["study", "list"]])
+def test_a_listing_of_a_database_that_is_not_there_says_so_and_makes_none(tmp_path, command):
+    """A mistyped --db is said so in one line. Before, the listing made an empty
+    database of that name and listed nothing in it, as if every study were gone."""
+    line = one_error_line(gridstudy(*command, "--db", "gridstuddy.db", cwd=tmp_path))
+    assert line == "Error: no database at 'gridstuddy.db': check --db / DATABASE_URL"
+    assert list(tmp_path.iterdir()) == []
 
 
 ARCHIVE_FILES = ("events.jsonl", "episodes.csv", "frames.jsonl", "participants.jsonl",

@@ -139,6 +139,28 @@ def test_payments_stopped_by_a_full_disk_leave_the_earlier_files_whole(app, visi
                                                          "decisions.csv"]
 
 
+def test_study_list_shows_each_studys_fill_and_its_participants(app, visited):
+    """What `gridstudy study list` prints: the study, how full it is and its participants
+    by how their visit stands (the group's help promised it; there was no such command)."""
+    from consent.definition import from_stored
+    from records.models import Study
+
+    with app.extensions["gridstudy.store"].session() as db:
+        study = db.get(Study, "pilot")
+        done = len(db.exec(select(EpisodeRow).where(
+            EpisodeRow.study_id == "pilot", EpisodeRow.status == "done",
+            EpisodeRow.included)).all())
+    definition = from_stored(study.definition)
+    per, problems = definition.attempts_per_problem, len(definition.problems)
+    assert done >= 1 and per > done  # one finished attempt per problem at most: no cap
+    result = CliRunner().invoke(main, ["study", "list", "--db", visited])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        f"pilot  open  {study.title}",
+        f"  {problems} problems, {done} of {per * problems} included attempts ({per} each); "
+        "4 participants, 2 active, 1 complete, 1 declined"]
+
+
 def test_the_dashboard_shows_the_ids_and_serves_the_same_files(app, visited):
     from study_server import auth
     from tests.study_server.test_dashboard import log_in
