@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
@@ -235,7 +236,7 @@ def _say_unchecked(store: Any) -> None:
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--port", default=5000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--db", default=None,
               help="Database URL or SQLite file (default: $DATABASE_URL, else gridstudy.db).")
 @click.option("--async-mode", type=click.Choice(ASYNC_MODES), default=DEFAULT_ASYNC_MODE,
@@ -294,15 +295,22 @@ def serve(host: str, port: int, db: str | None, async_mode: str, workers: int,
 def check_address(host: str, port: int) -> None:
     """Refuse, in one line and before starting anything, an address another process
     listens on (most often a server already running on the same database): the server
-    used to announce itself, start its sweepers, and only then fail to listen."""
+    used to announce itself, start its sweepers, and only then fail to listen. Port 0
+    (any free port) is refused too: the link printed, and given to participants, could
+    not name it."""
+    if port == 0:
+        raise click.ClickException("--port 0 would listen on a port chosen at random, which "
+                                   "no link could name: choose a port (the default is 5000)")
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError as error:
+            hint = ("Is another gridstudy serve running there? Stop it, or choose another "
+                    "--port" if error.errno == errno.EADDRINUSE else
+                    "Check --host: an address of this machine, or a name it resolves to one")
             raise click.ClickException(
-                f"cannot listen on {host}:{port}: {error.strerror or error}. Is another "
-                "gridstudy serve running there? Stop it, or choose another --port") from None
+                f"cannot listen on {host}:{port}: {error.strerror or error}. {hint}") from None
 
 
 def check_studies(engine: Any) -> None:
@@ -508,7 +516,7 @@ def _refuse_a_second_demo(url: str, directory: Path) -> None:
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=5000, show_default=True, type=int)
+@click.option("--port", default=5000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--data-dir", default="demo-data", show_default=True, type=click.Path(),
               help="Where the demo database is created.")
 @click.option("--study", "study_file", default=str(DEMO_STUDY), type=click.Path(dir_okay=False),

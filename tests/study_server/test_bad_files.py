@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from study_server.services import free_port
+
 GRIDSTUDY = str(Path(sys.executable).parent / "gridstudy")
 LIBRARY = Path(__file__).resolve().parents[2] / "tasks" / "library"
 
@@ -145,7 +147,7 @@ def test_a_database_on_a_read_only_filesystem_is_read_whole_and_never_written(tm
                            cwd=tmp_path)
         assert report.returncode == 0 and (tmp_path / "report" / "report.html").is_file(), \
             report.stderr
-        for command in (["serve", "--db", str(archived), "--port", "0"],
+        for command in (["serve", "--db", str(archived), "--port", str(free_port())],
                         ["token", "create", "lab", "--db", str(archived)]):
             line = one_error_line(gridstudy(*command, cwd=tmp_path))
             assert (f"{archived}: the database is on a read-only filesystem, and this "

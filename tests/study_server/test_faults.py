@@ -203,7 +203,7 @@ def test_a_damaged_database_is_refused_at_start_in_one_line(tmp_path):
     data[middle:middle + 8192] = os.urandom(8192)
     db.write_bytes(bytes(data))
     gridstudy = str(Path(sys.executable).parent / "gridstudy")
-    refused = subprocess.run([gridstudy, "serve", "--db", str(db), "--port", "0"],
+    refused = subprocess.run([gridstudy, "serve", "--db", str(db), "--port", str(free_port())],
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1, refused.stderr
     [line] = [line for line in refused.stderr.splitlines() if line.strip()]
@@ -215,7 +215,7 @@ def test_a_database_in_a_missing_folder_is_refused_in_one_line(tmp_path):
     """A mistyped --db: the folder is named, not SQLite's 'unable to open database file'."""
     gridstudy = str(Path(sys.executable).parent / "gridstudy")
     refused = subprocess.run([gridstudy, "serve", "--db", str(tmp_path / "nowhere" / "g.db"),
-                              "--port", "0"], capture_output=True, text=True, timeout=60)
+                              "--port", str(free_port())], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1, refused.stderr
     [line] = [line for line in (refused.stdout + refused.stderr).splitlines() if line.strip()]
     assert line.startswith("Error: no folder") and "nowhere" in line and "--db" in line
@@ -239,7 +239,7 @@ def test_a_setting_that_cannot_be_read_is_named_in_one_line(tmp_path, setting, v
     a yes-or-no setting or the previews' took any text: ``maybe`` was true, and
     ``researcher`` opened the previews to anyone."""
     gridstudy = str(Path(sys.executable).parent / "gridstudy")
-    refused = subprocess.run([gridstudy, "serve", "--db", str(tmp_path / "g.db"), "--port", "0"],
+    refused = subprocess.run([gridstudy, "serve", "--db", str(tmp_path / "g.db"), "--port", str(free_port())],
                              capture_output=True, text=True, timeout=60,
                              env={**os.environ, f"GRIDSTUDY_{setting}": value})
     assert refused.returncode == 1, refused.stderr
@@ -294,6 +294,28 @@ def test_a_second_server_on_a_taken_address_says_so_in_one_line_and_starts_nothi
     finally:
         first.terminate()
         first.wait(60)
+
+
+@pytest.mark.parametrize("address, line", [
+    (["--port", "70000"], "Invalid value for '--port': 70000 is not in the range 0<=x<=65535."),
+    (["--port", "0"], "--port 0 would listen on a port chosen at random, which no link could "
+                      "name: choose a port (the default is 5000)"),
+    (["--host", "nosuchhost.invalid"], "cannot listen on nosuchhost.invalid:5000: "),
+], ids=["port-out-of-range", "port-0", "unknown-host"])
+def test_an_address_no_participant_could_reach_is_refused_in_one_line(tmp_path, address, line):
+    """The careless operator's address: refused before anything starts. Before, --port
+    70000 ended in a traceback, --port 0 served on a random port while printing a link to
+    port 0, and a host that does not resolve was blamed on another server."""
+    gridstudy = str(Path(sys.executable).parent / "gridstudy")
+    for command in (["serve", "--db", str(tmp_path / "g.db")],
+                    ["demo", "--data-dir", str(tmp_path / "demo")]):
+        refused = subprocess.run([gridstudy, *command, *address], capture_output=True,
+                                 text=True, timeout=60)
+        lines = [x for x in (refused.stdout + refused.stderr).splitlines() if x.strip()]
+        assert refused.returncode in (1, 2) and "Traceback" not in refused.stderr, refused.stderr
+        assert line in lines[-1], lines
+        assert "another gridstudy serve" not in lines[-1]
+    assert not (tmp_path / "demo").exists()
 
 
 def test_a_second_demo_on_the_same_folder_is_refused_and_the_first_login_still_works(tmp_path):

@@ -22,6 +22,7 @@ from records.models import AgentRun, EpisodeRow, Event, Frame, RawInput
 from records.rows import step_row
 from records.store import Store, StoreWriteError
 from records.writer import BulkInsert, frame_insert_ignoring_duplicates
+from study_server.services import free_port
 from tasks import registry
 from tasks.core import frame_hash
 from tasks.worldtest import Episode
@@ -635,7 +636,7 @@ def test_a_copy_left_by_a_server_killed_as_it_wrote_the_database_back_is_pointed
     assert str(refusal.value).startswith(f"{db} is missing, and {copy} is the copy of it a "
                                          "server was writing back when it was stopped")
     served = subprocess.run([str(Path(sys.executable).parent / "gridstudy"), "serve", "--db",
-                             str(db), "--port", "0"], capture_output=True, text=True, timeout=60)
+                             str(db), "--port", str(free_port())], capture_output=True, text=True, timeout=60)
     assert served.returncode == 1 and "Traceback" not in served.stderr, served.stderr
     assert f"{db} is missing, and {copy}" in served.stderr.splitlines()[-1]
     assert not db.exists()  # no empty database made in its place
