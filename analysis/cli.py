@@ -52,6 +52,11 @@ def report(url: str, out: str, study: tuple[str, ...], all_studies: bool,
         dataset = load(source, **chosen.options)
     except (FileNotFoundError, ValueError) as error:
         raise click.ClickException(str(error)) from None
+    missing = sorted(set(agent_runs) - {episode.agent_run_id for episode in dataset})
+    if missing:  # a mistyped id added nothing, and the report said nothing of it
+        raise click.ClickException(
+            f"agent run {', '.join(map(str, missing))}: no attempt in {url} (gridstudy "
+            "agent run prints each run's id in its summary: (agent run N))")
     if not quiet:
         events = sum(len(episode.events) for episode in dataset)
         click.echo(f"read {len(dataset)} attempts, {events} events in "

@@ -51,6 +51,7 @@ from records.models import (
     RawInput,
     Setting,
     Signal,
+    Study,
 )
 from records.schema import as_utc
 from study_server.export_dictionary import COLUMNS, write_dictionary
@@ -90,6 +91,8 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     engine = open_existing(url)
     out = Path(out)
     try:
+        if study is not None:
+            _known_study(engine, study)
         with staged(out, "gridstudy export") as staging:
             hide = Pseudonyms(key or _stored_key(engine) or _made_key(url)) if pseudonymize else None
             with engine.connect() as connection:
@@ -119,6 +122,16 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     finally:
         engine.dispose()
     return summary
+
+
+def _known_study(engine: Any, study: str) -> None:
+    """Raise ``LookupError`` naming the studies there are, unless ``study`` is one (a
+    mistyped id exported nothing, and said it wrote 0 episodes)."""
+    with engine.connect() as connection:
+        held = sorted(connection.execute(select(Study.id)).scalars())
+    if study not in held:
+        raise LookupError(f"no study {study!r} in the database; it holds: "
+                          + (", ".join(held) or "none"))
 
 
 STAGING = ".export-"

@@ -57,7 +57,7 @@ def export(url: str, out: str, study: str | None, pseudonymize: bool) -> None:
         try:
             summary = run_export(url, out, study=study, pseudonymize=pseudonymize,
                                  progress=progress)
-        except FileNotFoundError as error:
+        except (FileNotFoundError, LookupError) as error:
             raise click.ClickException(str(error)) from None
         except OSError as error:  # a full disk, a folder it may not write
             raise stopped(error, out, "export", "exports") from None

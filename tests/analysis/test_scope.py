@@ -94,11 +94,16 @@ def test_runs_outside_studies_join_by_choice(database, tmp_path, options, episod
     (("--study", "nope"), "no study nope in the source; it holds: pilot: 1 episode, "
                           "report: 17 episodes"),
     (("--study", "pilot", "--all-studies"), "--study and --all-studies contradict each other"),
+    (("--study", "pilot", "--agent-run", "9", "--agent-run", "99"),
+     "agent run 99: no attempt in "),
 ])
 def test_bad_choice_is_explained(database, tmp_path, options, message):
+    """A report over nothing of what was asked is refused, and says what there is (a
+    mistyped --agent-run added nothing, and the report said nothing of it)."""
     result = run(database, tmp_path, *options)
     assert result.exit_code == 1
     assert message in result.output
+    assert not (tmp_path / "out").exists()
 
 
 def test_load_keeps_runs_outside_studies_only_when_asked(database):

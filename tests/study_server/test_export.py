@@ -316,3 +316,16 @@ def test_an_export_that_cannot_move_a_file_in_says_the_folder_mixes_two(stored, 
         "export again\n")
     with pytest.raises(ValueError, match="did not finish"):
         load(out)
+
+
+def test_an_export_of_a_study_that_is_not_there_names_those_that_are(stored, tmp_path):
+    """A mistyped --study: one line naming the studies, and no folder. Before, it wrote
+    an empty export and said "wrote 0 episodes"."""
+    path, _ = stored
+    out = tmp_path / "export"
+    result = CliRunner().invoke(main, ["export", "--db", str(path), "--out", str(out),
+                                       "--study", "pilto"])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == ("Error: no study 'pilto' in the database; it "
+                                              "holds: other, pilot")
+    assert not out.exists()
