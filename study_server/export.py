@@ -136,32 +136,54 @@ def _known_study(engine: Any, study: str) -> None:
 
 STAGING = ".export-"
 """The prefix of the hidden folder inside the export's folder where an export writes its
-files before they replace the folder's (:func:`_publish`): ``STAGING<process id>-<random>``,
-so that the next export removes one whose process was killed (:func:`left_by_the_dead`)."""
+files before they replace the folder's (:func:`_publish`): ``STAGING<owner>-<random>``
+(:func:`owner_mark`), so that the next export removes one whose process was killed
+(:func:`left_by_the_dead`)."""
+
+
+def owner_mark(pid: int | None = None) -> str:
+    """``<process id>.<its start time>`` (in clock ticks since the machine started, from
+    ``/proc``; the id alone where there is none): what names a folder's owning process
+    in a way a process given the same number later does not share."""
+    pid = os.getpid() if pid is None else pid
+    started = _started(pid)
+    return f"{pid}" if started is None else f"{pid}.{started}"
+
+
+def _started(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot; None when this system
+    does not say (no ``/proc``) or the process is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])  # field 22; the name may hold ")"
 
 
 def left_by_the_dead(folder: Path, prefix: str) -> list[Path]:
-    """Remove the folders ``prefix<process id>-...`` in ``folder`` whose process is gone
-    (an export killed while it wrote them: they hold participants' Prolific ids); the
-    folders removed. A process of that number alive (another's, or a number used
-    again) keeps its folder."""
+    """Remove the folders ``prefix<owner>-...`` in ``folder`` whose process is gone (an
+    export killed while it wrote them: they hold participants' Prolific ids); the
+    folders removed. A process of that number alive keeps its folder only if it is the
+    same process (it started when the owner did): a number given again to another
+    process no longer keeps a dead export's folder as long as that one runs."""
     removed = []
     for path in folder.glob(f"{prefix}*"):
-        found = re.match(rf"{re.escape(prefix)}(\d+)-", path.name)
-        if found and path.is_dir() and not _alive(int(found.group(1))):
+        found = re.match(rf"{re.escape(prefix)}(\d+)(?:\.(\d+))?-", path.name)
+        if found and path.is_dir() and not _alive(int(found.group(1)), found.group(2)):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, started: str | None) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process
-        return True
-    return True
+        pass
+    now = _started(pid)
+    return started is None or now is None or int(started) == now
 
 
 @contextmanager
@@ -173,7 +195,7 @@ def staged(out: Path, again: str) -> Iterator[Path]:
     again)."""
     out.mkdir(parents=True, exist_ok=True)
     left_by_the_dead(out, STAGING)
-    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-", dir=out))
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING}{owner_mark()}-", dir=out))
     try:
         yield staging
     except BaseException:

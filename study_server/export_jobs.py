@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 import secrets
 import shutil
 import tempfile
@@ -170,7 +169,9 @@ class Exports:
         self.forget_old()
 
     def _export(self, job: Job) -> None:
-        job.folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
+        from study_server.export import owner_mark
+
+        job.folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{owner_mark()}-"))
         files = job.folder / "files"
         try:
             job.begin(READING)

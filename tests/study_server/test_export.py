@@ -278,21 +278,28 @@ def test_the_folder_of_an_export_killed_as_it_wrote_is_removed_by_the_next(store
     """An export stopped by SIGTERM or ``kill -9`` while it writes leaves its hidden
     folder inside the export's, with participants' Prolific ids in it; the next export
     there removes it, and leaves one whose process still runs (another export under
-    way)."""
+    way). A folder whose process number was given again to a process that started
+    later is removed too: before, it stayed as long as that other process ran."""
     import os
     import subprocess
+
+    from study_server.export import owner_mark
 
     path, _ = stored
     out = tmp_path / "out"
     dead = subprocess.Popen(["true"])  # a process that has ended
     dead.wait()
-    left = out / f".export-{dead.pid}-k1ll3d"
-    running = out / f".export-{os.getpid()}-und3rway"
-    for folder in (left, running):
+    left = out / f".export-{owner_mark(dead.pid)}-k1ll3d"
+    running = out / f".export-{owner_mark()}-und3rway"
+    reused = out / f".export-{os.getpid()}.1-n0wsomeone3lse"  # this number, started at boot
+    older = out / f".export-{os.getpid()}-b3foremarks"  # named by an earlier version
+    assert owner_mark() != f"{os.getpid()}.1"
+    for folder in (left, running, reused, older):
         folder.mkdir(parents=True)
         (folder / "participants.jsonl").write_text('{"external_id": "P1"}\n')
     export(f"sqlite:///{path}", out)
-    assert not left.exists() and running.exists()
+    assert not left.exists() and running.exists() and older.exists()
+    assert not reused.exists()
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == sorted(FILES)
 
 
