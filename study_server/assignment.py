@@ -78,11 +78,13 @@ def fill_counts(session: Session, study_id: str, problems: list[str]) -> dict[st
 
 
 def included_done(session: Session, study_id: str) -> dict[str, int]:
-    """Finished included attempts per problem of the study (what its wanted count is
-    counted against)."""
+    """Participants' finished included attempts per problem of the study (what its
+    wanted count is counted against; a model's attempts in the study take no person's
+    place, as in :func:`fill_counts`)."""
     return dict(session.exec(
         select(EpisodeRow.problem_id, func.count()).where(
-            EpisodeRow.study_id == study_id, EpisodeRow.status == DONE, EpisodeRow.included)
+            EpisodeRow.study_id == study_id, EpisodeRow.participant_id.is_not(None),
+            EpisodeRow.status == DONE, EpisodeRow.included)
         .group_by(EpisodeRow.problem_id)).all())
 
 

@@ -12,9 +12,10 @@ import pytest
 from click.testing import CliRunner
 from sqlmodel import select
 
-from records.models import EpisodeRow, Participant
+from records.models import AgentRun, EpisodeRow, Participant
 from study_server.app import shutdown
 from study_server.cli import main
+from tasks import registry
 from tests.consent.helpers import study_app
 from tests.consent.test_flow import answer, current
 
@@ -153,6 +154,13 @@ def test_study_list_shows_each_studys_fill_and_its_participants(app, visited):
     definition = from_stored(study.definition)
     per, problems = definition.attempts_per_problem, len(definition.problems)
     assert done >= 1 and per > done  # one finished attempt per problem at most: no cap
+    store = app.extensions["gridstudy.store"]  # a model's attempt in the study takes no
+    with store.session() as db:                # person's place, and is not counted
+        db.add(AgentRun(id=7, study_id="pilot", agent_kind="llm", model="m", config={}))
+    model = store.start_episode(problem=registry.get_problem(definition.problems[0]),
+                                study_id="pilot", agent_run_id=7)
+    store.finish_episode(model, status="done", phase="test", score=1.0)
+    store.flush()
     result = CliRunner().invoke(main, ["study", "list", "--db", visited])
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == [
