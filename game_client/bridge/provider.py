@@ -294,12 +294,26 @@ class ChatProvider:
         text = storable_text(text)
         reasoning = storable_text(reasoning) if isinstance(reasoning, str) else None
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        prompt, completion = _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
+        prompt, completion = _counts(usage)
         finish = choice.get("finish_reason")
         return Completion(text, prompt, completion,
                           self.prices.cost(self.model, prompt, completion), latency, retries,
                           reasoning or None,
                           storable_text(finish[:100]) if isinstance(finish, str) else None)
+
+
+def _counts(usage: dict[str, Any]) -> tuple[int | None, int | None]:
+    """The prompt and completion tokens a reply's ``usage`` gives; one it leaves out is
+    the ``total_tokens`` less the other, when the total is given (some endpoints send the
+    prompt's count and the total only)."""
+    prompt, completion = _count(usage, "prompt_tokens"), _count(usage, "completion_tokens")
+    total = _count(usage, "total_tokens")
+    if total is not None and (prompt is None) != (completion is None):
+        known = prompt if completion is None else completion
+        if known <= total:
+            prompt, completion = (prompt, total - known) if completion is None else \
+                (total - known, completion)
+    return prompt, completion
 
 
 def _count(usage: dict[str, Any], name: str) -> int | None:

@@ -147,6 +147,23 @@ def test_a_budget_never_counts_what_it_cannot_count_as_nothing(tmp_path, registe
     assert (row["cost"], row["cost_per_attempt"], row["uncounted_turns"]) == ("unknown", None, 6)
 
 
+@pytest.mark.parametrize("left_out", ["completion_tokens", "prompt_tokens"])
+def test_a_count_left_out_is_the_total_less_the_other(tmp_path, registered, left_out):
+    """An endpoint that sends one count and the total: the other is their difference, so
+    the turn is counted and a budget is kept (it does not stop the batch as uncounted)."""
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"m": {"input": 1.0, "output": 1.0}}))
+    with FakeOpenAI([Reply("<action>noop</action>", usage={left_out: None})] * 4) as fake:
+        result = agent_run(tmp_path / "r.db", "--model", "m", "--prices", str(prices),
+                           "--max-cost", "5", "--max-turns", "4",
+                           env={"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"})
+    assert result.exit_code == 0 and len(fake.requests) == 4, result.output
+    _, _, events = rows(tmp_path / "r.db")
+    words = len("<action>noop</action>".split())  # the stand-in counts a reply's words
+    assert all(e.prompt_tokens > 0 and e.completion_tokens == words for e in events)
+    assert all(e.cost == pytest.approx((e.prompt_tokens + words) / 1e6) for e in events)
+
+
 def test_a_run_file_evaluates_two_models_at_two_endpoints(tmp_path, registered):
     with FakeOpenAI([solver] * 8) as first, FakeOpenAI(["I would rather not."] * 10) as second:
         run_file = tmp_path / "models.yaml"
