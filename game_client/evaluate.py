@@ -430,7 +430,8 @@ class BatchConfig:
         unpriced = [run.model for run in runs if "prices" not in run.config]
         if dollars and unpriced:
             raise ConfigError(
-                f"{dollars} counts dollars, and {', '.join(unpriced)} has no price: give it "
+                f"{dollars} counts dollars, and {', '.join(unpriced)} "
+                f"{'has no price' if len(unpriced) == 1 else 'have no prices'}: give it "
                 f"with --prices '{{\"{unpriced[0]}\": {{\"input\": 2.5, \"output\": 10}}}}' "
                 "(dollars per million tokens) or prices: in the run file, or limit tokens "
                 "with --token-budget instead", dollars)
