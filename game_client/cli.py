@@ -287,7 +287,12 @@ def agent_run(**options):
             click.echo(line, err=True)
         spent = records.spent
         before = {run.agent_run_id: spent(run.agent_run_id) for run in runs}
-        guard.carry(sum(before.values(), Spending()))
+        earlier = sum(before.values(), Spending())
+        if earlier.uncounted and (config.budget.limited or config.limits.budget.limited):
+            click.echo(f"warning: {earlier.uncounted} turn(s) of earlier runs of this command "
+                       "gave no token counts: the budget counts what they spent as nothing",
+                       err=True)
+        guard.carry(earlier)
         outcome = Batch(records.open_attempt, concurrency=config.concurrency, guard=guard,
                         progress=not options["quiet"]).run(jobs)
         try:

@@ -95,12 +95,17 @@ class Budget:
             return f"spent {tokens} tokens of a {self.tokens}-token budget"
         return None
 
+    @property
+    def limited(self) -> bool:
+        """Whether this budget limits anything."""
+        return self.cost is not None or self.tokens is not None
+
     def uncountable(self, decision: Decision) -> str | None:
         """Why a model's turn cannot be counted against this budget, or None: its reply
         gave no token counts (the response's ``usage``), or, for a budget in dollars, its
         model has no price. A budget that counts such a turn as nothing would never stop
         what it was set to stop."""
-        if not decision.from_model or (self.cost is None and self.tokens is None):
+        if not decision.from_model or not self.limited:
             return None
         if decision.uncounted:
             return ("the provider's reply gave no token counts (its response's usage is "

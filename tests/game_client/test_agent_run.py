@@ -114,7 +114,8 @@ def test_a_budget_never_counts_what_it_cannot_count_as_nothing(tmp_path, registe
     """A budget is kept or the batch stops: a dollar budget for a model with no price is
     refused before any request, and a reply without token counts stops a batch with a
     budget after that one request. Without a budget such turns are played, and every
-    figure says their spending is unknown, never $0."""
+    figure says their spending is unknown, never $0; a rerun on a budget says it counts
+    them as nothing."""
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"m": {"input": 10000.0, "output": 10000.0}}))
     env_of = lambda fake: {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"}  # noqa: E731
@@ -136,15 +137,25 @@ def test_a_budget_never_counts_what_it_cannot_count_as_nothing(tmp_path, registe
         _, episodes, events = rows(tmp_path / db)
         assert [(e.status, e.info["resumable"]) for e in episodes] == [("interrupted", True)]
         assert len(events) == 1 and events[0].prompt_tokens is None
-    with FakeOpenAI([noop] * 20) as fake:
+    with FakeOpenAI([noop] * 6 + ["<action>noop</action>"] * 6) as fake:
         free = agent_run(tmp_path / "f.db", "--model", "m", "--prices", str(prices),
                          "--max-turns", "6", env=env_of(fake))
-    assert free.exit_code == 0 and len(fake.requests) == 6
-    assert "tokens 0 and cost unknown this invocation" in free.stdout
-    assert "(6 turns, 6 of them this invocation, whose replies gave no token counts" in \
-        free.stdout
-    row, = score_cost(load(f"sqlite:///{tmp_path / 'f.db'}"))
-    assert (row["cost"], row["cost_per_attempt"], row["uncounted_turns"]) == ("unknown", None, 6)
+        assert free.exit_code == 0 and len(fake.requests) == 6
+        assert "tokens 0 and cost unknown this invocation" in free.stdout
+        assert "(6 turns, 6 of them this invocation, whose replies gave no token counts" in \
+            free.stdout
+        row, = score_cost(load(f"sqlite:///{tmp_path / 'f.db'}"))
+        assert (row["cost"], row["cost_per_attempt"], row["uncounted_turns"]) == (
+            "unknown", None, 6)
+        # the same agent run continued on a budget, its replies counted again: the budget
+        # cannot count the earlier turns, and says so
+        again = agent_run(tmp_path / "f.db", "--model", "m", "--prices", str(prices),
+                          "--max-turns", "6", "--runs", "2", "--token-budget", "100000",
+                          env=env_of(fake))
+    assert again.exit_code == 0 and len(fake.requests) == 12, again.output
+    assert "(agent run 1)" in again.stdout
+    assert ("warning: 6 turn(s) of earlier runs of this command gave no token counts: the "
+            "budget counts what they spent as nothing") in again.stderr
 
 
 @pytest.mark.parametrize("left_out", ["completion_tokens", "prompt_tokens"])
