@@ -216,6 +216,12 @@ _REFUSED = update(RawInput).where(_WAITING).values(status=bindparam("new_status"
 input otherwise, on the tick's path)."""
 
 DEFAULT_DB = "gridstudy.db"
+
+
+def command_url(db: str | None) -> str:
+    """The database a command was pointed at: ``--db``, else ``$DATABASE_URL``, else
+    :data:`DEFAULT_DB`."""
+    return db or os.environ.get("DATABASE_URL") or DEFAULT_DB
 """Where a command keeps its database when given none."""
 
 
@@ -260,9 +266,8 @@ class Store:
 
     @classmethod
     def for_command(cls, db: str | None) -> Store:
-        """The store a command was pointed at: ``--db``, else ``$DATABASE_URL``, else
-        ``gridstudy.db``."""
-        return cls(db) if db else cls.from_env(DEFAULT_DB)
+        """The store a command was pointed at (:func:`command_url`)."""
+        return cls(command_url(db))
 
     def __enter__(self) -> Store:
         return self

@@ -267,13 +267,14 @@ def serve(host: str, port: int, db: str | None, async_mode: str, workers: int,
     are for logged-in researchers unless GRIDSTUDY_PREVIEW says otherwise. A SQLite
     database that fails SQLite's quick_check is refused (exit 1), and so is a study open
     or being played whose problems are not registered here (its library is elsewhere)."""
+    from records.store import command_url
     from study_server.workers import nginx_config
 
     if nginx_for:
         click.echo(nginx_config(nginx_for, f"{host}:{port}", "/var/lib/gridstudy/nginx"), nl=False)
         return
     if not skip_check:
-        check_database(db or os.environ.get("DATABASE_URL") or "gridstudy.db")
+        check_database(command_url(db))
     config: dict[str, Any] = {"ASYNC_MODE": async_mode}
     if "GRIDSTUDY_PREVIEW" not in os.environ:
         config["PREVIEW"] = "researchers"

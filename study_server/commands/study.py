@@ -166,14 +166,17 @@ def existing(db: str | None) -> Any:
     """An engine on the database a listing command was pointed at (``--db``, else
     ``$DATABASE_URL``, else ``gridstudy.db``), which must exist: a mistyped name is said
     so, not made an empty database whose listing shows nothing."""
-    import os
-
     from records.database import open_existing
+    from records.store import command_url
 
     try:
-        return open_existing(db or os.environ.get("DATABASE_URL") or "gridstudy.db")
+        return open_existing(command_url(db))
     except (FileNotFoundError, ValueError) as error:
         raise click.ClickException(str(error)) from None
+
+
+_DB_OPTION = click.option("--db", "db", default=None,
+                          help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
 
 
 @click.group()
@@ -183,7 +186,7 @@ def study() -> None:
 
 @study.command("create")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--db", "db", default=None, help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
+@_DB_OPTION
 @click.option("--replace", is_flag=True, help="Update a study that already exists.")
 @click.option("--live", is_flag=True,
               help="With --replace: change a study people have entered (refused without it).")
@@ -193,9 +196,9 @@ def study() -> None:
                    "link with its own address when it starts.")
 def create(file: str, db: str | None, replace: bool, live: bool, base_url: str | None) -> None:
     """Validate a study definition FILE (YAML) and store it."""
-    import os
+    from records.store import command_url
 
-    url = db or os.environ.get("DATABASE_URL") or "gridstudy.db"
+    url = command_url(db)
     try:
         definition = create_study(url, file, replace=replace, live=live)
     except DefinitionError as error:
@@ -214,12 +217,10 @@ def create(file: str, db: str | None, replace: bool, live: bool, base_url: str |
 
 
 @study.command("list")
-@click.option("--db", "db", default=None, help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
+@_DB_OPTION
 def list_studies(db: str | None) -> None:
     """Every study: its status and title, how full it is (finished included attempts
     against those wanted), and its participants by how their visit stands."""
-    from collections import Counter
-
     from sqlmodel import Session, func, select
 
     from records.models import Participant, Study
@@ -235,9 +236,9 @@ def list_studies(db: str | None) -> None:
             wanted = definition.attempts_per_problem * len(definition.problems)
             finished = sum(min(done.get(p, 0), definition.attempts_per_problem)
                            for p in definition.problems)
-            people = Counter(dict(session.exec(
+            people = dict(session.exec(
                 select(Participant.status, func.count()).where(Participant.study_id == row.id)
-                .group_by(Participant.status)).all()))
+                .group_by(Participant.status)).all())
             click.echo(f"{row.id}  {row.status}  {row.title}")
             click.echo(f"  {len(definition.problems)} problems, {finished} of {wanted} included "
                        f"attempts ({definition.attempts_per_problem} each); "
@@ -253,7 +254,7 @@ def admin() -> None:
 @admin.command("create")
 @click.argument("username")
 @click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True)
-@click.option("--db", "db", default=None, help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
+@_DB_OPTION
 def create_admin(username: str, password: str, db: str | None) -> None:
     """Create (or reset the password of) the admin USERNAME."""
     from records.store import Store
@@ -270,10 +271,6 @@ def create_admin(username: str, password: str, db: str | None) -> None:
 @click.group()
 def token() -> None:
     """Credentials for the agent API (sent as Authorization: Bearer <token>)."""
-
-
-_DB_OPTION = click.option("--db", "db", default=None,
-                          help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
 
 
 @token.command("create")
