@@ -67,7 +67,7 @@ def report(url: str, out: str, study: tuple[str, ...], all_studies: bool,
                         payments=payments)
     for line in warning_lines(dataset):
         click.echo(line, err=True)
-    click.echo(f"wrote {page} ({len(dataset)} episodes)")
+    click.echo(f"wrote {page} ({scope.episodes(len(dataset))})")
 
 
 def study_payments(url: str | None) -> Any:

@@ -124,7 +124,8 @@ def _outside(study_id: str | None, agent_run_id: Any) -> str | None:
 def study_counts(source: str | Path) -> dict[str | None, int]:
     """Episodes per study in ``source`` (a database or an export directory), without
     loading them; ``None`` counts the model runs recorded outside any study, and
-    :data:`PLAYS` the plays recorded outside any study and any run."""
+    :data:`PLAYS` the plays recorded outside any study and any run. A database's studies
+    that hold no episode yet count 0 (an export names only the studies it holds)."""
     url, path = located(source)
     if url is None:
         if not (path / "episodes.csv").is_file():
@@ -134,7 +135,7 @@ def study_counts(source: str | Path) -> dict[str | None, int]:
             found = Counter(_outside(row.get("study_id") or None, row.get("agent_run_id"))
                             for row in csv.DictReader(rows))
         return dict(found)
-    from sqlalchemy import MetaData, Table, func, select
+    from sqlalchemy import MetaData, Table, func, inspect, select
     from sqlalchemy.exc import NoSuchTableError
 
     engine = open_existing(url)
@@ -149,6 +150,10 @@ def study_counts(source: str | Path) -> dict[str | None, int]:
             found: Counter = Counter()
             for study, with_run, n in connection.execute(query).all():
                 found[_outside(study, 1 if with_run else None)] += n
+            if inspect(connection).has_table("study"):  # a study nobody has finished yet
+                studies = Table("study", MetaData(), autoload_with=connection)
+                found.update({study: 0 for study in
+                              connection.execute(select(studies.c.id)).scalars()})
             return dict(found)
     finally:
         engine.dispose()

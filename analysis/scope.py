@@ -42,20 +42,28 @@ def choose(counts: dict[str | None, int], study: Iterable[str] = (), all_studies
     ('Study: a.', 'Left out: 4 episodes of model runs outside any study (add them with --agent-run ID or --runs-outside-studies).')
     """
     study, runs = sorted(set(study)), sorted(set(agent_runs))
-    studies = sorted(s for s in counts if s not in (None, PLAYS))
-    held = ", ".join(f"{s}: {episodes(counts[s])}" for s in studies) or "none"
+    named = sorted(s for s in counts if s not in (None, PLAYS))
+    studies = [s for s in named if counts[s]]  # a study nobody has finished is not pooled
+    held = ", ".join(f"{s}: {episodes(counts[s])}" for s in named) or "none"
     if study and all_studies:
         raise ValueError("--study and --all-studies contradict each other: give one of them")
     unknown = [s for s in study if s not in counts]
     if unknown:
         raise ValueError(f"no study {', '.join(unknown)} in the source; it holds: {held}")
+    waiting = [s for s in study if not counts[s]]
+    if waiting:
+        raise ValueError(f"study {', '.join(waiting)} holds no episode yet: one is recorded "
+                         "each time a participant or a model ends a problem (gridstudy study "
+                         "list shows how a study fills)")
     if not study and not all_studies and len(studies) > 1:
         raise ValueError(f"the source holds {len(studies)} studies ({held}): report one with "
                          "--study ID, or pool them with --all-studies")
     chosen = study or studies
     outside = outside or not studies
     lines = [f"Pooled studies (--all-studies): {held}." if len(chosen) > 1
-             else f"Study: {chosen[0]}." if chosen else "No study in the source."]
+             else f"Study: {chosen[0]}." if chosen
+             else f"No study's episode in the source (no episode yet: {held})." if named
+             else "No study in the source."]
     unstudied, plays = counts.get(None, 0), counts.get(PLAYS, 0)
     if unstudied and outside:
         lines.append(f"Included: {episodes(unstudied)} of model runs outside any study.")

@@ -64,7 +64,7 @@ def test_refuses_to_pool_without_a_flag(database, tmp_path):
 def test_one_study_leaves_out_the_others_and_says_so(database, tmp_path):
     result = run(database, tmp_path, "--study", "pilot")
     assert result.exit_code == 0, result.output
-    assert result.stdout.endswith("(1 episodes)\n")
+    assert result.stdout.endswith("(1 episode)\n")
     screen = first_screen(tmp_path)
     assert '<p class="scope">Study: pilot.</p>' in screen
     assert ("Left out: 2 episodes of model runs outside any study (add them with --agent-run "
@@ -134,3 +134,29 @@ def test_an_unfinished_recorded_play_is_not_called_a_model_run_to_resume(tmp_pat
     assert ("Warning: 1 of 2 plays recorded outside any study and any run did not finish "
             "(1 active); they are not in the scores.") in warnings, warnings
     assert not any("agent run" in line for line in warnings), warnings
+
+
+def test_a_study_nobody_has_finished_is_named_as_waiting_not_as_missing(tmp_path):
+    """A researcher asks for a report on the study they just launched. It was refused with
+    "no study demo in the source; it holds: none", as if the study did not exist; an
+    unfinished study is now named as such, listed among those held, and not pooled."""
+    register_problems()
+    path = tmp_path / "fresh.db"
+    with Store(str(path)) as store:
+        with store.session() as session:
+            session.add(Study(id="pilot"))
+            session.add(Study(id="launched"))
+            session.add(Participant(id=1, study_id="pilot", external_id="P1", status="complete"))
+        play(store, PROBLEMS[EASY], ["go-to-test", "right"], study_id="pilot",
+             source="input", participant_id=1)
+    assert study_counts(path) == {"pilot": 1, "launched": 0}
+    waiting = run(path, tmp_path, "--study", "launched")
+    assert waiting.exit_code == 1
+    assert "study launched holds no episode yet" in waiting.output
+    unknown = run(path, tmp_path, "--study", "nope")
+    assert "it holds: launched: 0 episodes, pilot: 1 episode" in unknown.output
+    assert not (tmp_path / "out").exists()
+    alone = run(path, tmp_path)  # the launched study does not make two to choose from
+    assert alone.exit_code == 0, alone.output
+    assert alone.stdout.endswith("(1 episode)\n")
+    assert "Study: pilot." in first_screen(tmp_path)
