@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +179,18 @@ class StudyDefinition:
         return data
 
     @property
+    def payment_cents(self) -> int | None:
+        """What ``payment`` promises, in the currency's smallest unit (``"GBP 4.50"``:
+        450), or None when it names no amount ("£9 an hour, pro rata")."""
+        amount = _payment_amount(self.payment)
+        return None if amount is None else int(amount * 100)
+
+    @property
+    def stated_minutes(self) -> int:
+        """``expected_minutes`` as the consent page states it: whole, halves rounded up."""
+        return math.floor(self.expected_minutes + 0.5)
+
+    @property
     def time_limit_seconds(self) -> float:
         return self.time_limit_minutes * 60.0
 
@@ -228,7 +241,7 @@ def parse_definition(data: Any, known_problems: set[str] | None = None) -> Study
         "attempts_per_problem": _positive_int(data, "attempts_per_problem", 20),
         "time_limit_minutes": _positive_number(data, "time_limit_minutes", 60.0),
         "abandon_timeout_minutes": _positive_number(data, "abandon_timeout_minutes", 10.0),
-        "payment": _text(data, "payment", required=False, default=""),
+        "payment": _payment(data),
         "expected_minutes": _positive_number(data, "expected_minutes", 30.0),
         "description": _text(data, "description", required=False, default=""),
         "tutorials": _tutorials(data, known_problems),
@@ -307,6 +320,27 @@ def _text(data: dict, name: str, *, required: bool = True, default: str = "") ->
     if not isinstance(value, str | int | float):
         raise DefinitionError(f"{name}: expected a text, got {_kind(value)}")
     return str(value)
+
+
+_AMOUNT = re.compile(r"(?:[A-Z]{3} ?|[£$€] ?)?(-?\d+(?:\.\d+)?)(?: ?[A-Z]{3})?")
+"""A payment that names an amount: ``GBP 4.50``, ``£4.50``, ``4.50 GBP``, ``4.50``."""
+
+
+def _payment_amount(text: str) -> Decimal | None:
+    found = _AMOUNT.fullmatch(text.strip())
+    return None if found is None else Decimal(found.group(1))
+
+
+def _payment(data: dict) -> str:
+    """The payment the consent page states; an amount in it is what ``gridstudy prolific
+    publish`` pays, so it must be one a participant can be paid."""
+    text = _text(data, "payment", required=False, default="")
+    amount = _payment_amount(text)
+    if amount is not None and (amount < 0 or amount != amount.quantize(Decimal("0.01"))):
+        raise DefinitionError(f"payment: {text!r} is not an amount a participant can be paid: "
+                              "give the currency and an amount of 0 or more, to the cent "
+                              '(e.g. "GBP 4.50")')
+    return text
 
 
 def _positive_int(data: dict, name: str, default: int | None = None) -> int:

@@ -120,7 +120,7 @@ class Consent(Stage):
     def context(self, state: FlowState) -> dict[str, Any]:
         d = state.definition
         return {"version": self.values["version"], "text": self.values["text"],
-                "payment": d.payment, "minutes": d.expected_minutes}
+                "payment": d.payment, "minutes": d.stated_minutes}
 
     def evaluate(self, state: FlowState, form: Mapping[str, str]) -> Outcome:
         choice = form.get("choice")

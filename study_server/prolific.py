@@ -301,15 +301,19 @@ class Published:
     already: bool = False
 
 
-def publish(store: Any, api: Api, study_id: str, link: str, *, places: int, reward_cents: int,
-            minutes: int, draft: bool, actor: str) -> Published:
+def publish(store: Any, api: Api, study_id: str, link: str, *, places: int,
+            reward_cents: int | None = None, minutes: int | None = None, draft: bool,
+            actor: str) -> Published:
     """Create the study on Prolific (once: its id is kept with ours) and publish it
-    unless ``draft``. A study already published is left as it is."""
+    unless ``draft``. A study already published is left as it is. The reward and the time
+    are the study file's (``payment``, ``expected_minutes``), which its consent page
+    states; others are refused (:func:`terms`)."""
+    with store.session() as db:
+        _, definition = assignment.load_study(db, study_id)
+    reward_cents, minutes = terms(definition, reward_cents, minutes)
     for name, value in (("places", places), ("reward-cents", reward_cents), ("minutes", minutes)):
         if value < 1:
             raise ValueError(f"--{name} must be at least 1, got {value}")
-    with store.session() as db:
-        _, definition = assignment.load_study(db, study_id)
     known = _known_or_claimed(store, study_id)
     created = False
     if known is None:  # this request creates it
@@ -345,6 +349,32 @@ def publish(store: Any, api: Api, study_id: str, link: str, *, places: int, rewa
                f"published on Prolific ({known.prolific_id})", {"status": known.status},
                {"status": status})
     return Published(known.prolific_id, status, created)
+
+
+def terms(definition: StudyDefinition, reward_cents: int | None,
+          minutes: int | None) -> tuple[int, int]:
+    """The reward (in cents) and the minutes Prolific is told: what the consent page tells
+    participants, unless the study file's payment names no amount. A reward or a time
+    other than the page's is refused: typed as 45 for 4.50, it would have paid a tenth of
+    what participants were promised, and Prolific judges the hourly rate by the time."""
+    stated = definition.payment_cents
+    if reward_cents is None and stated is None:
+        raise ValueError(f"give the reward in cents: the study file's payment "
+                         f"({definition.payment or 'none'!r}) names no amount to read it from")
+    if reward_cents is not None and stated is not None and reward_cents != stated:
+        raise ValueError(f"the consent page tells participants they are paid "
+                         f"{definition.payment}, and a reward of {reward_cents} cents pays "
+                         f"{reward_cents / 100:.2f}: give {stated} (or leave the reward out), "
+                         "or change payment in the study file (gridstudy study create "
+                         "--replace)")
+    if minutes is not None and minutes != definition.stated_minutes:
+        raise ValueError(f"the consent page says the study takes about "
+                         f"{definition.stated_minutes} minutes, and Prolific would be told "
+                         f"{minutes}: give {definition.stated_minutes} (or leave the minutes "
+                         "out), or change expected_minutes in the study file (gridstudy "
+                         "study create --replace)")
+    return (stated if reward_cents is None else reward_cents,
+            definition.stated_minutes if minutes is None else minutes)
 
 
 CREATING = "CREATING"

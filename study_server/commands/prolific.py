@@ -21,7 +21,7 @@ def prolific() -> None:
     \b
     In order:
       gridstudy prolific publish --study ID --db URL --base-url https://... \\
-          --places N --reward-cents N --minutes N      create it there and publish it
+          --places N                                   create it there and publish it
       gridstudy prolific hooks --study ID --db URL --url https://.../prolific/hook
                                                        (optional) status changes pushed
       gridstudy prolific sync --study ID --db URL      who took part there, and here
@@ -63,12 +63,16 @@ def _connected(url: str, need_api: bool = True) -> Iterator[tuple[Any, Any]]:
               help="Where participants reach this server, https://... (the study link "
                    "Prolific sends them to is made from it; default: $GRIDSTUDY_BASE_URL).")
 @click.option("--places", type=int, required=True, help="How many participants Prolific recruits.")
-@click.option("--reward-cents", type=int, required=True,
-              help="The reward, in the smallest unit of the workspace's currency (450: 4.50).")
-@click.option("--minutes", type=int, required=True, help="The estimated completion time.")
+@click.option("--reward-cents", type=int,
+              help="The reward, in the smallest unit of the workspace's currency (450: 4.50); "
+                   "default, and the only value accepted when it names one: the study file's "
+                   "payment, which the consent page states.")
+@click.option("--minutes", type=int,
+              help="The estimated completion time; default, and the only value accepted: "
+                   "the study file's expected_minutes, which the consent page states.")
 @click.option("--draft", is_flag=True, help="Create the study on Prolific but do not publish it.")
-def publish(study: str, url: str, base_url: str, places: int, reward_cents: int, minutes: int,
-            draft: bool) -> None:
+def publish(study: str, url: str, base_url: str, places: int, reward_cents: int | None,
+            minutes: int | None, draft: bool) -> None:
     """Create the study on Prolific from the study file (name, description, time, reward,
     places, desktop only, our link with Prolific's placeholders, every ending's code with
     the action Prolific takes for it), then publish it unless --draft."""

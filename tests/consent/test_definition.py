@@ -39,6 +39,8 @@ def test_defaults_and_round_trip():
         ({"expected_minutes": float("nan")}, "expected_minutes: expected a positive number, got nan"),
         ({"bonus": {"per_solved": float("inf")}}, "bonus.per_solved: expected an amount >= 0, got inf"),
         ({"bonus": {"per_solved": 0.1, "max": float("nan")}}, "bonus.max: expected an amount >= 0, got nan"),
+        ({"payment": "GBP -4.50"}, "payment: 'GBP -4.50' is not an amount a participant can be paid"),
+        ({"payment": "£4.505"}, "payment: '£4.505' is not an amount a participant can be paid"),
         ({"attention_checks": "yes"}, "attention_checks: expected true or false, got 'yes'"),
         ({"colour": "red"}, "unknown field 'colour'"),
         ({"stages": "consent"}, "stages: expected a list of stage names, got str 'consent'"),

@@ -68,7 +68,7 @@ def gridstudy(*args, ok=True):
 
 def publish(db, *extra, ok=True):
     return gridstudy("publish", "--study", "pilot", "--db", str(db), "--base-url", BASE,
-                     "--places", "3", "--reward-cents", "450", "--minutes", "20", *extra, ok=ok)
+                     "--places", "3", *extra, ok=ok)
 
 
 def prolific_id(app):
@@ -107,8 +107,8 @@ def test_publish_sends_the_study_file_with_our_link_and_every_code_then_publishe
     definition = make_definition(bonus=BONUS, codes={"no_consent": "NOCONSNT"})
     assert study["external_study_url"] == (f"{BASE}/study/pilot?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}"
                                            "&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}")
-    assert study["reward"] == 450 and study["total_available_places"] == 3
-    assert study["estimated_completion_time"] == 20 and study["device_compatibility"] == ["desktop"]
+    assert study["reward"] == 250 and study["total_available_places"] == 3  # "GBP 2.50"
+    assert study["estimated_completion_time"] == 10 and study["device_compatibility"] == ["desktop"]
     assert study["name"] == definition.title and study["prolific_id_option"] == "url_parameters"
     codes = {c["code"]: c for c in study["completion_codes"]}
     assert codes[definition.completion_code]["code_type"] == "COMPLETED"
@@ -146,7 +146,7 @@ def test_two_publishes_at_once_create_one_study_on_prolific(app, db, standin):
 
     store = app.extensions["gridstudy.store"]
     link = f"{BASE}/study/pilot?{PROLIFIC_QUERY}"
-    terms = {"places": 3, "reward_cents": 450, "minutes": 20, "draft": False}
+    terms = {"places": 3, "reward_cents": 250, "minutes": 10, "draft": False}
     standin.fail("POST", "/api/v1/studies/", 400, detail="reward too low")
     with pytest.raises(ProlificError, match="reward too low"):
         prolific_publish(store, Api(), "pilot", link, **terms, actor="one")
@@ -167,6 +167,53 @@ def test_two_publishes_at_once_create_one_study_on_prolific(app, db, standin):
     [study] = standin.studies.values()
     assert study["status"] == "ACTIVE" and prolific_id(app) == study["id"]
     assert "already published" in publish(db)
+
+
+def test_prolific_pays_what_the_consent_page_promises(app, db, standin, tmp_path):
+    """The consent page tells participants "Payment: GBP 2.50" and "about 10 minutes";
+    publish took the reward and the time as two more numbers. Typed as 25 for 2.50 (or 20
+    minutes for 10) they went to Prolific, and participants promised 2.50 were paid 0.25.
+    Now both are read from the study file, and another value is refused before Prolific
+    is asked, on the command line and on the dashboard."""
+    page = app.test_client().get("/study/pilot?PROLIFIC_PID=P1&STUDY_ID=S&SESSION_ID=X",
+                                 follow_redirects=True).text
+    assert "about 10 minutes. Payment: GBP 2.50." in page
+    refused = publish(db, "--reward-cents", "25", ok=False)
+    assert ("the consent page tells participants they are paid GBP 2.50, and a reward of 25 "
+            "cents pays 0.25: give 250") in refused
+    refused = publish(db, "--minutes", "20", ok=False)
+    assert "the consent page says the study takes about 10 minutes, and Prolific would be told 20" in refused
+    auth.create_admin(app.extensions["gridstudy.store"].engine, "researcher", "correct horse")
+    researcher = app.test_client()
+    log_in(researcher)
+    dashboard = researcher.get("/dashboard/").text
+    assert 'name="reward_cents" type="number" min="1" value="250"' in dashboard
+    assert 'name="minutes" type="number" min="1" value="10"' in dashboard
+    from tests.study_server.test_dashboard import csrf
+
+    shown = researcher.post("/dashboard/study/pilot/prolific/publish", data={
+        "places": "3", "reward_cents": "25", "minutes": "10",
+        "csrf_token": csrf(researcher, "/dashboard/")}).text
+    assert "error: the consent page tells participants they are paid GBP 2.50" in shown
+    assert not standin.studies  # nothing was asked of Prolific
+    assert "published (ACTIVE)" in publish(db, "--reward-cents", "250", "--minutes", "10")
+    [study] = standin.studies.values()
+    assert (study["reward"], study["estimated_completion_time"]) == (250, 10)
+
+
+@pytest.mark.parametrize(("payment", "message"), [
+    ("", "the study file's payment ('none') names no amount"),
+    ("£9 an hour, pro rata", "the study file's payment ('£9 an hour, pro rata') names no amount"),
+])
+def test_a_payment_without_an_amount_needs_the_reward_given(db, standin, payment, message):
+    app = study_app(db, payment=payment)
+    try:
+        assert f"give the reward in cents: {message}" in publish(db, ok=False)
+        assert not standin.studies
+        assert "published (ACTIVE)" in publish(db, "--reward-cents", "450")
+        assert [s["reward"] for s in standin.studies.values()] == [450]
+    finally:
+        shutdown(app)
 
 
 def test_a_creation_that_never_finished_is_taken_over_after_a_while(app, db, standin, caplog):
@@ -613,11 +660,11 @@ def test_the_dashboard_publishes_reviews_and_shows_each_participants_prolific_st
     assert "Publish on Prolific" in researcher.get("/dashboard/").text
     for places in ("0", "²"):  # "²" passed str.isdigit and then failed int(): a 500
         typo = researcher.post("/dashboard/study/pilot/prolific/publish", data={
-            "places": places, "reward_cents": "450", "minutes": "20",
+            "places": places, "reward_cents": "250", "minutes": "10",
             "csrf_token": csrf(researcher, "/dashboard/")})
         assert typo.status_code == 400 and "places must be a whole number of at least 1" in typo.text
     assert not standin.studies
-    shown = press("publish", places="3", reward_cents="450", minutes="20")
+    shown = press("publish", places="3", reward_cents="250", minutes="10")
     [study] = standin.studies.values()
     assert f"on Prolific as {study['id']} (ACTIVE)" in shown
     assert study["external_study_url"].startswith("http://localhost/study/pilot?PROLIFIC_PID={{%PROLIFIC_PID%}}")
