@@ -430,25 +430,16 @@ def _forget_worker(db: str, pid: int) -> None:
 
 def _announce_workers(supervisor: Any, db: str, message_queue: str, base_url: str) -> None:
     from records.database import database_url
+    from study_server.commands.study import shown
 
     click.echo(f"gridstudy serving on {base_url} with {supervisor.count} workers "
                f"(ports {', '.join(map(str, supervisor.ports))}) behind nginx; "
-               f"database {_safe(database_url(db))}, message queue {_safe(message_queue)}; "
+               f"database {shown(database_url(db))}, message queue {shown(message_queue)}; "
                f"logs in {supervisor.folder}")
     from records.store import Store
 
     with Store(db) as store:
         _echo_study_links(store, base_url)
-
-
-def _safe(url: str) -> str:
-    """A URL without its password."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return url
 
 
 DEMO_LINKS_PER_CHALLENGE = 2

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -175,6 +177,36 @@ def existing(db: str | None) -> Any:
         raise click.ClickException(str(error)) from None
 
 
+@contextmanager
+def writing(db: str | None) -> Iterator[Any]:
+    """The store a command that adds an account or a token was pointed at. Such a command
+    may make the database (the first step of a new deployment), but says so when it does:
+    `admin create NAME` run without the `--db` given to `study create` and `serve` made
+    an admin in another database, said it "can now log in", and the login was refused."""
+    from records.database import sqlite_path
+    from records.store import Store, command_url
+
+    url = command_url(db)
+    path = sqlite_path(url)
+    new = path is not None and not path.exists()
+    with Store(url) as store:
+        yield store
+    if new:
+        click.echo(f"note: there was no database at {path}: a new one was made, holding no "
+                   "study; give the server and the other commands the same --db (or "
+                   "DATABASE_URL)", err=True)
+
+
+def shown(url: str) -> str:
+    """A database URL as a command prints it: without its password."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url
+
+
 _DB_OPTION = click.option("--db", "db", default=None,
                           help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
 
@@ -257,15 +289,15 @@ def admin() -> None:
 @_DB_OPTION
 def create_admin(username: str, password: str, db: str | None) -> None:
     """Create (or reset the password of) the admin USERNAME."""
-    from records.store import Store
     from study_server import auth
 
-    with Store.for_command(db) as store:
+    with writing(db) as store:
         try:
             auth.create_admin(store.engine, username, password)
         except ValueError as error:
             raise click.ClickException(str(error)) from None
-    click.echo(f"admin {username!r} can now log in at /dashboard/")
+        click.echo(f"admin {username!r} can now log in at /dashboard/ of the server on "
+                   f"{shown(store.url)}")
 
 
 @click.group()
@@ -279,17 +311,16 @@ def token() -> None:
 @_DB_OPTION
 def create_token(name: str, study_id: str | None, db: str | None) -> None:
     """Create the token NAME and print it (it is shown this once)."""
-    from records.store import Store
     from study_server import tokens
 
-    with Store.for_command(db) as store:
+    with writing(db) as store:
         try:
             secret = tokens.create(store.engine, name, study_id)
         except ValueError as error:
             raise click.ClickException(str(error)) from None
-    click.echo(secret)
-    click.echo(f"token {name!r} created; give it to the agent as GRIDSTUDY_TOKEN (it is not "
-               "stored and cannot be shown again)", err=True)
+        click.echo(secret)
+        click.echo(f"token {name!r} created in {shown(store.url)}; give it to the agent as "
+                   "GRIDSTUDY_TOKEN (it is not stored and cannot be shown again)", err=True)
 
 
 @token.command("revoke")

@@ -18,6 +18,7 @@ from study_server.services import free_port
 
 GRIDSTUDY = str(Path(sys.executable).parent / "gridstudy")
 LIBRARY = Path(__file__).resolve().parents[2] / "tasks" / "library"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def gridstudy(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -84,6 +85,30 @@ def test_a_listing_of_a_database_that_is_not_there_says_so_and_makes_none(tmp_pa
     line = one_error_line(gridstudy(*command, "--db", "gridstuddy.db", cwd=tmp_path))
     assert line == "Error: no database at 'gridstuddy.db': check --db / DATABASE_URL"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_account_made_in_a_database_that_was_not_there_says_where_it_went(tmp_path):
+    """The README's launch line gave `--db URL` to study create and serve but not to admin
+    create, which wrote the admin into ./gridstudy.db, said it "can now log in", and the
+    dashboard refused the login. Each command that adds an account or a token names the
+    database it wrote to, and says when it had to make it."""
+    env = {"DATABASE_URL": ""}
+    study = gridstudy("study", "create", str(EXAMPLES / "demo-study.yaml"), "--db", "lab.db",
+                      cwd=tmp_path, env=env)
+    assert study.returncode == 0, study.stderr
+    made = gridstudy("admin", "create", "ada", "--password", "correct horse", cwd=tmp_path,
+                     env=env)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout == "admin 'ada' can now log in at /dashboard/ of the server on sqlite:///gridstudy.db\n"
+    assert made.stderr == ("note: there was no database at gridstudy.db: a new one was made, "
+                           "holding no study; give the server and the other commands the "
+                           "same --db (or DATABASE_URL)\n")
+    again = gridstudy("admin", "create", "ada", "--password", "correct horse", "--db", "lab.db",
+                      cwd=tmp_path, env=env)
+    assert again.stdout.endswith("of the server on sqlite:///lab.db\n") and again.stderr == ""
+    token = gridstudy("token", "create", "model", "--db", "lab.db", cwd=tmp_path, env=env)
+    assert token.stderr.startswith("token 'model' created in sqlite:///lab.db;"), token.stderr
+    assert "note:" not in token.stderr
 
 
 ARCHIVE_FILES = ("events.jsonl", "episodes.csv", "frames.jsonl", "participants.jsonl",
