@@ -328,14 +328,15 @@ def create_token(name: str, study_id: str | None, db: str | None) -> None:
 @_DB_OPTION
 def revoke_token(name: str, db: str | None) -> None:
     """Revoke the token NAME: it opens nothing from now on."""
-    from records.store import Store
     from study_server import tokens
 
-    with Store.for_command(db) as store:
-        try:
-            tokens.revoke(store.engine, name)
-        except ValueError as error:
-            raise click.ClickException(str(error)) from None
+    engine = existing(db)  # a mistyped --db is said so, not made an empty database
+    try:
+        tokens.revoke(engine, name)
+    except ValueError as error:
+        raise click.ClickException(f"{error} in {shown(str(engine.url))}") from None
+    finally:
+        engine.dispose()
     click.echo(f"token {name!r} revoked")
 
 

@@ -78,7 +78,7 @@ def test_a_broken_database_is_one_line_and_exit_1(tmp_path, make, message, comma
     assert db.name in line and message in line
 
 
-@pytest.mark.parametrize("command", [["token", "list"], ["study", "list"]])
+@pytest.mark.parametrize("command", [["token", "list"], ["study", "list"], ["token", "revoke", "x"]])
 def test_a_listing_of_a_database_that_is_not_there_says_so_and_makes_none(tmp_path, command):
     """A mistyped --db is said so in one line. Before, the listing made an empty
     database of that name and listed nothing in it, as if every study were gone."""
