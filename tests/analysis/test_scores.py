@@ -23,6 +23,8 @@ def test_cd_score_is_the_episode_scorer_itself():
         (10**7, 10, 0.199),  # very late: the floor 1.377 - 1.178
         (None, 10, 0.0),  # never submitted
         (5, None, 0.0),  # the change never happened
+        (0, 0, 1.0),  # frames that differ from the first, and the first chosen
+        (3, 0, 0.199),  # ... a later one: every t is infinitely late (it divided by 0)
     ],
 )
 def test_cd_score_values(t, t_star, expected):
