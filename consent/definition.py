@@ -186,6 +186,13 @@ class StudyDefinition:
         return None if amount is None else int(amount * 100)
 
     @property
+    def currency(self) -> str:
+        """The currency ``payment`` names with its amount (``GBP``, ``£``), which bonuses
+        are paid in; empty when it names none."""
+        found = _AMOUNT.fullmatch(self.payment.strip())
+        return (found["before"] or found["after"] or "") if found else ""
+
+    @property
     def stated_minutes(self) -> int:
         """``expected_minutes`` as the consent page states it: whole, halves rounded up."""
         return math.floor(self.expected_minutes + 0.5)
@@ -322,13 +329,14 @@ def _text(data: dict, name: str, *, required: bool = True, default: str = "") ->
     return str(value)
 
 
-_AMOUNT = re.compile(r"(?:[A-Z]{3} ?|[£$€] ?)?(-?\d+(?:\.\d+)?)(?: ?[A-Z]{3})?")
+_AMOUNT = re.compile(r"(?:(?P<before>[A-Z]{3}|[£$€]) ?)?(?P<amount>-?\d+(?:\.\d+)?)"
+                     r"(?: ?(?P<after>[A-Z]{3}))?")
 """A payment that names an amount: ``GBP 4.50``, ``£4.50``, ``4.50 GBP``, ``4.50``."""
 
 
 def _payment_amount(text: str) -> Decimal | None:
     found = _AMOUNT.fullmatch(text.strip())
-    return None if found is None else Decimal(found.group(1))
+    return None if found is None else Decimal(found["amount"])
 
 
 def _payment(data: dict) -> str:

@@ -95,8 +95,7 @@ def payments(url: str, study: str, out: str) -> None:
     except OSError as error:  # a full disk, a folder it may not write
         raise stopped(error, out, "payments", "payments runs") from None
     counts = Counter(row.decision for row in rows)
-    currency = definition.payment.split()[0] if definition.payment else ""
-    total = sum(row.bonus for row in rows)
+    currency, total = definition.currency, sum(row.bonus for row in rows)
     click.echo(f"{study}: {len(rows)} participants ("
                + ", ".join(f"{d} {n}" for d, n in counts.items()) + ")")
     click.echo(f"wrote {decisions}, {approve} and {bonuses} ({sum(r.bonus > 0 for r in rows)} bonuses, "

@@ -101,3 +101,15 @@ def test_file_errors_start_with_the_file_name(tmp_path):
 def test_bad_codes_per_ending_are_refused(codes, message):
     with pytest.raises(DefinitionError, match=re.escape(message)):
         make_definition(codes=codes)
+
+
+@pytest.mark.parametrize(("payment", "cents", "currency"), [
+    ("GBP 4.50", 450, "GBP"), ("£4.5", 450, "£"), ("4.50 GBP", 450, "GBP"), ("USD 12", 1200, "USD"),
+    ("4.50", 450, ""), ("£9 an hour, pro rata", None, ""), ("", None, ""),
+])
+def test_the_payment_is_read_as_the_amount_and_currency_it_names(payment, cents, currency):
+    """What Prolific is paid (``payment_cents``) and the currency bonuses are shown in.
+    The dashboard and ``gridstudy payments`` took the payment's first word as the currency:
+    "4.50 GBP" gave bonuses of "4.50 0.30"."""
+    definition = parse_definition(definition_data(payment=payment))
+    assert (definition.payment_cents, definition.currency) == (cents, currency)
