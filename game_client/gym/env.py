@@ -75,8 +75,14 @@ class GridstudyEnv(gymnasium.Env):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode {render_mode!r} is not supported; use "
                              f"{self.metadata['render_modes']} or None")
-        if interaction_steps < 0:
-            raise ValueError("interaction_steps must be 0 or more")
+        try:  # an int or NumPy integer; "10" (a config file's text) failed on a comparison
+            steps = -1 if isinstance(interaction_steps, bool) else operator.index(interaction_steps)
+        except TypeError:
+            steps = -1
+        if steps < 0:
+            raise ValueError(f"interaction_steps must be a whole number of 0 or more, not "
+                             f"{interaction_steps!r:.40}")
+        interaction_steps = steps
         self.problem: Problem = registry.get_problem(problem_id)
         self.render_mode = render_mode
         self.interaction_steps = interaction_steps

@@ -5,6 +5,7 @@ record written through the same rows as people's and models' attempts."""
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 import gymnasium
@@ -106,6 +107,13 @@ def test_interaction_then_test_then_the_score_as_reward():
     assert not info["action_mask"].any()
     with pytest.raises(RuntimeError, match=r"the episode is over \(done\); call reset\(\)"):
         env.unwrapped.step(0)
+
+
+@pytest.mark.parametrize("steps", [-1, "10", 2.5, True, None])
+def test_interaction_steps_no_episode_can_use_are_refused_in_words(steps):
+    with pytest.raises(ValueError, match=r"interaction_steps must be a whole number of 0 or "
+                                         rf"more, not {re.escape(repr(steps))}"):
+        gymnasium.make("gridstudy/dagmap-high-n4-v0", interaction_steps=steps)
 
 
 def test_the_time_limit_truncates():
