@@ -204,7 +204,12 @@ def check_writable(path: Path) -> None:
 
     Before, a server that could not stopped at its first write with SQLite's "attempt to
     write a readonly database" and that statement's SQL; when the check at start met it
-    first, it told the operator to restore a sound database from a backup."""
+    first, it told the operator to restore a sound database from a backup. A folder that
+    is not there raises ``FileNotFoundError`` naming it (a mistyped ``--db`` stopped at
+    SQLite's "unable to open database file")."""
+    if path.name and not path.parent.is_dir():
+        raise FileNotFoundError(f"no folder {str(path.parent)!r} for the database "
+                                f"{path.name}: check --db / DATABASE_URL, or create the folder")
     reason = unwritable(path)
     if reason is None:
         return
@@ -222,7 +227,7 @@ ON_READ_ONLY_FILESYSTEM = "the database is on a read-only filesystem"
 def unwritable(path: Path) -> str | None:
     """Why this process cannot write the SQLite database at ``path`` or the files SQLite
     keeps beside it, or None when it can (and when its folder is missing: that is said
-    where the database is opened)."""
+    by :func:`check_writable`)."""
     folder = path.parent
     try:
         if _read_only_filesystem(folder):

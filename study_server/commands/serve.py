@@ -337,17 +337,13 @@ def check_studies(engine: Any) -> None:
 def check_database(url: str) -> None:
     """Refuse, in one line, a SQLite database whose pages SQLite's quick_check finds
     damaged: serving it would answer participants with 500s while the dashboard looked
-    fine. A missing file is made by the server, but not its folder (a mistyped --db
-    stopped at SQLite's "unable to open database file"); one this process cannot write
-    is refused with what to change (``records.database.check_writable``); other
-    databases check themselves."""
+    fine. A missing file is made by the server, but not its folder; one this process
+    cannot write is refused with what to change (``records.database.check_writable``);
+    other databases check themselves."""
     from records.database import check_sqlite_file, check_writable, sqlite_path
 
     path = sqlite_path(url)
-    if path is not None and path.name and not path.parent.is_dir():
-        raise click.ClickException(f"no folder {str(path.parent)!r} for the database "
-                                   f"{path.name}: check --db / DATABASE_URL, or create the folder")
-    if path is not None:
+    if path is not None:  # a missing folder, or one it may not write
         check_writable(path)  # before the check, which would blame the file
     if path is None or not path.is_file() or not path.stat().st_size:
         return

@@ -211,11 +211,19 @@ def test_a_damaged_database_is_refused_at_start_in_one_line(tmp_path):
     assert "--skip-check" in line
 
 
-def test_a_database_in_a_missing_folder_is_refused_in_one_line(tmp_path):
-    """A mistyped --db: the folder is named, not SQLite's 'unable to open database file'."""
+@pytest.mark.parametrize("command", [
+    ["serve", "--port", "{port}"], ["study", "create", "{study}"],
+    ["admin", "create", "ada", "--password", "correct horse"], ["token", "create", "model"],
+    ["agent", "run", "--agent", "random", "--problems", "lamp_grid/planning"],
+])
+def test_a_database_in_a_missing_folder_is_refused_in_one_line(tmp_path, command):
+    """A mistyped --db: the folder is named, not SQLite's 'unable to open database file'
+    (which every command but serve said)."""
     gridstudy = str(Path(sys.executable).parent / "gridstudy")
-    refused = subprocess.run([gridstudy, "serve", "--db", str(tmp_path / "nowhere" / "g.db"),
-                              "--port", str(free_port())], capture_output=True, text=True, timeout=60)
+    study = Path(__file__).resolve().parents[2] / "examples" / "demo-study.yaml"
+    command = [part.format(port=free_port(), study=study) for part in command]
+    refused = subprocess.run([gridstudy, *command, "--db", str(tmp_path / "nowhere" / "g.db")],
+                             capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1, refused.stderr
     [line] = [line for line in (refused.stdout + refused.stderr).splitlines() if line.strip()]
     assert line.startswith("Error: no folder") and "nowhere" in line and "--db" in line
