@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import signal
 import threading
 import weakref
@@ -11,10 +12,33 @@ from collections.abc import Iterator
 from typing import Any
 
 import gymnasium
+import numpy as np
 
 from game_client.batch import find_or_create_run
 from records.recorder import EpisodeRecorder
 from records.schema import RL as KIND
+
+
+def stored_config(config: dict[str, Any] | None) -> dict[str, Any]:
+    """``config`` as the run's row keeps it, JSON: NumPy numbers and arrays as Python's,
+    tuples as lists, so that the same hyper-parameters find the same run (a tuple never
+    equalled the list it was stored as: each script's start made a new run); a value JSON
+    cannot hold is refused in words (it failed as the row was inserted, with its SQL).
+
+    >>> stored_config({"layers": (64, 64), "lr": np.float32(0.5)})
+    {'layers': [64, 64], 'lr': 0.5}
+    """
+    def plain(value: Any) -> Any:
+        if isinstance(value, np.generic | np.ndarray):
+            return value.tolist()
+        raise TypeError(f"config: {type(value).__name__} {value!r:.40} cannot be kept as "
+                        "JSON: give numbers, text, true/false, lists or mappings")
+
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a mapping of names to values, not {type(config).__name__}")
+    return json.loads(json.dumps(config, default=plain))
 
 
 def parse_agent(agent: str) -> str:
@@ -48,7 +72,7 @@ class RecordEpisodes(gymnasium.Wrapper):
         super().__init__(env)
         from records.store import Store
 
-        name = parse_agent(agent)
+        name, config = parse_agent(agent), stored_config(config)
         target = env.unwrapped
         if not hasattr(target, "recorder"):
             raise TypeError(f"{type(target).__name__} is not a gridstudy environment; make one "
@@ -56,7 +80,7 @@ class RecordEpisodes(gymnasium.Wrapper):
         self.store = Store(db)
         self.agent_run_id = find_or_create_run(
             self.store, KIND, name, {"gym_id": env.spec.id if env.spec else None,
-                                     **(config or {})})
+                                     **config})
         limit = target.time_limit
         target.recorder = lambda problem: EpisodeRecorder(
             self.store, problem, agent_run_id=self.agent_run_id,

@@ -185,6 +185,27 @@ def test_recorded_episodes_are_attempts_of_an_rl_run(tmp_path):
     assert [(base_agent(e), e.agent_kind) for e in load(url)] == [("rl:tester", "rl")] * 2
 
 
+def test_the_same_hyper_parameters_are_one_run_and_others_are_said_in_words(tmp_path):
+    """A training script started twice with {"layers": (64, 64), "lr": np.float32(...)}:
+    a tuple never equalled the list the row kept, so each start made a run of its own, and
+    a NumPy float failed as the row was inserted, with its SQL."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    config = {"layers": (64, 64), "lr": np.float32(0.25), "seeds": np.arange(3)}
+    runs = []
+    for _ in range(2):
+        env = RecordEpisodes(gymnasium.make("gridstudy/lamp_grid-planning-v0"), db=url,
+                             agent="rl:ppo", config=config)
+        runs.append(env.agent_run_id)
+        env.close()
+    assert runs[0] == runs[1]
+    with Store(url) as store, store.session() as session:
+        [row] = session.exec(select(AgentRun)).all()
+    assert {k: row.config[k] for k in config} == {"layers": [64, 64], "lr": 0.25, "seeds": [0, 1, 2]}
+    with pytest.raises(TypeError, match="config: object .* cannot be kept as JSON"):
+        RecordEpisodes(gymnasium.make("gridstudy/lamp_grid-planning-v0"), db=url,
+                       agent="rl:ppo", config={"policy": object()})
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_vector_environments(mode):
     envs = gymnasium.make_vec("gridstudy/lamp_grid-planning-v0", num_envs=3,
