@@ -180,6 +180,12 @@ class ScriptedAgent:
 # -- planner ------------------------------------------------------------------------------
 
 
+class CannotPlay(ValueError):
+    """The agent cannot play this problem, and would not on a second try (the planner on a
+    problem without an oracle, or one it finds no plan for within its limits): the
+    attempt ends in an error that a rerun does not resume."""
+
+
 @dataclass
 class PlannerAgent:
     """Goes to the test at once and follows a shortest plan."""
@@ -192,15 +198,22 @@ class PlannerAgent:
     def config(self) -> dict[str, Any]:
         return {"clicks": self.clicks, "max_depth": self.max_depth, "max_states": self.max_states}
 
+    @staticmethod
+    def cannot_play(problem: Problem) -> str | None:
+        """Why the planner cannot play ``problem`` at all, or None."""
+        if get(problem.challenge).oracle is not None:
+            return None
+        playable = " and ".join(name for name, c in challenges().items() if c.oracle)
+        return f"the planner plays {playable} problems, not {problem.challenge}"
+
     def start(self, problem: Problem) -> None:
-        oracle = get(problem.challenge).oracle
-        if oracle is None:
-            playable = " and ".join(name for name, c in challenges().items() if c.oracle)
-            raise ValueError(
-                f"the planner plays {playable} problems, not {problem.challenge} "
-                f"({problem.id}); use the random or an LLM agent"
-            )
-        self.plan = oracle(problem, self.config())
+        why = self.cannot_play(problem)
+        if why is not None:
+            raise CannotPlay(f"{why} ({problem.id}); use the random or an LLM agent")
+        try:
+            self.plan = get(problem.challenge).oracle(problem, self.config())
+        except ValueError as error:  # no plan within its limits: the same on every try
+            raise CannotPlay(str(error)) from None
         self.position = 0
 
     def decide(self, turn: Turn) -> Decision:

@@ -38,7 +38,7 @@ from typing import Any
 from sqlmodel import select
 
 from game_client import owner
-from game_client.agents import Agent
+from game_client.agents import Agent, CannotPlay
 from game_client.runner import (
     Attempt,
     Budget,
@@ -104,6 +104,8 @@ class RunSpec:
     from_config: Callable[[dict[str, Any]], RunSpec] | None = None
     """The same agent with a stored run's configuration in place of this one's
     (``--continue-run``), or None when it cannot be rebuilt."""
+    cannot_play: Callable[[Problem], str | None] = lambda problem: None
+    """Why the agent cannot play a problem at all (the batch leaves it out), or None."""
 
 
 @dataclass(frozen=True)
@@ -362,8 +364,9 @@ class Batch:
             raise
         except Exception as error:  # one attempt's failure never ends the batch
             stale = error if isinstance(error, CannotResume) else None
+            again = stale is None and not isinstance(error, CannotPlay)  # else the same again
             return self._failed(job, attempt, f"{type(error).__name__}: {error}",
-                                resumable=stale is None), stale
+                                resumable=again), stale
 
     def _failed(self, job: Job, attempt: Attempt | None, message: str,
                 resumable: bool = True) -> EpisodeResult:

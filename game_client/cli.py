@@ -266,6 +266,8 @@ def agent_run(**options):
         if error.option:
             raise click.BadParameter(str(error), param_hint=error.option) from None
         raise click.UsageError(str(error)) from None
+    for run in runs:  # said, or refused, before anything is opened
+        _playable(run, config.problem_ids, say=True)
     for spec in config.models:
         if not spec.api_key:
             click.echo(f"warning: ${spec.api_key_env} is not set: requests to {spec.endpoint} "
@@ -279,11 +281,11 @@ def agent_run(**options):
         for run in runs:
             run.agent_run_id = records.create_run(run.kind, run.model, run.config)
             stored = records.episodes(run.agent_run_id)
-            jobs += pending_jobs(run, config.problem_ids, config.runs, stored)
+            jobs += pending_jobs(run, _playable(run, config.problem_ids), config.runs, stored)
             elsewhere += [e for e in stored
                           if e.status == "active" and e.problem_id in config.problem_ids]
-        for line in notes + _rerun_notes(records.reaped, elsewhere, jobs,
-                                         len(config.problem_ids), len(runs)):
+        played = {p for run in runs for p in _playable(run, config.problem_ids)}
+        for line in notes + _rerun_notes(records.reaped, elsewhere, jobs, len(played), len(runs)):
             click.echo(line, err=True)
         spent = records.spent
         before = {run.agent_run_id: spent(run.agent_run_id) for run in runs}
@@ -313,6 +315,28 @@ def agent_run(**options):
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)
+
+
+def _playable(run, problem_ids: list[str], say: bool = False) -> list[str]:
+    """The problems ``run``'s agent can play; with ``say``, those it cannot are named on
+    stderr, and a batch left with none is refused. Before, each became an attempt that ended in an
+    error the summary called resumable, and a rerun played it into the same error."""
+    from tasks import registry
+
+    left_out: dict[str, list[str]] = {}
+    for problem_id in problem_ids:
+        why = run.cannot_play(registry.get_problem(problem_id))
+        if why is not None:
+            left_out.setdefault(why, []).append(problem_id)
+    kept = [p for p in problem_ids if not any(p in ids for ids in left_out.values())]
+    for why, ids in left_out.items():
+        message = (f"{run.label} cannot play {len(ids)} problem(s) ({why}): "
+                   + ", ".join(ids[:8]) + (" ..." if len(ids) > 8 else ""))
+        if say and not kept:
+            raise click.UsageError(f"{message}; none of --problems is left to play")
+        if say:
+            click.echo(f"note: {message}", err=True)
+    return kept
 
 
 def _rerun_notes(reaped, elsewhere, jobs, problems, agents):

@@ -277,7 +277,8 @@ def planner_run(limits: Limits) -> RunSpec:
     return RunSpec(agent_name("planner", None, config), "planner", None, config, lambda index: PlannerAgent(),
                    max_turns=lambda problem: limits.max_turns or MAX_TURNS,
                    max_invalid=limits.max_invalid, budget=limits.budget, clock=limits.clock,
-                   protocol=limits.protocol, from_config=lambda c: planner_run(Limits.of(c)))
+                   protocol=limits.protocol, from_config=lambda c: planner_run(Limits.of(c)),
+                   cannot_play=PlannerAgent.cannot_play)
 
 
 # -- the batch's configuration -------------------------------------------------------------
@@ -565,7 +566,9 @@ def summary_lines(runs: Iterable[RunSpec], outcome: Outcome,
         turns = sum(r.turns for r in results)
         grounding = (turns - sum(r.invalid for r in results)) / turns if turns and finished \
             else None
-        if spending and run.agent_run_id in spending:
+        if run.model is None:  # the random agent and the planner ask no model
+            spent = "no model asked"
+        elif spending and run.agent_run_id in spending:
             now, total = spending[run.agent_run_id]
             spent = (f"tokens {now.tokens:,} and cost {now.dollars()} this invocation; "
                      f"{total.tokens:,} and {total.dollars()} in all for agent run "

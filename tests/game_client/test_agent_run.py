@@ -16,6 +16,8 @@ from bench.standin import Failure, FakeOpenAI, Reply
 from records.models import AgentRun, EpisodeRow, Event
 from records.store import Store
 from study_server.cli import main
+from tasks import registry
+from tasks.worldtest.problem import Problem
 
 SOLVE = ["<action>go-to-test</action>", "<action>right</action>", "<action>right</action>",
          "<action>down</action>"]
@@ -446,3 +448,37 @@ def test_a_rerun_with_other_options_says_so_and_lets_the_researcher_choose(tmp_p
     assert len(runs) == 2
     assert [(e.agent_run_id, e.status) for e in episodes] == [(1, "abandoned"), (2, "abandoned")]
     assert episodes[0].id == stranded[0].id  # finished, not replaced
+
+
+def test_problems_the_planner_cannot_play_are_left_out_and_its_failures_not_resumed(
+        tmp_path, registered):
+    """The planner over `--problems 'lamp_grid/*'`: each mfp and cd problem became an
+    attempt ending in an error the summary called resumable ("run the same command
+    again"), and so did a planning problem it finds no plan for; a rerun played each into
+    the same error. Now the problems it cannot play are named and left out, a batch with
+    none left is refused before anything is opened, and a plan it cannot find is an error
+    a rerun does not resume."""
+    unreachable = Problem("test/walker-unreachable", "test/walker", "planning", 0,
+                          params={"goal_cells": [[2, 1]], "goal_colours": ["purple"],
+                                  "horizon": 20})
+    registry.add_problem(unreachable, replace=True)
+    try:
+        result = agent_run(tmp_path / "p.db", "--agent", "planner", "--problems", "test/walker-mfp",
+                           "--problems", "test/walker-cd", "--problems", unreachable.id)
+        assert result.exit_code == 1, result.output  # one attempt ended in an error
+        assert ("note: planner cannot play 1 problem(s) (the planner plays planning and "
+                "explore problems, not mfp): test/walker-mfp") in result.stderr
+        assert "2 attempt(s) to play on 2 problem(s)" in result.stderr
+        assert "no model asked" in result.stdout and "tokens" not in result.stdout
+        assert "CannotPlay: no plan of at most 30 actions found" in result.stdout
+        assert "can be resumed" not in result.stdout
+        _, episodes, _ = rows(tmp_path / "p.db")
+        assert sorted((e.problem_id, e.status, e.info.get("resumable")) for e in episodes) == [
+            ("test/walker-planning", "done", False), (unreachable.id, "error", False)]
+        refused = CliRunner().invoke(main, ["agent", "run", "--agent", "planner", "--problems",
+                                           "test/walker-cd", "--db", str(tmp_path / "n.db")])
+        assert refused.exit_code == 2
+        assert "none of --problems is left to play" in refused.output
+        assert not (tmp_path / "n.db").exists()
+    finally:
+        registry.unregister(problem_id=unreachable.id)
