@@ -52,6 +52,7 @@ from analysis.metrics.scores import MIN_N, task_interval
 from analysis.readings import Row, agent_of, base_agent
 from analysis.replay import reading
 from records import schema
+from tasks.worldtest.turn import ACTIVE, resumable
 
 T_MAX = 50
 """Default AUV horizon in scored steps (004 leaves it to the problem family)."""
@@ -293,9 +294,16 @@ def warning_lines(dataset: Dataset) -> list[str]:
             lines.append(f"Warning: {agent} has {total} of {attempts[agent]} episodes "
                          f"unfinished ({parts}); they are not in its scores.{stopped}")
             continue
+        again = sum(e.status == ACTIVE or resumable(e.status, e.info) for e in dataset
+                    if e.is_incomplete and agent_of(e) == agent)
+        rerun = ("Run the same `gridstudy agent run` command again to resume "
+                 + ("them." if again == total else f"the {again} that can be; the others "
+                    "ended in errors a rerun would meet again (each one's info.reason says "
+                    "why).") if again else
+                 "A rerun does not resume them: they ended in errors it would meet again "
+                 "(each one's info.reason says why).")
         lines.append(f"Warning: {agent} has {total} of {attempts[agent]} attempts incomplete "
-                     f"({parts}); they are not in its scores. Run the same `gridstudy agent "
-                     "run` command again to resume them.")
+                     f"({parts}); they are not in its scores. {rerun}")
     lines += _version_lines(dataset) + _unknown_lines(dataset)
     thin = {problem: n for problem, n in _attempts_per_problem(dataset).items()
             if n < SMALL_N}

@@ -475,6 +475,10 @@ def test_problems_the_planner_cannot_play_are_left_out_and_its_failures_not_resu
         _, episodes, _ = rows(tmp_path / "p.db")
         assert sorted((e.problem_id, e.status, e.info.get("resumable")) for e in episodes) == [
             ("test/walker-planning", "done", False), (unreachable.id, "error", False)]
+        report = CliRunner().invoke(main, ["report", "--db", str(tmp_path / "p.db"), "--out",
+                                           str(tmp_path / "report"), "--quiet"])
+        assert ("Warning: planner has 1 of 2 attempts incomplete (1 error); they are not in its "
+                "scores. A rerun does not resume them") in report.stderr, report.output
         refused = CliRunner().invoke(main, ["agent", "run", "--agent", "planner", "--problems",
                                            "test/walker-cd", "--db", str(tmp_path / "n.db")])
         assert refused.exit_code == 2
