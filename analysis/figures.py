@@ -59,7 +59,8 @@ STYLE = {"svg.fonttype": "none", "pdf.fonttype": 42, "font.family": "sans-serif"
 HUMAN_SCORE = "human (80th percentile per problem)"
 """The legend's name for people on a score figure: what the bar is."""
 LABELS = {
-    "score": "score (people: 80th percentile per problem; models: mean)",
+    "score": "score (people: 80th percentile\nper problem; models: mean)",  # on one line,
+    # longer than the axes are high, it ran into the problems' names below them
     "mean_score": "mean score",
     "per_100_actions": "resets per 100 exploration actions",
     "cost_per_attempt": "cost per attempt (USD, incomplete attempts included)",
