@@ -177,8 +177,9 @@ def grouped_bars(rows: Sequence[Row], group: str, series: str, value: str, title
                  errors: tuple[str, str] | None = None, colours: dict[str, str] | None = None,
                  human: str = HUMAN) -> Figure | None:
     """Bars of ``value`` for each ``group`` (x axis), one bar per ``series`` (an agent, in
-    its colour) in it; ``human`` is the legend's name for people."""
-    if not rows:
+    its colour) in it; ``human`` is the legend's name for people. None when no row has a
+    value (an empty frame of axes from -0.04 to 0.04 said nothing the table did not)."""
+    if not any(r[value] is not None for r in rows):
         return None
     groups = sorted({r[group] for r in rows}, key=natural)
     names = ordered(r[series] for r in rows)
@@ -321,7 +322,8 @@ def score_cost_figure(rows: Sequence[Row], colours: dict[str, str] | None = None
     for agent in ordered(by_agent):
         row = by_agent[agent]
         axes.scatter(row["cost_per_attempt"], row["score"], label=wrapped(agent),
-                     color=colour_of(colours, agent, by_agent))
+                     color=colour_of(colours, agent, by_agent), clip_on=False)  # whole at 0
+    axes.set_xlim(left=0)  # no cost is below nothing (agents that ask no model cost 0)
     axes.set_xlabel(label("cost_per_attempt"))
     axes.set_ylabel(label("mean_score"))
     legend_outside(axes)

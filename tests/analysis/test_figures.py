@@ -98,3 +98,17 @@ def test_the_memory_figure_draws_success_curves_with_their_auv():
     labels = [t.get_text().replace("\n", " ") for t in axes.get_legend().get_texts()]
     assert labels == ["llm:m (planning), history full: AUV 0.50",
                       "llm:m (planning), history none: AUV 0.12"]
+
+
+def test_a_figure_shows_only_what_there_is():
+    """Agents that made no exploration action have no reset rate: the figure was an empty
+    frame of axes from -0.04 to 0.04; agents that ask no model cost 0: the cost axis ran
+    to -0.04."""
+    rates = [{"env": e, "agent": a, "per_100_actions": None}
+             for e in ("autumn/a", "autumn/b") for a in ("random", "planner")]
+    assert figures.reset_figure(rates) is None
+    assert figures.reset_figure([*rates[:3], {**rates[3], "per_100_actions": 2.0}]) is not None
+    figure, axes = drawn(figures.score_cost_figure(
+        [{"agent": "random", "cost_per_attempt": 0.0, "score": 0.2},
+         {"agent": "planner", "cost_per_attempt": 0.0, "score": 1.0}]))
+    assert axes.get_xlim()[0] == 0
