@@ -38,7 +38,19 @@ def envs_list() -> None:
     for spec in specs:
         tags = ", ".join(spec.tags)
         summary = spec.description.strip().splitlines()[0] if spec.description.strip() else ""
-        click.echo(f"{spec.id:<{width}}  {tags:<28}  {summary}")
+        click.echo(f"{spec.id:<{width}}  {_size_and_rate(spec):<13}  {tags:<28}  {summary}")
+
+
+def _size_and_rate(spec: registry.EnvSpec) -> str:
+    """``16x16 8 fps``, as the environment starts (seed 0); ``does not start`` for one
+    whose program fails (``gridstudy envs check`` says why). The help promised both, and
+    the listing printed neither."""
+    try:
+        env = spec.make()
+        frame, rate = env.reset(0).frame, env.frame_rate
+    except Exception:  # an author's program mid-edit: listed, not fatal to the listing
+        return "does not start"
+    return f"{len(frame[0])}x{len(frame)} {rate} fps"
 
 
 @envs.command("check")

@@ -39,6 +39,9 @@ def test_an_environment_made_with_envs_new_goes_all_the_way_into_a_study(
     assert "autumn/glass_house" in ids and "autumn/glass_house-changed" in ids
     assert "autumn/lamp_grid" in ids  # gridstudy's own library is still there
     assert "half_done" in listed.stderr and "not valid JSON" in listed.stderr
+    sizes = {line.split()[0]: line.split()[1:4] for line in listed.stdout.splitlines()}
+    assert sizes["autumn/glass_house"] == ["10x10", "4", "fps"]  # the skeleton's, as promised
+    assert sizes["autumn/lamp_grid"] == ["5x5", "4", "fps"]
 
     checked = run("envs", "check", str(folder))
     assert checked.returncode == 0, checked.stdout + checked.stderr
