@@ -101,17 +101,20 @@ def check_programs(definition: StudyDefinition) -> None:
                                   + "\n".join(broken))
 
 
-def create_study(url: str, path: str, replace: bool = False, live: bool = False) -> StudyDefinition:
+def create_study(url: str, path: str, replace: bool = False, live: bool = False,
+                 notes: list[str] | None = None) -> StudyDefinition:
     """Validate the file at ``path`` and store it; the definition stored.
 
     Replacing the definition of a study people have entered changes, for them, what they
     see next and how they are paid (their step in the flow, their problems, the bonus,
     the codes): refused unless ``live`` says the researcher means it, with the fields
-    that change and who is in the study."""
+    that change and who is in the study. A new payment or time for a study already on
+    Prolific is stored with a line in ``notes``: Prolific keeps paying what was
+    published until it is changed there (docs/guarantees.md, 4.14)."""
     from sqlalchemy import func
     from sqlmodel import select
 
-    from records.models import Participant, Study
+    from records.models import Participant, ProlificStudy, Study
     from records.store import Store
     from tasks import registry
 
@@ -139,6 +142,21 @@ def create_study(url: str, path: str, replace: bool = False, live: bool = False)
                     f"{', '.join(changed)} for them as well (their next pages, their problems, "
                     "their pay): pass --live to replace it anyway, or store the new version "
                     "under another id")
+        published = db.get(ProlificStudy, definition.id)
+        if existing is not None and published is not None and published.prolific_id:
+            try:
+                before = from_stored(existing.definition)
+            except DefinitionError:  # stored under the rules of an earlier version
+                before = definition
+            if (before.payment_cents, before.stated_minutes) != (
+                    definition.payment_cents, definition.stated_minutes) and notes is not None:
+                notes.append(
+                    f"warning: study {definition.id!r} is on Prolific ({published.prolific_id}), "
+                    f"which pays the reward and states the time it was published with; the "
+                    f"consent page now says {definition.payment or 'no payment'}, about "
+                    f"{definition.stated_minutes} minutes (it said {before.payment or 'no payment'}"
+                    f", about {before.stated_minutes}): change the study on Prolific's pages "
+                    "to match")
         row = existing or Study(id=definition.id)
         row.title, row.definition = definition.title, definition.to_dict()
         db.add(row)
@@ -232,7 +250,8 @@ def create(file: str, db: str | None, replace: bool, live: bool, base_url: str |
 
     url = command_url(db)
     try:
-        definition = create_study(url, file, replace=replace, live=live)
+        notes: list[str] = []
+        definition = create_study(url, file, replace=replace, live=live, notes=notes)
     except DefinitionError as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"study {definition.id!r} stored: {len(definition.problems)} problems, "
@@ -244,7 +263,7 @@ def create(file: str, db: str | None, replace: bool, live: bool, base_url: str |
         click.echo("Prolific link: printed by `gridstudy serve` when it starts, with the "
                    "address it serves at (or run this again with --base-url https://...)")
     sys.stdout.flush()  # the warnings after what was stored, in a terminal as in a pipe
-    for line in doubt_lines(definition):
+    for line in [*notes, *doubt_lines(definition)]:
         click.echo(line, err=True)
 
 

@@ -94,3 +94,32 @@ def test_replacing_a_study_people_are_in_needs_live(tmp_path):
     assert live.exit_code == 0, live.output
     with Store(str(db)) as store, Session(store.engine) as session:
         assert session.get(Study, "pilot").definition["payment"] == "GBP 1.00"
+
+
+def test_a_new_payment_for_a_study_on_prolific_says_prolific_still_pays_the_old(tmp_path):
+    """Pay raised mid-study with --replace --live: the consent page promised the new
+    amount while Prolific went on paying what was published, without a word
+    (docs/guarantees.md, 4.14)."""
+    from records.models import ProlificStudy
+
+    register_walker_problems(["test/p0", "test/p1", "test/p2", "test/tutorial"])
+    db = tmp_path / "s.db"
+    assert CliRunner().invoke(main, ["study", "create", str(write_study(tmp_path)),
+                                     "--db", str(db)]).exit_code == 0
+
+    def replace(**changes):
+        result = CliRunner().invoke(main, ["study", "create", str(write_study(tmp_path, **changes)),
+                                           "--db", str(db), "--replace", "--live"])
+        assert result.exit_code == 0, result.output
+        return result.stderr
+
+    assert "Prolific" not in replace(payment="GBP 3.00")  # not published: nothing to say
+    with Store(str(db)) as store, Session(store.engine) as session:
+        session.add(ProlificStudy(study_id="pilot", prolific_id="60f0c0ffee", status="ACTIVE"))
+        session.commit()
+    said = replace(payment="GBP 4.00", expected_minutes=12)
+    assert ("warning: study 'pilot' is on Prolific (60f0c0ffee), which pays the reward and "
+            "states the time it was published with; the consent page now says GBP 4.00, about "
+            "12 minutes (it said GBP 3.00, about 10): change the study on Prolific's pages to "
+            "match") in said
+    assert "Prolific" not in replace(payment="GBP 4.00", expected_minutes=12, title="Renamed")
