@@ -6,7 +6,9 @@ Heavy modules (pygame, httpx, the store) are imported inside the commands so tha
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 
@@ -250,7 +252,6 @@ def agent_run(**options):
     seconds, a second at once. A refused key or an unknown model stops the batch at the
     first request. The exit status is 0 only when every attempt finished.
     """
-    import os
     import sys
 
     from game_client import evaluate
@@ -422,6 +423,12 @@ def baseline_random(samples, steps, patterns, seed, per_problem, csv_path):
     from tasks.worldtest.baseline import random_baseline_table
     from tasks.worldtest.challenge import get
 
+    folder = Path(csv_path).parent  # said before the sampling, not after minutes of it
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"cannot write {csv_path}: "
+                                 + (f"no folder {str(folder)!r}" if not folder.is_dir()
+                                    else f"this user may not write in {str(folder)!r}"),
+                                 param_hint="--csv")
     ids = select_problems(patterns) if patterns else [s.id for s in registry.list_problems()]
     problems = [registry.get_problem(i) for i in ids]
     problems = [p for p in problems if get(p.challenge).baseline is not None]

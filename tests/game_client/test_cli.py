@@ -71,3 +71,7 @@ def test_a_count_no_command_can_use_is_refused_before_any_work(tmp_path, registe
         assert result.exit_code == 2, (command, result.output)
         assert "is not in the range" in result.stderr, (command, result.stderr)
     assert not (tmp_path / "b.csv").exists()
+    nowhere = runner.invoke(main, ["baseline", "random", "--problems", "test/walker-planning",
+                                   "--csv", str(tmp_path / "missing" / "b.csv")])
+    assert nowhere.exit_code == 2  # said before the samples, not after minutes of them
+    assert "cannot write" in nowhere.stderr and "no folder" in nowhere.stderr
