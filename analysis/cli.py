@@ -42,8 +42,12 @@ def report(url: str, out: str, study: tuple[str, ...], all_studies: bool,
     from analysis import scope
     from analysis.load import load, located, study_counts
     from analysis.report import warning_lines, write_report
+    from records.database import cannot_create
 
     source = source_of(url)
+    unwritable = cannot_create(Path(out))  # said before the reading, not after minutes of it
+    if unwritable:
+        raise click.BadParameter(f"cannot write {out}: {unwritable}", param_hint="--out")
     started = time.monotonic()
     try:
         chosen = scope.choose(study_counts(source), study, all_studies, agent_runs, outside)

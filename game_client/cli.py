@@ -6,7 +6,6 @@ Heavy modules (pygame, httpx, the store) are imported inside the commands so tha
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -252,6 +251,7 @@ def agent_run(**options):
     seconds, a second at once. A refused key or an unknown model stops the batch at the
     first request. The exit status is 0 only when every attempt finished.
     """
+    import os
     import sys
 
     from game_client import evaluate
@@ -419,16 +419,15 @@ def baseline_random(samples, steps, patterns, seed, per_problem, csv_path):
         write_env_csv,
     )
     from game_client.batch import select_problems
+    from records.database import cannot_create
     from tasks import registry
     from tasks.worldtest.baseline import random_baseline_table
     from tasks.worldtest.challenge import get
 
     folder = Path(csv_path).parent  # said before the sampling, not after minutes of it
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise click.BadParameter(f"cannot write {csv_path}: "
-                                 + (f"no folder {str(folder)!r}" if not folder.is_dir()
-                                    else f"this user may not write in {str(folder)!r}"),
-                                 param_hint="--csv")
+    why = f"no folder {str(folder)!r}" if not folder.is_dir() else cannot_create(Path(csv_path))
+    if why:
+        raise click.BadParameter(f"cannot write {csv_path}: {why}", param_hint="--csv")
     ids = select_problems(patterns) if patterns else [s.id for s in registry.list_problems()]
     problems = [registry.get_problem(i) for i in ids]
     problems = [p for p in problems if get(p.challenge).baseline is not None]

@@ -244,6 +244,29 @@ def unwritable(path: Path) -> str | None:
     return None
 
 
+def cannot_create(path: Path) -> str | None:
+    """Why this process cannot write ``path`` (a file, or a folder a command makes with
+    its parents), or None: the nearest folder that exists must be one it may write in.
+    A command checks before its work, not after minutes of it."""
+    path = Path(path).absolute()
+    if path.exists():
+        ok = _may(path, os.W_OK | (os.X_OK if path.is_dir() else 0))
+        return None if ok else f"this process's user ({_user()}) may not write {path} ({_owner(path)})"
+    folder = path.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    try:
+        if _read_only_filesystem(folder):
+            return f"{folder} is on a read-only filesystem"
+    except OSError:
+        pass
+    if not _may(folder, os.W_OK | os.X_OK):
+        return f"this process's user ({_user()}) may not write in {folder} ({_owner(folder)})"
+    return None
+
+
 def _read_only_filesystem(folder: Path) -> bool:
     return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
 

@@ -160,3 +160,13 @@ def test_a_study_nobody_has_finished_is_named_as_waiting_not_as_missing(tmp_path
     assert alone.exit_code == 0, alone.output
     assert alone.stdout.endswith("(1 episode)\n")
     assert "Study: pilot." in first_screen(tmp_path)
+
+
+def test_an_out_folder_it_cannot_make_is_said_before_the_reading(database, tmp_path):
+    """`--out` under a file: the report read every attempt (minutes on a large study),
+    then failed at its first write with an OSError."""
+    (tmp_path / "taken").write_text("")
+    result = CliRunner().invoke(report, ["--db", str(database), "--out", str(tmp_path / "taken" / "r")])
+    assert result.exit_code == 2
+    assert "cannot write" in result.stderr and "taken is a file, not a folder" in result.stderr
+    assert "reading the attempts" not in result.stderr
