@@ -223,11 +223,14 @@ def load_definition(path: str | Path, known_problems: set[str] | None = None) ->
         raise DefinitionError(f"{path}: {error}") from None
 
 
-def parse_definition(data: Any, known_problems: set[str] | None = None) -> StudyDefinition:
+def parse_definition(data: Any, known_problems: set[str] | None = None, *,
+                     stored: bool = False) -> StudyDefinition:
     """Validate a mapping (from YAML or from the database) into a definition.
 
     ``known_problems``, when given, is the set of registered problem ids every listed
-    problem (and tutorial) must belong to.
+    problem (and tutorial) must belong to. ``stored``: the mapping is a study row, which
+    an earlier version validated; a rule added since (the payment's amount) does not
+    make a running study unreadable.
     """
     if not isinstance(data, dict):
         raise DefinitionError(f"expected a mapping of fields, got {_kind(data)}")
@@ -248,7 +251,7 @@ def parse_definition(data: Any, known_problems: set[str] | None = None) -> Study
         "attempts_per_problem": _positive_int(data, "attempts_per_problem", 20),
         "time_limit_minutes": _positive_number(data, "time_limit_minutes", 60.0),
         "abandon_timeout_minutes": _positive_number(data, "abandon_timeout_minutes", 10.0),
-        "payment": _payment(data),
+        "payment": _payment(data, checked=not stored),
         "expected_minutes": _positive_number(data, "expected_minutes", 30.0),
         "description": _text(data, "description", required=False, default=""),
         "tutorials": _tutorials(data, known_problems),
@@ -339,12 +342,13 @@ def _payment_amount(text: str) -> Decimal | None:
     return None if found is None else Decimal(found["amount"])
 
 
-def _payment(data: dict) -> str:
+def _payment(data: dict, checked: bool = True) -> str:
     """The payment the consent page states; an amount in it is what ``gridstudy prolific
     publish`` pays, so it must be one a participant can be paid."""
     text = _text(data, "payment", required=False, default="")
     amount = _payment_amount(text)
-    if amount is not None and (amount < 0 or amount != amount.quantize(Decimal("0.01"))):
+    if checked and amount is not None and (
+            amount < 0 or amount != amount.quantize(Decimal("0.01"))):
         raise DefinitionError(f"payment: {text!r} is not an amount a participant can be paid: "
                               "give the currency and an amount of 0 or more, to the cent "
                               '(e.g. "GBP 4.50")')
@@ -538,4 +542,4 @@ def from_stored(data: dict[str, Any]) -> StudyDefinition:
     """Rebuild a definition from ``StudyDefinition.to_dict()`` (the ``study`` row)."""
     data = dict(data)
     data["consent"] = {"version": data.pop("consent_version"), "text": data.pop("consent_text")}
-    return parse_definition(data)
+    return parse_definition(data, stored=True)

@@ -113,3 +113,13 @@ def test_the_payment_is_read_as_the_amount_and_currency_it_names(payment, cents,
     "4.50 GBP" gave bonuses of "4.50 0.30"."""
     definition = parse_definition(definition_data(payment=payment))
     assert (definition.payment_cents, definition.currency) == (cents, currency)
+
+
+def test_a_stored_study_checked_by_earlier_rules_still_loads():
+    """A study stored before the payment's amount was checked keeps running: its row is
+    read, not refused (every page of the study would have failed)."""
+    from consent.definition import from_stored
+
+    stored = parse_definition(definition_data()).to_dict()
+    stored["payment"] = "GBP -4.50"
+    assert from_stored(stored).payment == "GBP -4.50"
