@@ -393,6 +393,16 @@ class BatchConfig:
         if limits.clock == "realtime" and o["server"]:
             raise ConfigError("--clock realtime plays in this process; it does not go with "
                               "--server")
+        model_only = [name for name, key in (
+            ("--model", "models"), ("--max-cost", "max_cost"), ("--token-budget", "token_budget"),
+            ("--max-cost-per-attempt", "max_cost_per_attempt"),
+            ("--token-budget-per-attempt", "token_budget_per_attempt"),
+            ("--prices", "prices_file")) if o[key]]
+        if o["kind"] != "llm" and model_only:  # before: ignored without a word
+            verb = "concerns" if len(model_only) == 1 else "concern"
+            raise ConfigError(f"{', '.join(model_only)} {verb} a language model's requests, "
+                              f"and --agent {o['kind']} asks no model: leave them out, or "
+                              "play a model with --agent llm (the default)", model_only[0])
         if o["kind"] == "llm" and not models:
             raise ConfigError("name the model: --model NAME (repeat for several) or "
                               "--run-file FILE")

@@ -276,6 +276,21 @@ def test_a_number_no_batch_can_use_is_named_before_any_request(tmp_path, registe
     assert not (tmp_path / "r.db").exists() or rows(tmp_path / "r.db")[1] == []
 
 
+@pytest.mark.parametrize(("agent", "options", "named"), [
+    ("random", ["--model", "gpt-4o"], "--model concerns"),
+    ("planner", ["--max-cost", "1", "--token-budget", "9"], "--max-cost, --token-budget concern"),
+])
+def test_model_options_for_an_agent_that_asks_no_model_are_refused(tmp_path, registered, agent,
+                                                                    options, named):
+    """`--agent random --model gpt-4o` played the random agent, and a budget given to it
+    or to the planner counted nothing, each without a word."""
+    result = agent_run(tmp_path / "r.db", "--agent", agent, *options)
+    assert result.exit_code == 2
+    assert f"{named} a language model's requests, and --agent {agent} asks no model" in \
+        result.stderr, result.stderr
+    assert not (tmp_path / "r.db").exists()
+
+
 def test_the_random_agent_is_never_cut_short_and_fills_the_baseline_table(tmp_path, registered):
     result = CliRunner().invoke(main, [
         "agent", "run", "--problems", "test/walker-planning,test/walker-cd", "--agent", "random",
