@@ -320,8 +320,9 @@ def agent_run(**options):
 
 def _playable(run, problem_ids: list[str], say: bool = False) -> list[str]:
     """The problems ``run``'s agent can play; with ``say``, those it cannot are named on
-    stderr, and a batch left with none is refused. Before, each became an attempt that ended in an
-    error the summary called resumable, and a rerun played it into the same error."""
+    stderr, and a batch left with none is refused. Before, each became an attempt that
+    ended in an error the summary called resumable, and a rerun played it into the same
+    error."""
     from tasks import registry
 
     left_out: dict[str, list[str]] = {}
