@@ -182,14 +182,14 @@ class StudyDefinition:
     def payment_cents(self) -> int | None:
         """What ``payment`` promises, in the currency's smallest unit (``"GBP 4.50"``:
         450), or None when it names no amount ("£9 an hour, pro rata")."""
-        amount = _payment_amount(self.payment)
-        return None if amount is None else int(amount * 100)
+        found = _named_amount(self.payment)
+        return None if found is None else int(Decimal(found["amount"]) * 100)
 
     @property
     def currency(self) -> str:
         """The currency ``payment`` names with its amount (``GBP``, ``£``), which bonuses
         are paid in; empty when it names none."""
-        found = _AMOUNT.fullmatch(self.payment.strip())
+        found = _named_amount(self.payment)
         return (found["before"] or found["after"] or "") if found else ""
 
     @property
@@ -337,16 +337,17 @@ _AMOUNT = re.compile(r"(?:(?P<before>[A-Z]{3}|[£$€]) ?)?(?P<amount>-?\d+(?:\.
 """A payment that names an amount: ``GBP 4.50``, ``£4.50``, ``4.50 GBP``, ``4.50``."""
 
 
-def _payment_amount(text: str) -> Decimal | None:
-    found = _AMOUNT.fullmatch(text.strip())
-    return None if found is None else Decimal(found["amount"])
+def _named_amount(text: str) -> re.Match[str] | None:
+    """The payment's currency and amount (:data:`_AMOUNT`), or None when it names none."""
+    return _AMOUNT.fullmatch(text.strip())
 
 
 def _payment(data: dict, checked: bool = True) -> str:
     """The payment the consent page states; an amount in it is what ``gridstudy prolific
     publish`` pays, so it must be one a participant can be paid."""
     text = _text(data, "payment", required=False, default="")
-    amount = _payment_amount(text)
+    found = _named_amount(text)
+    amount = None if found is None else Decimal(found["amount"])
     if checked and amount is not None and (
             amount < 0 or amount != amount.quantize(Decimal("0.01"))):
         raise DefinitionError(f"payment: {text!r} is not an amount a participant can be paid: "

@@ -278,14 +278,15 @@ def agent_run(**options):
             runs, notes = evaluate.reconcile(records, runs, config.problem_ids, config.choice)
         except evaluate.RerunChoice as error:
             raise click.UsageError(str(error)) from None
-        jobs, elsewhere = [], []
+        jobs, elsewhere, played = [], [], set()
         for run in runs:
             run.agent_run_id = records.create_run(run.kind, run.model, run.config)
             stored = records.episodes(run.agent_run_id)
-            jobs += pending_jobs(run, _playable(run, config.problem_ids), config.runs, stored)
+            problem_ids = _playable(run, config.problem_ids)
+            played.update(problem_ids)
+            jobs += pending_jobs(run, problem_ids, config.runs, stored)
             elsewhere += [e for e in stored
                           if e.status == "active" and e.problem_id in config.problem_ids]
-        played = {p for run in runs for p in _playable(run, config.problem_ids)}
         for line in notes + _rerun_notes(records.reaped, elsewhere, jobs, len(played), len(runs)):
             click.echo(line, err=True)
         spent = records.spent
@@ -326,11 +327,13 @@ def _playable(run, problem_ids: list[str], say: bool = False) -> list[str]:
     from tasks import registry
 
     left_out: dict[str, list[str]] = {}
+    kept = []
     for problem_id in problem_ids:
         why = run.cannot_play(registry.get_problem(problem_id))
-        if why is not None:
+        if why is None:
+            kept.append(problem_id)
+        else:
             left_out.setdefault(why, []).append(problem_id)
-    kept = [p for p in problem_ids if not any(p in ids for ids in left_out.values())]
     for why, ids in left_out.items():
         message = (f"{run.label} cannot play {len(ids)} problem(s) ({why}): "
                    + ", ".join(ids[:8]) + (" ..." if len(ids) > 8 else ""))

@@ -216,13 +216,13 @@ _REFUSED = update(RawInput).where(_WAITING).values(status=bindparam("new_status"
 input otherwise, on the tick's path)."""
 
 DEFAULT_DB = "gridstudy.db"
+"""Where a command keeps its database when given none."""
 
 
 def command_url(db: str | None) -> str:
     """The database a command was pointed at: ``--db``, else ``$DATABASE_URL``, else
     :data:`DEFAULT_DB`."""
     return db or os.environ.get("DATABASE_URL") or DEFAULT_DB
-"""Where a command keeps its database when given none."""
 
 
 class Store:

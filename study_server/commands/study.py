@@ -142,14 +142,14 @@ def create_study(url: str, path: str, replace: bool = False, live: bool = False,
                     f"{', '.join(changed)} for them as well (their next pages, their problems, "
                     "their pay): pass --live to replace it anyway, or store the new version "
                     "under another id")
-        published = db.get(ProlificStudy, definition.id)
-        if existing is not None and published is not None and published.prolific_id:
+        published = db.get(ProlificStudy, definition.id) if existing is not None else None
+        if notes is not None and published is not None and published.prolific_id:
             try:
                 before = from_stored(existing.definition)
             except DefinitionError:  # stored under the rules of an earlier version
                 before = definition
             if (before.payment_cents, before.stated_minutes) != (
-                    definition.payment_cents, definition.stated_minutes) and notes is not None:
+                    definition.payment_cents, definition.stated_minutes):
                 notes.append(
                     f"warning: study {definition.id!r} is on Prolific ({published.prolific_id}), "
                     f"which pays the reward and states the time it was published with; the "
