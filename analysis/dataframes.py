@@ -22,7 +22,8 @@ DataFrame::
     from analysis.dataframes import table
     from analysis import tables
     data = load("demo-data/gridstudy.db")
-    data.episodes.groupby(["challenge", "agent"])["score"].mean()
+    counted = data.episodes[data.episodes["counted"]]  # no practice, no excluded attempt
+    counted["score"].fillna(0.0).groupby([counted["challenge"], counted["agent"]]).mean()
     table(tables.task_type_scores, data)
 """
 

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.readings import Row
-from records.flow import COMPLETE, EXCLUDED, flow_steps
+from records.flow import COMPLETE, EXCLUDED, flow_steps, standing
 
 DECISIONS = ("approve", "reject", "return", "pending")
 """The payment decisions the flow's payment columns count (``study_server.payments``)."""
@@ -31,11 +31,15 @@ def flow_rows(participants: pd.DataFrame) -> list[Row]:
     reason."""
     rows = []
     for study, people in by_study(participants):
-        pairs = zip(people["status"].astype("object").where(people["status"].notna(), None),
-                    people["exclusion_reason"].astype("object")
-                    .where(people["exclusion_reason"].notna(), None), strict=True)
-        rows += [{"study": study, **step} for step in flow_steps(pairs)]
+        rows += [{"study": study, **step} for step in flow_steps(_statuses(people))]
     return rows
+
+
+def _statuses(people: pd.DataFrame) -> list[tuple[str | None, str | None]]:
+    """Each participant's ``(status, exclusion_reason)``, None where empty."""
+    columns = [people[name].astype("object").where(people[name].notna(), None)
+               for name in ("status", "exclusion_reason")]
+    return list(zip(*columns, strict=True))
 
 
 def by_study(participants: pd.DataFrame) -> Iterable[tuple[str, pd.DataFrame]]:
@@ -54,8 +58,9 @@ def summary_rows(participants: pd.DataFrame, payments: Payments | None = None) -
     for study, people in by_study(participants):
         ended = people[people["status"].isin([COMPLETE, EXCLUDED])]
         minutes = ((ended["ended_at"] - ended["created_at"]).dt.total_seconds() / 60).dropna()
+        standings = [standing(*pair) for pair in _statuses(people)]
         row: Row = {"study": study, "arrived": len(people), "completed": len(ended),
-                    "included": int((people["status"] == COMPLETE).sum()),
+                    "included": standings.count(COMPLETE),
                     "minutes_median": _quantile(minutes, 0.5),
                     "minutes_q1": _quantile(minutes, 0.25), "minutes_q3": _quantile(minutes, 0.75)}
         rows.append(row | payment_columns(payments, study))

@@ -37,18 +37,34 @@ in the flow's order; exclusion comes last, one drop per reason."""
 COMPLETE, EXCLUDED, INCLUDED = "complete", "excluded", "included"
 
 
+def standing(status: str | None, exclusion_reason: str | None) -> str:
+    """How a participant stands for the flow and for payment: their ``status``, except
+    that one who completed the visit with an ``exclusion_reason`` is ``excluded``. A
+    failed attention check under ``attention_failure: continue`` leaves the participant
+    playing on to the end, so the status says ``complete`` and the reason says why the
+    data is left out.
+
+    >>> standing("complete", None), standing("complete", "failed 1 attention check")
+    ('complete', 'excluded')
+    >>> standing(None, None)
+    'active'
+    """
+    status = status or ACTIVE
+    return EXCLUDED if status == COMPLETE and exclusion_reason else status
+
+
 def flow_steps(people: Iterable[tuple[str | None, str | None]]) -> list[dict[str, Any]]:
     """One study's flow from its participants' ``(status, exclusion_reason)``: per step,
     the participants still in after it (``participants``) and those who left at it
     (``dropped``) with their ``status`` and ``reason``. Steps nobody left at are kept.
 
     >>> steps = flow_steps([("complete", None), ("declined", None),
-    ...                     ("excluded", "failed 2 checks")])
+    ...                     ("excluded", "by hand: bot-like"), ("complete", "failed 2 checks")])
     >>> [(s["step"], s["participants"], s["reason"]) for s in steps
     ...  if s["dropped"] or s["status"] is None]
-    [('arrived', 3, None), ('consented', 2, 'declined consent'), ('not excluded', 1, 'failed 2 checks'), ('included', 1, None)]
+    [('arrived', 4, None), ('consented', 3, 'declined consent'), ('not excluded', 2, 'by hand: bot-like'), ('not excluded', 1, 'failed 2 checks'), ('included', 1, None)]
     """
-    people = [(status or ACTIVE, reason) for status, reason in people]
+    people = [(standing(status, reason), reason) for status, reason in people]
     statuses = Counter(status for status, _ in people)
     drops = [(step, status, why, statuses.pop(status, 0)) for step, status, why in DROPS]
     statuses.pop(COMPLETE, 0)

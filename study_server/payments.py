@@ -36,7 +36,7 @@ from typing import Any
 from sqlmodel import Session, func, select
 
 from consent.definition import StudyDefinition
-from records.flow import DROPS
+from records.flow import DROPS, EXCLUDED, standing
 from records.models import EpisodeRow, Participant
 from study_server import assignment
 
@@ -107,10 +107,10 @@ def decide(definition: StudyDefinition, status: str | None, exclusion_reason: st
            solved: int) -> tuple[str, str, str, float]:
     """The payment decision for one participant: ``(decision, reason, Prolific's
     rejection category or "", bonus)``. ``solved``: their included solved attempts."""
-    status = status or "active"
+    status = standing(status, exclusion_reason)
     if status in RETURNED:
         return RETURN, f"{RETURNED[status]}: {ASK_TO_RETURN}", "", 0.0
-    if status in ("excluded", FAILED_ATTENTION) or (status == "complete" and exclusion_reason):
+    if status in (EXCLUDED, FAILED_ATTENTION):
         why = exclusion_reason or "excluded"
         done = "ended at the check" if status == FAILED_ATTENTION else "completed"
         if definition.on_exclusion == "reject":

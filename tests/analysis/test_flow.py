@@ -21,7 +21,9 @@ from tests.consent.helpers import FLOW_PROBLEMS, make_definition, register_walke
 START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 PILOT = [  # status, exclusion reason, minutes taken (None: the visit has not ended)
     ("complete", None, 12), ("complete", None, 20), ("complete", None, 16),
-    ("excluded", "failed 2 attention checks", 30), ("excluded", "by hand: bot-like", 9),
+    # failed attention checks with attention_failure: continue: played on to the end, excluded
+    ("complete", "failed 2 attention checks (at most 0 allowed)", 30),
+    ("excluded", "by hand: bot-like", 9),
     ("declined", None, 1), ("screened-out", None, 3), ("screened-out", None, 2),
     ("failed-quiz", None, 6), ("timed-out", None, 60), ("full", None, 1),
     ("wrong-device", None, 1), ("active", None, None),
@@ -84,14 +86,16 @@ def test_every_drop_is_counted_from_the_participants_table(database, written):
         if int(row["dropped"]):
             key = row["status"] if row["status"] != "excluded" else f"excluded: {row['reason']}"
             dropped[key] = int(row["dropped"])
+    excluded = ("study_id = 'pilot' and (status = 'excluded' "
+                "or status = 'complete' and exclusion_reason is not null)")
     reasons = dict(table(database, "select exclusion_reason, count(*) from participant where "
-                                   "study_id = 'pilot' and status = 'excluded' "
-                                   "group by exclusion_reason"))
+                                   f"{excluded} group by exclusion_reason"))
     expected = {s: n for s, n in statuses.items() if s not in ("complete", "excluded")}
     expected |= {f"excluded: {why}": n for why, n in reasons.items()}
     assert dropped == expected
-    assert (rows[-1]["step"], int(rows[-1]["participants"])) == ("included",
-                                                                 statuses["complete"])
+    [(included,)] = table(database, "select count(*) from participant where study_id = 'pilot'"
+                                    " and status = 'complete' and exclusion_reason is null")
+    assert (rows[-1]["step"], int(rows[-1]["participants"])) == ("included", included)
     remaining = [int(r["participants"]) for r in rows]
     assert all(a - b == int(r["dropped"])
                for a, b, r in zip(remaining, remaining[1:], rows[1:], strict=False))
