@@ -313,11 +313,12 @@ def warning_lines(dataset: Dataset) -> list[str]:
         lines.append(f"Warning: small n: {len(thin)} problem(s) have fewer than {SMALL_N} "
                      f"counted attempts by people ({shown}{more}); their 80th percentile is "
                      f"loosely determined, and below {MIN_N} it has no interval (n too small).")
-    excluded = [e for e in dataset if e.is_human and not e.is_included]
+    played = [e for e in dataset if e.is_human and not (e.info or {}).get("tutorial")]
+    excluded = sum(not e.is_included for e in played)
     if excluded:
-        total = sum(1 for e in dataset if e.is_human)
-        lines.append(f"Note: {len(excluded)} of {total} attempts by people are excluded and "
-                     "left out of every score (reasons under Exclusions).")
+        lines.append(f"Note: {excluded} of {len(played)} attempts by people at the study's "
+                     "problems are excluded and left out of every score (reasons under "
+                     "Exclusions; practice games are never scored).")
     return lines
 
 

@@ -4,6 +4,7 @@ against the participants table of a real SQLite file, payments by the study's ow
 from __future__ import annotations
 
 import csv
+import html
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
@@ -51,6 +52,13 @@ def database(tmp_path_factory):
         episode = store.start_episode(problem=registry.get_problem("test/p0"), study_id="pilot",
                                       participant_id=1)
         store.finish_episode(episode, status="done", phase="done", score=1.0, info={})
+        for participant, reason in ((2, None), (4, "failed 2 attention checks"), (2, "tutorial")):
+            episode = store.start_episode(problem=registry.get_problem("test/p0"),
+                                          study_id="pilot", participant_id=participant,
+                                          info={"tutorial": "planning"} if reason == "tutorial"
+                                          else {})
+            store.finish_episode(episode, status="done", phase="done", score=0.0, info={},
+                                 excluded=reason)
         store.flush()
     return path
 
@@ -121,6 +129,12 @@ def test_completion_time_and_payments(written):
     assert {k: summary[k] for k in flow.DECISIONS} == {
         "approve": "3", "reject": "2", "return": "7", "pending": "1"}
     assert float(summary["bonus_total"]) == 0.25  # participant 1 solved one problem
+
+
+def test_the_note_on_exclusions_counts_the_study_problems_attempts_not_the_practice(written):
+    page = html.unescape((written / "report.html").read_text())
+    assert ("1 of 3 attempts by people at the study's problems are excluded and left out of "
+            "every score (reasons under Exclusions; practice games are never scored)") in page
 
 
 def test_the_flow_is_the_second_section_with_its_figure(written):
