@@ -193,10 +193,17 @@ def grouped_bars(rows: Sequence[Row], group: str, series: str, value: str, title
         heights = [np.nan if g not in found or found[g][value] is None else found[g][value]
                    for g in groups]  # no value: no bar (not a bar of zero)
         x = np.arange(len(groups)) + i * width
-        axes.bar(x, heights, width, label=wrapped(human if name == HUMAN else name),
-                 color=colour_of(colours, name, names),
-                 yerr=_error_bars(found, groups, value, errors), capsize=3,
-                 error_kw={"elinewidth": 1.2, "ecolor": "#333333"})
+        bars = axes.bar(x, heights, width, label=wrapped(human if name == HUMAN else name),
+                        color=colour_of(colours, name, names),
+                        yerr=_error_bars(found, groups, value, errors), capsize=3,
+                        error_kw={"elinewidth": 1.2, "ecolor": "#333333"})
+        # a value of 0 is a bar no one sees: it is written, so it is not read as missing
+        axes.bar_label(bars, labels=["0" if h == 0 else "" for h in heights],
+                       fontsize="small")
+    values = [r[key] for r in rows for key in (value, *(errors or ())[:1])
+              if r[key] is not None]
+    if min(values) >= 0:  # nothing below 0: the axis starts there (all 0: up to 1)
+        axes.set_ylim(bottom=0, top=None if max(values) > 0 else 1)
     axes.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, [wrapped(g) for g in groups],
                     rotation=90 if crowded else 20, ha="center" if crowded else "right",
                     fontsize="small" if crowded else None)
@@ -228,10 +235,10 @@ def task_type_figure(rows: Sequence[Row], colours: dict[str, str] | None = None
 
 
 MAX_PROBLEMS = 30
-CROWDED = 8
-"""Groups on a bar chart's axis beyond which its labels stand upright."""
 """Problems drawn in the per-problem figure; a study of hundreds has them all in its table
 (``problem_scores.csv``), and a figure of hundreds of bars is read by nobody."""
+CROWDED = 8
+"""Groups on a bar chart's axis beyond which its labels stand upright."""
 
 
 def human_interval_figure(rows: Sequence[Row], colours: dict[str, str] | None = None

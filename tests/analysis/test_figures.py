@@ -112,3 +112,16 @@ def test_a_figure_shows_only_what_there_is():
         [{"agent": "random", "cost_per_attempt": 0.0, "score": 0.2},
          {"agent": "planner", "cost_per_attempt": 0.0, "score": 1.0}]))
     assert axes.get_xlim()[0] == 0
+
+
+def test_a_score_of_zero_is_drawn_on_an_axis_from_zero():
+    """A task type nobody solved: its bar has no height, and the axis ran from -0.04 to
+    0.04 around nothing to see; the axis now starts at 0 and the bar says 0."""
+    figure, axes = drawn(figures.task_type_figure(
+        [{"challenge": "planning", "agent": "human", "score": 0.0},
+         {"challenge": "planning", "agent": "llm:m", "score": 0.0}]))
+    assert axes.get_ylim() == (0, 1)
+    assert [t.get_text() for t in axes.texts] == ["0", "0"]
+    figure, axes = drawn(figures.task_type_figure(SCORES))
+    assert axes.get_ylim()[0] == 0 and axes.get_ylim()[1] >= 0.9  # the intervals' tops
+    assert all(t.get_text() == "" for t in axes.texts)
