@@ -68,6 +68,8 @@ def read_all(source: str, name: str | None = None) -> list[Node]:
     tops: list[Node] = []
     stack: list[Node] = []
     unclosed: Node | None = None  # the first list the indentation says was left open
+    closed: Node | None = None  # the last top-level list, and where its ')' stands
+    early: Node | None = None  # the first one the indentation says was closed too soon
     i, n = 0, len(source)
     line, line_start, first = 1, 0, True
     while i < n:
@@ -86,16 +88,25 @@ def read_all(source: str, name: str | None = None) -> list[Node]:
         col = i - line_start + 1
         if first and unclosed is None:
             unclosed = _left_open(stack, line, col, ch == ")")
+        if first and early is None and not stack and closed is not None and col > closed.col:
+            early = closed  # an indented line after the top-level list closed
         first = False
         if ch == "(":
             stack.append(Node(LIST, [], line, col, i))
             i += 1
             continue
         if ch == ")":
+            if not stack and early is not None:
+                raise _error(source, early.end - 1,
+                             f"unbalanced ')': this one closes the list opened at line "
+                             f"{early.line}, and the indented lines after it were meant to "
+                             "be inside it", name)
             if not stack:
                 raise _error(source, i, "unbalanced ')': no list is open here", name)
             node = stack.pop()
             node.end = i + 1
+            if not stack:
+                closed = node
             i += 1
         elif ch == '"':
             node, i = _read_string(source, i, line, col, name)

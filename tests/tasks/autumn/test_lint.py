@@ -45,6 +45,13 @@ BROKEN = [
      ERROR, 8, 3, "unbalanced '(': this list is never closed"),
     ("unclosed-inner-list", "  (on clicked\n    (= dots (list (Dot true (Position 2 2)))\n  )",
      ERROR, 9, 5, "unbalanced '(': this list is never closed"),
+    # one ')' too many closes the program early: said where it closed, not at the last line
+    ("closed-early", "  (on clicked (= dots (list))))\n  (on right (= dots (list)))",
+     ERROR, 8, 31, "unbalanced ')': this one closes the list opened at line 1, and the "
+     "indented lines after it were meant to be inside it"),
+    ("closed-early-inner", "  (on clicked\n    (= dots (list))))\n  (on right (= dots (list)))",
+     ERROR, 9, 21, "unbalanced ')': this one closes the list opened at line 1, and the "
+     "indented lines after it were meant to be inside it"),
     ("unknown-function", "  (on clicked (= dots (filter (--> d (> (lengthz dots) 2)) dots)))",
      ERROR, 8, 41, "unknown function 'lengthz' (did you mean 'length'?)"),
     ("unknown-variable", "  (on (> count 3) (= dots (list)))",
