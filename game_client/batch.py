@@ -27,7 +27,6 @@ it returns.
 from __future__ import annotations
 
 import queue
-import signal
 import sys
 import threading
 import time
@@ -37,7 +36,7 @@ from typing import Any
 
 from sqlmodel import select
 
-from game_client import owner
+from game_client import owner, stopping
 from game_client.agents import Agent, CannotPlay
 from game_client.runner import (
     Attempt,
@@ -66,10 +65,6 @@ from tasks.worldtest.turn import (
     resumable,
 )
 
-STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-"""The signals that stop a batch as Ctrl-C does. SIGHUP is its terminal closing (an SSH
-connection dropped): left to its default it ended the process at once, its attempts
-left to be reaped as a killed process's."""
 GRACE = 5.0
 """Seconds after the first Ctrl-C that running attempts have to reach a turn boundary."""
 LOG_INTERVAL = 30.0
@@ -299,10 +294,9 @@ class Batch:
             todo.put(job)
         workers = [threading.Thread(target=self._work, args=(todo,), daemon=True,
                                     name=f"attempt-{i}") for i in range(min(self.concurrency, len(jobs)))]
-        previous = self._trap_signals()
-        bar = tqdm(total=len(jobs), disable=not self.progress, unit="attempt", dynamic_ncols=True,
-                   mininterval=0.1 if sys.stderr.isatty() else LOG_INTERVAL)
-        try:
+        with stopping.caught(self._on_signal), tqdm(
+                total=len(jobs), disable=not self.progress, unit="attempt", dynamic_ncols=True,
+                mininterval=0.1 if sys.stderr.isatty() else LOG_INTERVAL) as bar:
             for worker in workers:
                 worker.start()
             deadline = None
@@ -315,9 +309,6 @@ class Batch:
                     self._interrupt_live()
                     break
             self._show(bar)
-        finally:
-            bar.close()
-            self._restore_signals(previous)
         stragglers = any(w.is_alive() for w in workers)
         return Outcome([self.results[j] for j in jobs if j in self.results], self.guard,
                        stragglers, [j for j in jobs if j not in self.results
@@ -414,24 +405,12 @@ class Batch:
 
     # -- Ctrl-C -----------------------------------------------------------------------
 
-    def _trap_signals(self) -> dict[int, Any]:
-        if threading.current_thread() is not threading.main_thread():
-            return {}
-        previous = {}
-        for number in STOPPING:
-            previous[number] = signal.signal(number, self._on_signal)
-        return previous
-
-    def _restore_signals(self, previous: dict[int, Any]) -> None:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-
     def _on_signal(self, number: int, _frame: Any) -> None:
         from tqdm import tqdm
 
         self.signals += 1
         if self.signals == 1:
-            self.guard.stop(f"interrupted by the operator ({signal.Signals(number).name})")
+            self.guard.stop(f"interrupted by the operator ({stopping.named(number)})")
             try:  # after SIGHUP the terminal may be gone (the bar stops by itself)
                 tqdm.write(f"Stopping: no new attempts; running ones end within "
                            f"{self.grace:g} s and can be resumed by running the same command "

@@ -261,6 +261,6 @@ class DebugSession(Pausable):
             parts.append("the saved file has errors")
         return " | ".join(parts)
 
-    def close(self) -> None:
+    def close(self, reason: str = "") -> None:
         """Nothing to finish: a debug session is never recorded."""
 

@@ -104,9 +104,9 @@ class GameLoop(Pausable):
             self.steps.append(tick.step)
         return tick.step
 
-    def close(self) -> None:
-        """End the recording of an unfinished run (the window was closed)."""
-        self.engine.abandon("the window was closed")
+    def close(self, reason: str = "the window was closed") -> None:
+        """End the recording of an unfinished run, saying why."""
+        self.engine.abandon(reason)
 
 
 def clamp_fps(fps: int) -> int:

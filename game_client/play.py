@@ -14,6 +14,7 @@ from typing import Any
 
 import pygame
 
+from game_client import stopping
 from game_client.controls import command_for_click, command_for_key
 from game_client.layout import Layout
 from game_client.loop import GameLoop
@@ -32,11 +33,17 @@ class PygameClient:
         self.realtime = realtime
         self.title = title
         self.running = False
+        self.stopped_by: str | None = None
+        """What ended play other than the window's own close (a signal), if anything."""
         self.layout: Layout | None = None
         self.screen: pygame.Surface | None = None
 
     def run(self, max_frames: int | None = None, before_frame: FrameHook | None = None) -> int:
         """Play until the window closes (or ``max_frames`` frames); return frames shown."""
+        with stopping.caught(self._on_signal):  # before SDL, which then keeps them
+            return self._run(max_frames, before_frame)
+
+    def _run(self, max_frames: int | None, before_frame: FrameHook | None) -> int:
         pygame.display.init()  # not pygame.init(): no audio device is needed
         pygame.font.init()
         pygame.display.set_caption(self.title)
@@ -60,9 +67,15 @@ class PygameClient:
                 if self.realtime:
                     clock.tick(self.loop.fps)
         finally:
-            self.loop.close()
+            self.loop.close(self.stopped_by or "the window was closed")
             pygame.quit()
         return frames
+
+    def _on_signal(self, number: int, _frame: Any) -> None:
+        """Ctrl-C in the terminal, ``kill`` or the terminal closing: the window closes at
+        the end of this frame, and a recorded attempt says what stopped it."""
+        self.stopped_by = f"stopped by {stopping.named(number)}"
+        self.running = False
 
     def handle(self, event: Any) -> None:
         """Turn one pygame event into a loop command or an enqueued action."""

@@ -176,7 +176,8 @@ class RemoteLoop:
             parts.append(f"score {view['score']:.3f}")
         return " | ".join(parts)
 
-    def close(self) -> None:
+    def close(self, reason: str = "") -> None:
+        """Leave the session; the server records how its attempt ends."""
         self.session.close()
 
 

@@ -4,6 +4,7 @@ and the recorded events are what replaying the same actions gives."""
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 from sqlmodel import select
@@ -124,3 +125,18 @@ def test_pause_frame_step_and_speed_keys(store):
     assert [s.action for s in client.loop.steps] == ["right", "noop", "noop"]
     assert client.loop.fps == 9 and not client.loop.paused
     assert os.environ["SDL_VIDEODRIVER"] == "dummy"
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP],
+                         ids=lambda number: signal.Signals(number).name)
+def test_a_window_stopped_by_a_signal_records_the_signal_not_a_closed_window(store, number):
+    """``kill``, Ctrl-C in the terminal or the terminal closing: SDL turned the first two
+    into the window's own close, so the attempt said "the window was closed"."""
+    episode = Episode(PLANNING)
+    recorder = EpisodeRecorder(store, episode.problem)
+    client = PygameClient(GameLoop(episode, recorder=recorder), realtime=False)
+    before = signal.getsignal(number)
+    client.run(max_frames=5, before_frame=lambda f, c: f == 2 and os.kill(os.getpid(), number))
+    events, row = stored_events(store, recorder.episode_id)
+    assert (row.status, row.info["reason"]) == ("abandoned", f"stopped by {signal.Signals(number).name}")
+    assert len(events) == 2 and signal.getsignal(number) == before  # the handler is given back
