@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from tasks.words import count
+
 
 def source_of(text: str) -> str:
     """A database URL, an export directory, or a SQLite file turned into its URL."""
@@ -71,7 +73,7 @@ def report(url: str, out: str, study: tuple[str, ...], all_studies: bool,
                         payments=payments)
     for line in warning_lines(dataset):
         click.echo(line, err=True)
-    click.echo(f"wrote {page} ({scope.episodes(len(dataset))})")
+    click.echo(f"wrote {page} ({count(len(dataset), 'episode')})")
 
 
 def study_payments(url: str | None) -> Any:

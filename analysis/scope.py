@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.load import PLAYS
+from tasks.words import count
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ def choose(counts: dict[str | None, int], study: Iterable[str] = (), all_studies
     study, runs = sorted(set(study)), sorted(set(agent_runs))
     named = sorted(s for s in counts if s not in (None, PLAYS))
     studies = [s for s in named if counts[s]]  # a study nobody has finished is not pooled
-    held = ", ".join(f"{s}: {episodes(counts[s])}" for s in named) or "none"
+    held = ", ".join(f"{s}: {count(counts[s], 'episode')}" for s in named) or "none"
     if study and all_studies:
         raise ValueError("--study and --all-studies contradict each other: give one of them")
     unknown = [s for s in study if s not in counts]
@@ -66,11 +67,11 @@ def choose(counts: dict[str | None, int], study: Iterable[str] = (), all_studies
              else "No study in the source."]
     unstudied, plays = counts.get(None, 0), counts.get(PLAYS, 0)
     if unstudied and outside:
-        lines.append(f"Included: {episodes(unstudied)} of model runs outside any study.")
+        lines.append(f"Included: {count(unstudied, 'episode')} of model runs outside any study.")
     elif unstudied:
-        lines.append(f"Left out: {episodes(unstudied)} of model runs outside any study (add them "
+        lines.append(f"Left out: {count(unstudied, 'episode')} of model runs outside any study (add them "
                      "with --agent-run ID or --runs-outside-studies).")
-    played = (f"{episodes(plays)} played outside any study and any model run: previews "
+    played = (f"{count(plays, 'episode')} played outside any study and any model run: previews "
               "recorded with ?record=1, local play with --record")
     if plays and outside:
         lines.append(f"Included: {played}; their agent is unknown.")
@@ -80,8 +81,3 @@ def choose(counts: dict[str | None, int], study: Iterable[str] = (), all_studies
         lines.append(f"Included: agent run(s) {', '.join(map(str, runs))} (--agent-run).")
     options = {"study": chosen or None, "outside": outside, "agent_runs": runs or None}
     return Scope(options, tuple(lines))
-
-
-def episodes(n: int) -> str:
-    """``1 episode``, ``2 episodes``."""
-    return f"{n} episode" + ("" if n == 1 else "s")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from consent.definition import ExclusionRules
+from tasks.words import count
 
 
 def participant_reason(rules: ExclusionRules, attention_results: Iterable[bool]) -> str | None:
@@ -17,7 +18,7 @@ def participant_reason(rules: ExclusionRules, attention_results: Iterable[bool])
     failed = sum(1 for ok in attention_results if not ok)
     if failed > rules.max_failed_attention_checks:
         return (
-            f"failed {failed} attention check{'s' if failed != 1 else ''} "
+            f"failed {count(failed, 'attention check')} "
             f"(at most {rules.max_failed_attention_checks} allowed)"
         )
     return None
@@ -57,10 +58,10 @@ def quality_reason(rules: ExclusionRules, flags: dict) -> str | None:
         return (f"tab hidden for {hidden:.0f} s during play "
                 f"(at most {rules.max_hidden_seconds:.0f} s allowed)")
     if rules.max_focus_losses is not None and losses > rules.max_focus_losses:
-        return (f"window left {losses} time{'s' if losses != 1 else ''} during play "
+        return (f"window left {count(losses, 'time')} during play "
                 f"(at most {rules.max_focus_losses} allowed)")
     if rules.max_mashing is not None and mashing > rules.max_mashing:
-        return (f"{mashing} burst{'s' if mashing != 1 else ''} of key-mashing "
+        return (f"{count(mashing, 'burst')} of key-mashing "
                 f"(at most {rules.max_mashing} allowed)")
     return None
 

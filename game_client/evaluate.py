@@ -45,6 +45,7 @@ from game_client.batch import Outcome, RunSpec
 from game_client.bridge.images import OBSERVATIONS
 from game_client.runner import Budget, EpisodeResult, Spending
 from records.schema import agent_name, is_number
+from tasks.words import count
 from tasks.worldtest.turn import MAX_INVALID, MAX_TURNS
 
 MODEL_KEYS = {
@@ -564,7 +565,7 @@ def summary_lines(runs: Iterable[RunSpec], outcome: Outcome,
         results = by_run.get(run.label, [])
         name = f"{run.label} (agent run {run.agent_run_id})"
         if not results:
-            lines.append(f"{name}: {_count(unplayed[run.label], 'attempt')} not started"
+            lines.append(f"{name}: {count(unplayed[run.label], 'attempt')} not started"
                          if unplayed[run.label] else
                          f"{name}: nothing left to play (every attempt is finished)")
             continue
@@ -584,27 +585,27 @@ def summary_lines(runs: Iterable[RunSpec], outcome: Outcome,
                      f"{total.tokens:,} and {total.dollars()} in all for agent run "
                      f"{run.agent_run_id}")
             if total.uncounted:
-                spent += (f" ({_count(total.uncounted, 'turn')}, {now.uncounted} of them this "
+                spent += (f" ({count(total.uncounted, 'turn')}, {now.uncounted} of them this "
                           "invocation, whose replies gave no token counts: what they spent is "
                           "in neither figure)")
         else:
             spent = (f"tokens {sum(r.tokens for r in results):,}; cost "
                      f"{Spending(*_cost_of(results)).dollars()}")
-        lines.append(f"{name}: {_count(len(results), 'attempt')} ({ended}); {score}; grounding "
+        lines.append(f"{name}: {count(len(results), 'attempt')} ({ended}); {score}; grounding "
                      f"{'-' if grounding is None else f'{grounding:.3f}'}; {spent}")
         if unplayed[run.label]:
-            lines.append(f"  not started, {_count(unplayed[run.label], 'attempt')}")
+            lines.append(f"  not started, {count(unplayed[run.label], 'attempt')}")
         unfinished: dict[tuple[str, str], list[str]] = defaultdict(list)
         for result in results:
             if result.status in ("error", "interrupted"):
                 unfinished[(result.status, result.reason or "no reason given")].append(
                     f"{result.episode_id} ({result.problem_id})")
         for (status, reason), which in unfinished.items():
-            lines.append(f"  {status}, {_count(len(which), 'attempt')} (episode "
+            lines.append(f"  {status}, {count(len(which), 'attempt')} (episode "
                          f"{', '.join(which)}): {reason}")
     lines += [f"{why}; its run was played again from the start" for why in outcome.restarted]
     if outcome.elsewhere:
-        lines.append(f"{_count(len(outcome.elsewhere), 'attempt')} started meanwhile by "
+        lines.append(f"{count(len(outcome.elsewhere), 'attempt')} started meanwhile by "
                      "another invocation of this batch, left to it: "
                      + ", ".join(f"{job.problem_id} run {job.run_index}"
                                  for job in outcome.elsewhere))
@@ -623,10 +624,6 @@ def _cost_of(results: list[EpisodeResult]) -> tuple[float | None, int]:
     costs = [r.cost for r in results]
     cost = None if any(c is None for c in costs) and not any(costs) else sum(c or 0.0 for c in costs)
     return cost, sum(r.tokens for r in results)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def exit_code(outcome: Outcome) -> int:

@@ -17,6 +17,7 @@ import click
 
 from tasks import registry
 from tasks.library import CATEGORIES
+from tasks.words import count
 from tasks.worldtest.challenge import names as challenge_names
 from tasks.worldtest.check import DEAD_END_SEEDS
 from tasks.worldtest.problem import gym_id
@@ -94,9 +95,8 @@ def envs_check(paths: tuple[str, ...], strict: bool, quiet: bool, steps: int) ->
             failing += bool(failures)
             if cost and not quiet:
                 click.echo(f"rollout: {path}: {cost}")
-    click.echo(f"{len(files)} program{'s' if len(files) != 1 else ''} checked: "
-               f"{counts['error']} error{'s' if counts['error'] != 1 else ''}, "
-               f"{counts['warning']} warning{'s' if counts['warning'] != 1 else ''}", err=True)
+    click.echo(f"{count(len(files), 'program')} checked: {count(counts['error'], 'error')}, "
+               f"{count(counts['warning'], 'warning')}", err=True)
     if failing:
         sys.exit(1)
 

@@ -6,6 +6,8 @@ from typing import Any
 
 import click
 
+from tasks.words import count
+
 
 def stopped(error: OSError, out: str, what: str, runs: str) -> click.ClickException:
     """What a command writing the files of folder ``out`` (``study_server.export.staged``)
@@ -96,7 +98,7 @@ def payments(url: str, study: str, out: str) -> None:
         raise stopped(error, out, "payments", "payments runs") from None
     counts = Counter(row.decision for row in rows)
     currency, total = definition.currency, sum(row.bonus for row in rows)
-    click.echo(f"{study}: {len(rows)} participants ("
+    click.echo(f"{study}: {count(len(rows), 'participant')} ("
                + ", ".join(f"{d} {n}" for d, n in counts.items()) + ")")
-    click.echo(f"wrote {decisions}, {approve} and {bonuses} ({sum(r.bonus > 0 for r in rows)} bonuses, "
+    click.echo(f"wrote {decisions}, {approve} and {bonuses} ({count(sum(r.bonus > 0 for r in rows), 'bonus', 'bonuses')}, "
                f"{currency} {total:.2f} in all)".replace("( ", "("))

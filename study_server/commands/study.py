@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from consent.definition import DefinitionError, StudyDefinition, from_stored, load_definition
+from tasks.words import count
 
 PROLIFIC_QUERY = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
 """Prolific's placeholders, filled in for each participant."""
@@ -291,9 +292,9 @@ def list_studies(db: str | None) -> None:
                 select(Participant.status, func.count()).where(Participant.study_id == row.id)
                 .group_by(Participant.status)).all())
             click.echo(f"{row.id}  {row.status}  {row.title}")
-            click.echo(f"  {len(definition.problems)} problems, {finished} of {wanted} included "
+            click.echo(f"  {count(len(definition.problems), 'problem')}, {finished} of {wanted} included "
                        f"attempts ({definition.attempts_per_problem} each); "
-                       f"{sum(people.values())} participants"
+                       f"{count(sum(people.values()), 'participant')}"
                        + "".join(f", {n} {status}" for status, n in sorted(people.items())))
 
 

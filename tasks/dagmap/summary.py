@@ -16,7 +16,7 @@ from typing import Any
 
 from tasks.core import Observation
 from tasks.dagmap.model import DIRECTIONS, Cell, neighbour
-from tasks.dagmap.view import join_and
+from tasks.words import join_and
 
 AXES = {"up": "y-1", "down": "y+1", "left": "x-1", "right": "x+1"}
 

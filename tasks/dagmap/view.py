@@ -18,6 +18,7 @@ from typing import Any
 from tasks.core import Frame
 from tasks.dagmap.model import Cell, DagMap
 from tasks.dagmap.progress import ACHIEVED, DISCOVERED, Event, Progress
+from tasks.words import count, join_and
 
 HIDDEN, FLOOR, FRONTIER, WALL, AGENT = "black", "white", "dimgray", "saddlebrown", "blue"
 NODE_COLOURS = {
@@ -40,11 +41,6 @@ def join_or(words: Sequence[str]) -> str:
     if len(words) <= 2:
         return " or ".join(words)
     return ", ".join(words[:-1]) + ", or " + words[-1]
-
-
-def join_and(words: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def node_state(dagmap: DagMap, progress: Progress, node: str) -> str:
@@ -110,7 +106,7 @@ def observation_text(
     if ending:
         parts.append(ending)
     parts.append(f"Your available action is {join_or(list(directions))}.")
-    parts.append(f"You spent {steps} step{'' if steps == 1 else 's'}.")
+    parts.append(f"You spent {count(steps, 'step')}.")
     return " ".join(parts)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from tasks import registry
 from tasks.core import ANSWER_VERBS, INDEXED_VERBS, Action, GridEnv, Observation, parse_action
+from tasks.words import join_and
 from tasks.worldtest.challenge import Challenge, TestPhase, get
 from tasks.worldtest.problem import Problem
 
@@ -62,7 +63,7 @@ def controls_hint(verbs: set[str] | frozenset[str]) -> str:
     if len(arrows) == len(MOVES):
         keys = "Arrow keys move"
     elif arrows:
-        named = arrows[0] if len(arrows) == 1 else f"{', '.join(arrows[:-1])} and {arrows[-1]}"
+        named = join_and(arrows)
         keys = f"The {named} arrow key{'s' if len(arrows) > 1 else ''} act{'' if len(arrows) > 1 else 's'}"
     else:
         return "Click a cell to act on it." if "click" in verbs else ""

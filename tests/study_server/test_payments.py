@@ -101,7 +101,7 @@ def test_payments_writes_decisions_the_approve_list_and_prolific_bulk_bonuses(ap
     assert (out / "bonuses.csv").read_text() == f"PID-DONE,{bonus:.2f}\n"
     assert "pilot: 4 participants (approve 1, return 1, pending 2)" in result.output
     assert (f"wrote {out / 'decisions.csv'}, {out / 'approve.txt'} and {out / 'bonuses.csv'} "
-            f"(1 bonuses, GBP {bonus:.2f} in all)") in result.output
+            f"(1 bonus, GBP {bonus:.2f} in all)") in result.output
 
 
 def test_payments_stopped_by_a_full_disk_leave_the_earlier_files_whole(app, visited, tmp_path):
