@@ -53,12 +53,14 @@ class Drop:
 
 @dataclass
 class Reply:
-    """A chat completion with a chosen ``content`` (None: JSON null), reasoning content
-    and finish reason."""
+    """A chat completion with a chosen ``content`` (None: JSON null; a list: content
+    parts, as some compatible endpoints send), reasoning content, finish reason and
+    refusal (the model's refusal message, which OpenAI sends with null content)."""
 
-    content: str | None
+    content: str | list[dict[str, Any]] | None
     reasoning: str | None = None
     finish_reason: str = "stop"
+    refusal: str | None = None
     usage: dict[str, Any] | None = None
     """Fields replacing the counted ``usage`` (a provider's own numbers, right or not)."""
 
@@ -126,11 +128,14 @@ class FakeOpenAI:
                 if callable(entry):
                     entry = entry(body["messages"])
                 if isinstance(entry, Reply):
-                    answer = completion(body, entry.content or "")
+                    answer = completion(body, entry.content
+                                        if isinstance(entry.content, str) else "")
                     message = answer["choices"][0]["message"]
                     message["content"] = entry.content
                     if entry.reasoning is not None:
                         message["reasoning_content"] = entry.reasoning
+                    if entry.refusal is not None:
+                        message["refusal"] = entry.refusal
                     answer["choices"][0]["finish_reason"] = entry.finish_reason
                     answer["usage"].update(entry.usage or {})
                     return self._send(200, json.dumps(answer))

@@ -283,12 +283,12 @@ class ChatProvider:
             data = response.json()
             choice = data["choices"][0]
             message = choice["message"]
-            text = message.get("content") or ""
-            reasoning = message.get("reasoning_content") or message.get("reasoning")
+            text, thought = _content(message.get("content"))
+            reasoning = message.get("reasoning_content") or message.get("reasoning") or thought
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             return None
-        if not isinstance(text, str):
-            return None
+        if not text and isinstance(message.get("refusal"), str):
+            text = message["refusal"]  # a model's refusal is what it answered: kept, shown
         # a lone surrogate (a reply cut inside an emoji) can be neither stored nor sent
         # back in the history: the stand-in is what the record and the model both see
         text = storable_text(text)
@@ -300,6 +300,33 @@ class ChatProvider:
                           self.prices.cost(self.model, prompt, completion), latency, retries,
                           reasoning or None,
                           storable_text(finish[:100]) if isinstance(finish, str) else None)
+
+
+def _content(content: Any) -> tuple[str, str | None]:
+    """A reply's text, and the reasoning its parts give: ``content`` is text or null (the
+    chat completion's own), or a list of parts (some compatible endpoints), whose
+    ``text`` parts are the reply and whose ``thinking`` parts the reasoning. TypeError
+    for anything else, which is no chat completion.
+
+    >>> _content("up"), _content(None)
+    (('up', None), ('', None))
+    >>> _content([{"type": "thinking", "thinking": [{"type": "text", "text": "Left is a wall."}]},
+    ...           {"type": "text", "text": "<action>up</action>"}])
+    ('<action>up</action>', 'Left is a wall.')
+    """
+    if content is None or isinstance(content, str):
+        return content or "", None
+    if not isinstance(content, list) or not all(isinstance(part, dict) for part in content):
+        raise TypeError(f"content is {type(content).__name__}")
+    text = "".join(_texts([p for p in content if p.get("type") == "text"]))
+    thoughts = [p.get("thinking") for p in content if p.get("type") == "thinking"]
+    thought = "".join(t if isinstance(t, str) else "".join(_texts(t)) for t in thoughts
+                      if isinstance(t, str | list))
+    return text, thought or None
+
+
+def _texts(parts: list[Any]) -> list[str]:
+    return [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
 
 
 def _counts(usage: dict[str, Any]) -> tuple[int | None, int | None]:

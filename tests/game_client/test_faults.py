@@ -56,6 +56,13 @@ CASES = {
     "null content with reasoning keeps the reasoning": Case(
         [Reply(None, reasoning="The walker is gold; I should move."), *SOLVE], "done", 5,
         first={"parse_valid": False, "reasoning": "The walker is gold", "error": "empty"}),
+    "a refusal is kept as what the model answered": Case(
+        [Reply(None, refusal="I can't help with moving the walker."), *SOLVE], "done", 5,
+        first={"parse_valid": False, "raw_reply": "I can't help with moving the walker."}),
+    "content given as parts is read, its thinking kept as the reasoning": Case(
+        [Reply([{"type": "thinking", "thinking": [{"type": "text", "text": "Test first."}]},
+                {"type": "text", "text": SOLVE[0]}]), *SOLVE[1:]], "done", 4,
+        first={"parse_valid": True, "reasoning": "Test first.", "retries": 0}),
     "a reply cut at the token limit says so": Case(
         [Reply("First I will consider", finish_reason="length"), *SOLVE], "done", 5,
         first={"finish_reason": "length", "error": "cut off at the token limit"}),
