@@ -33,6 +33,8 @@ from typing import Any
 
 import yaml
 
+from tasks.words import suggest
+
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _CODE = re.compile(r"^[A-Za-z0-9_-]{4,32}$")
 
@@ -237,7 +239,8 @@ def parse_definition(data: Any, known_problems: set[str] | None = None, *,
     fields = StudyDefinition.__dataclass_fields__
     unknown = sorted(set(data) - set(fields) - {"consent"})
     if unknown:
-        raise DefinitionError(f"unknown field {unknown[0]!r}; known fields: {', '.join(_public_fields())}")
+        raise DefinitionError(f"unknown field {unknown[0]!r}{suggest(unknown[0], fields)}; "
+                              f"known fields: {', '.join(_public_fields())}")
     consent = _consent(data)
     values = {
         "id": _slug(data, "id"),
@@ -418,7 +421,8 @@ def _problem_id(value: Any, name: str, known: set[str] | None) -> str:
         raise DefinitionError(f"{name}: expected a problem id, got {_kind(value)}")
     if known is not None and value not in known:
         raise DefinitionError(
-            f"{name}: unknown problem {value!r}; list them with 'gridstudy problems'"
+            f"{name}: unknown problem {value!r}{suggest(value, known)}; list them with "
+            "'gridstudy problems list'"
         )
     return value
 

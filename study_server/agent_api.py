@@ -72,6 +72,7 @@ from records.store import PAGE_WAIT, RunIndexTaken
 from study_server import cluster, tokens
 from tasks import registry
 from tasks.core import LONGEST_ACTION
+from tasks.words import suggest
 from tasks.worldtest.episode import Episode
 from tasks.worldtest.turn import (
     ABANDONED,
@@ -226,7 +227,8 @@ def _body(specs: dict[str, Spec], *, allowed: tuple[str, ...] = ()) -> dict[str,
         raise ApiError(400, "send a JSON object (Content-Type: application/json)")
     unknown = sorted(set(body) - set(specs) - set(allowed))
     if unknown:
-        raise ApiError(400, f"unknown field {unknown[0]!r}; expected some of "
+        raise ApiError(400, f"unknown field {unknown[0]!r}"
+                            f"{suggest(str(unknown[0]), (*specs, *allowed))}; expected some of "
                             f"{', '.join(sorted((*specs, *allowed)))}")
     if _depth(body) > MAX_DEPTH:
         raise ApiError(400, f"the JSON nests deeper than {MAX_DEPTH} levels")

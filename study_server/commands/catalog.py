@@ -17,7 +17,7 @@ import click
 
 from tasks import registry
 from tasks.library import CATEGORIES
-from tasks.words import count
+from tasks.words import count, suggest
 from tasks.worldtest.challenge import names as challenge_names
 from tasks.worldtest.check import DEAD_END_SEEDS
 from tasks.worldtest.problem import gym_id
@@ -367,13 +367,10 @@ def problems_derive(names: tuple[str, ...], samples: int) -> None:
 
 def _known(names, known: set[str], kind: str, hint: str) -> None:
     """Exit with 1, naming them, when some of ``names`` are unknown."""
-    import difflib
-
     unknown = [n for n in names if n not in known]
     for name in unknown:
-        close = difflib.get_close_matches(name, sorted(known), n=1)
-        click.echo(f"error: unknown {kind} '{name}'"
-                   + (f" (did you mean '{close[0]}'?)" if close else f" (see {hint})"), err=True)
+        click.echo(f"error: unknown {kind} '{name}'" + (suggest(name, known) or f" (see {hint})"),
+                   err=True)
     if unknown:
         sys.exit(1)
 

@@ -4,8 +4,6 @@ definitions (calls and types: :mod:`tasks.autumn.lint_calls`)."""
 
 from __future__ import annotations
 
-import difflib
-
 from tasks.autumn import compat
 from tasks.autumn.compiler import SPECIAL
 from tasks.autumn.lint_calls import Calls
@@ -25,6 +23,7 @@ from tasks.autumn.lint_defs import (
     builtin_arities,
 )
 from tasks.autumn.reader import LIST, SYM, Node
+from tasks.words import suggest
 
 
 class Checker(Calls):
@@ -48,8 +47,7 @@ class Checker(Calls):
         self.findings.append(Finding(severity, message, self.name, node.line, node.col))
 
     def suggest(self, name: str, candidates) -> str:
-        close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.75)
-        return f" (did you mean '{close[0]}'?)" if close else ""
+        return suggest(name, candidates, cutoff=0.75)
 
     # -- statements ---------------------------------------------------------------------------
 

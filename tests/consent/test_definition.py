@@ -42,7 +42,8 @@ def test_defaults_and_round_trip():
         ({"payment": "GBP -4.50"}, "payment: 'GBP -4.50' is not an amount a participant can be paid"),
         ({"payment": "£4.505"}, "payment: '£4.505' is not an amount a participant can be paid"),
         ({"attention_checks": "yes"}, "attention_checks: expected true or false, got 'yes'"),
-        ({"colour": "red"}, "unknown field 'colour'"),
+        ({"colour": "red"}, "unknown field 'colour'; known fields"),
+        ({"problem": ["test/p0"]}, "unknown field 'problem' (did you mean 'problems'?); known"),
         ({"stages": "consent"}, "stages: expected a list of stage names, got str 'consent'"),
         ({"stages": ["consent", "screening", "practice", "tasks"]}, "stages: unknown stage 'practice'"),
         ({"stages": ["screening", "consent", "tasks"]}, "stages: consent must come first, not 'screening'"),
@@ -79,7 +80,9 @@ def test_a_yaml_infinity_or_nan_is_refused_naming_its_field(tmp_path):
 
 
 def test_unknown_problem_is_reported_with_its_index():
-    with pytest.raises(DefinitionError, match=r"problems\[2\]: unknown problem 'test/p2'"):
+    with pytest.raises(DefinitionError, match=r"problems\[2\]: unknown problem 'test/p2' \(did "
+                                              r"you mean 'test/p1'\?\); list them with 'gridstudy "
+                                              r"problems list'"):
         parse_definition(definition_data(), known_problems={"test/p0", "test/p1", "test/tutorial"})
 
 

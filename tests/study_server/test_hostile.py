@@ -65,6 +65,8 @@ HTTP = {
     "runs: agent_kind too long": ("POST", "/api/agent/runs", {"agent_kind": "x" * 100}, 400, "agent_kind must lie in 0..40"),
     "runs: config a list": ("POST", "/api/agent/runs", {"config": [1]}, 400, "config must be a JSON object"),
     "runs: unknown field": ("POST", "/api/agent/runs", {"colour": 1}, 400, "unknown field 'colour'"),
+    "runs: a misspelt field": ("POST", "/api/agent/runs", {"modle": "m"}, 400,
+                               "unknown field 'modle' (did you mean 'model'?); expected some of"),
     "runs: nested 100,000 deep": ("POST", "/api/agent/runs", DEEP.encode(), 400, "send a JSON object"),
     "runs: config nested 40 deep": ("POST", "/api/agent/runs", {"config": nested(40)}, 400, "nests deeper than 32"),
     "runs: an 8 MB body": ("POST", "/api/agent/runs", {"model": "m" * 8_000_000}, 413, "over 7312240 bytes"),
