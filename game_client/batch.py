@@ -52,6 +52,7 @@ from records.rebuild import CannotResume
 from records.recorder import last_seen, run_spending
 from records.store import RunIndexTaken
 from tasks import registry
+from tasks.words import suggest
 from tasks.worldtest import protocol as protocols
 from tasks.worldtest.problem import Problem
 from tasks.worldtest.turn import (
@@ -428,5 +429,6 @@ def select_problems(patterns: Iterable[str]) -> list[str]:
     chosen = [pid for pid in known if any(fnmatch(pid, p) for p in wanted)]
     missing = [p for p in wanted if not any(fnmatch(pid, p) for pid in known)]
     if missing:
-        raise ValueError(f"no registered problem matches {', '.join(missing)}; see `gridstudy problems list`")
+        raise ValueError(f"no registered problem matches {', '.join(missing)}"
+                         f"{suggest(missing[0], known)}; see `gridstudy problems list`")
     return chosen

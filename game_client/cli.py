@@ -23,6 +23,7 @@ def make_driver(target: str, seed: int):
     """An Episode for a problem id, or a Sandbox for an environment id."""
     from game_client.sandbox import Sandbox
     from tasks import registry
+    from tasks.words import suggest
     from tasks.worldtest.episode import Episode
 
     try:
@@ -32,9 +33,11 @@ def make_driver(target: str, seed: int):
     try:
         registry.env_spec(target)
     except KeyError:
+        known = [spec.id for spec in (*registry.list_problems(), *registry.list_envs())]
         raise click.ClickException(
-            f"{target!r} is neither a registered problem nor an environment; "
-            "see `gridstudy problems list` and `gridstudy envs list`") from None
+            f"{target!r} is neither a registered problem nor an environment"
+            f"{suggest(target, known)}; see `gridstudy problems list` and "
+            "`gridstudy envs list`") from None
     return Sandbox(target, seed)
 
 

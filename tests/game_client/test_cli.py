@@ -36,6 +36,14 @@ def test_unknown_problems_are_refused(tmp_path):
     result = CliRunner().invoke(main, ["agent", "run", "--problems", "nope*", "--agent", "random",
                                        "--db", str(tmp_path / "x.db")])
     assert result.exit_code == 2 and "no registered problem matches nope*" in result.output
+    # a misspelt id names the one meant, in agent run as in play
+    for command in (["agent", "run", "--agent", "random", "--db", str(tmp_path / "x.db"),
+                     "--problems", "lamp_grid/plannning"], ["play", "lamp_grid/plannning"]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code != 0, result.output
+        assert "plannning' is neither" in result.output or "matches lamp_grid/plannning" \
+            in result.output
+        assert "(did you mean 'lamp_grid/planning'?)" in result.output
 
 
 def test_the_random_baseline_per_problem_prints_a_table_and_writes_csv(tmp_path, registered):
