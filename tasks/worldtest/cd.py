@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from tasks import registry
@@ -166,7 +167,8 @@ def derive_cd(
     witness = env_actions(witness_actions)
     run = lockstep(make_env(env_id), make_env(changed_env_id), seed, witness)
     if run.t_star is None:
-        raise ValueError(f"the witness ({len(witness)} actions) never makes the programs differ")
+        raise ValueError(f"the witness ({len(witness)} actions) never makes the programs differ"
+                         + _same_rules(env_id, changed_env_id))
     if run.t_star < 1:
         raise ValueError("the programs differ already in the initial frame: t* must be >= 1")
     if not run.randomness_agrees:
@@ -177,6 +179,24 @@ def derive_cd(
         "witness": witness[: run.t_star], "witness_t_star": run.t_star,
     }
     return Problem(problem_id or f"{env_id}/cd-{seed}", env_id, "cd", seed, params)
+
+
+def _same_rules(env_id: str, changed_env_id: str) -> str:
+    """Why no witness can work, when the changed program is the program itself (comments
+    and spacing aside: an author who copied program.sexp and has not changed a rule
+    yet); "" otherwise, or for environments not written as programs."""
+    from tasks.autumn.reader import read_all
+
+    try:
+        files = [registry.env_spec(env).program for env in (env_id, changed_env_id)]
+        if all(files):
+            first, second = (repr(read_all(Path(name).read_text())) for name in files)
+            if first == second:
+                return (f": {Path(files[1]).name} is the same program as {Path(files[0]).name}"
+                        " (comments and spacing aside); change the one rule it is about")
+    except (KeyError, OSError, ValueError):
+        pass  # an unreadable file is said by the checks that read it
+    return ""
 
 
 # -- check -----------------------------------------------------------------------------------
@@ -231,7 +251,8 @@ def _check_cd(problem, env, samples, rng_seed, make_env) -> list[str]:
                 "shows the change"]
     run = lockstep(env, changed, problem.seed, witness)
     if run.t_star is None:
-        return [f"the witness ({len(witness)} actions) triggers no difference"]
+        return [f"the witness ({len(witness)} actions) triggers no difference"
+                + _same_rules(problem.env_id, params["changed_env_id"])]
     reasons = []
     if run.t_star < 1:
         reasons.append("the programs differ already at the initial frame (t* = 0)")

@@ -282,3 +282,19 @@ def test_a_report_run_without_the_library_its_data_was_played_from_says_so(tmp_p
             return [row["score"] for row in csv.DictReader(handle)]
 
     assert scores("whole") == scores("cut")  # what the record holds is read the same
+
+
+def test_a_changed_program_not_changed_yet_is_named_as_such(tmp_path: Path) -> None:
+    """The author has copied program.sexp to changed.sexp and not yet changed a rule: the
+    change-detection recipe said only that its witness never made the programs differ."""
+    library = tmp_path / "lib"
+    env = {"GRIDSTUDY_LIBRARY": str(library)}
+    assert gridstudy("envs", "new", "twin", "--category", "tool use", "--library", str(library),
+                     cwd=tmp_path, env=env).returncode == 0
+    folder = library / "autumn" / "twin"
+    (folder / "changed.sexp").write_text((folder / "program.sexp").read_text()
+                                         .replace("  ", "    ") + "; to change: the up arrow\n")
+    derived = gridstudy("problems", "derive", "twin", "--samples", "4", cwd=tmp_path, env=env)
+    said = ("changed.sexp is the same program as program.sexp (comments and spacing aside); "
+            "change the one rule it is about")
+    assert derived.returncode != 0 and said in derived.stdout + derived.stderr, derived.stdout
