@@ -55,7 +55,7 @@ def test_a_problem_played_in_the_browser_is_the_servers_record_frame_for_frame(l
         page.wait_for_timeout(200)
     page.wait_for_selector(f"{GAME}[data-phase=done]", timeout=30000)
     page.wait_for_function(f"document.querySelector('{GAME}').dataset.verified === 'true'")
-    page.wait_for_function("document.querySelector('[data-gs=message]').textContent === 'Finished.'")
+    page.wait_for_function("document.querySelector('[data-gs=message]').textContent === 'Saved.'")
     row = attempt(live_server)
     assert row.status == "done" and row.score == 1.0
     assert row.info["play"] == "browser" and row.info["verified"] is True
@@ -557,11 +557,11 @@ def test_an_answer_submitted_while_the_server_is_down_is_said_saved_only_once_it
         page.locator("[data-gs=mfp]").get_by_role("button", name="Submit", exact=True).click()
         page.wait_for_selector(f"{GAME}[data-phase=done]")
         page.wait_for_timeout(500)
-        assert page.locator("[data-gs=message]").text_content() == "Finished. Saving..."
+        assert page.locator("[data-gs=message]").text_content() == "Saving..."
         assert page.locator("[data-gs=stored]").text_content() == ""  # not saved yet
         server.start()
         page.wait_for_function(
-            "document.querySelector('[data-gs=message]').textContent === 'Finished.'",
+            "document.querySelector('[data-gs=message]').textContent === 'Saved.'",
             timeout=30000)
         assert page.locator("[data-gs=stored]").text_content() == "Your answer, as saved: option 2."
     with Store(str(db)) as store, store.session() as session:

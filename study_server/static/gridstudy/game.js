@@ -758,7 +758,7 @@
     this.el.ending.textContent = ENDINGS[ending] || "Finished.";
     this.el.score.textContent = state.score;
     if (this.local && this.acked < this.local.logged()) {  // not all stored yet: not "as saved"
-      this.say("Finished. Saving...");
+      this.say("Saving...");
       this.pendingFinish = state;
       this.flush();
       return;
@@ -768,7 +768,7 @@
 
   Game.prototype.announce = function (state) {
     this.el.stored.textContent = stored(state.test);
-    this.say("Finished.");
+    this.say("Saved.");
     if (this.options.onDone) { this.options.onDone(state); }
     this.root.dispatchEvent(new CustomEvent("gridstudy:done", { detail: state, bubbles: true }));
   };
