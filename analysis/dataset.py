@@ -24,12 +24,15 @@ from typing import Any
 
 from analysis.columns import Same, compact
 from records import schema
+from records.flow import EXCLUDED, standing
 from records.rebuild import replays
 
 Frame = list[list[str]]
-EXCLUDED_PARTICIPANTS = ("excluded", "screened-out", "failed-quiz", "wrong-device",
+EXCLUDED_PARTICIPANTS = (EXCLUDED, "screened-out", "failed-quiz", "wrong-device",
                          "failed-attention")
-"""Participant statuses whose attempts are all left out of aggregation."""
+"""Participant standings (:func:`records.flow.standing`: the status, or ``excluded`` for one
+who played on past a failed attention check) whose attempts are all left out of
+aggregation, an attempt included again by hand among them."""
 FINISHED = ("done", "abandoned")
 """A model's attempt that ended one of these ways counts (abandoned: scored 0)."""
 EVENT_FIELDS = schema.EVENT.without("id")
@@ -262,9 +265,10 @@ class EpisodeRecord(_EpisodeFields):
             reasons.append(f"episode {self.status}")
         if not self.included:
             reasons.append(self.exclusion_reason or "excluded")
-        if self.participant_status in EXCLUDED_PARTICIPANTS:
+        status = standing(self.participant_status, self.participant_exclusion_reason)
+        if status in EXCLUDED_PARTICIPANTS:
             why = self.participant_exclusion_reason
-            reasons.append(f"participant {self.participant_status}" + (f": {why}" if why else ""))
+            reasons.append(f"participant {status}" + (f": {why}" if why else ""))
         return tuple(reasons)
 
     @property

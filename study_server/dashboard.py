@@ -34,6 +34,7 @@ from sqlmodel import Session, func, select
 from consent import quality
 from consent.definition import from_stored
 from records import schema
+from records.flow import COMPLETE, EXCLUDED, standing
 from records.models import (
     Audit,
     EpisodeRow,
@@ -316,6 +317,7 @@ def participant(participant_id: int) -> str:
     per_attempt = {e.id: quality.summarise(s for s in signals if s.episode_id == e.id)
                    for e in episodes}
     return render_template("dashboard/participant.html", participant=row, episodes=episodes,
+                           excluded=standing(row.status, row.exclusion_reason) == EXCLUDED,
                            records=timed_records((row.data or {}).get("records", [])),
                            flags=quality.summarise(signals), per_attempt=per_attempt,
                            signals=signals[-200:], signal_count=len(signals),
@@ -475,7 +477,8 @@ def set_episode_inclusion(episode_id: int) -> Any:
 @auth.login_required
 def set_participant_inclusion(participant_id: int) -> Any:
     """Exclude a participant (every attempt) by hand, or include them again with the
-    status they had before."""
+    status they had before; including one whom a failed attention check excluded
+    includes again the attempts that check excluded."""
     reason, include = _reason(), request.form.get("included") == "1"
     with _store().session() as db:
         db.get(Participant, participant_id) or abort(404, f"no participant {participant_id}")
@@ -485,18 +488,35 @@ def set_participant_inclusion(participant_id: int) -> Any:
     with locked(_store().engine, Participant, participant_id) as db:
         row = db.get(Participant, participant_id)
         before = {"status": row.status, "exclusion_reason": row.exclusion_reason}
+        after: dict[str, Any] = {}
         if include:
             previous = db.exec(select(Audit).where(
                 Audit.target == f"participant {participant_id}",
                 Audit.action == "exclude-participant").order_by(Audit.id.desc())).first()
-            row.status = (previous.before or {}).get("status", "complete") if previous else "complete"
+            earlier = (previous.before or {}) if previous and row.status == EXCLUDED else {}
+            row.status = earlier.get("status", row.status if row.status != EXCLUDED else COMPLETE)
+            after["included_again"] = _lift(db, participant_id, {
+                row.exclusion_reason, earlier.get("exclusion_reason")})
             row.exclusion_reason = None
         else:
-            row.status, row.exclusion_reason = "excluded", f"by hand: {reason}"
+            row.status, row.exclusion_reason = EXCLUDED, f"by hand: {reason}"
         audit(db, "include-participant" if include else "exclude-participant",
               f"participant {participant_id}", reason, before,
-              {"status": row.status, "exclusion_reason": row.exclusion_reason})
+              {"status": row.status, "exclusion_reason": row.exclusion_reason, **after})
     return redirect(request.referrer or url_for("dashboard.participant", participant_id=participant_id))
+
+
+def _lift(db: Session, participant_id: int, reasons: set[str | None]) -> list[int]:
+    """Include again the participant's attempts that a rule on the participant excluded
+    (a failed attention check writes its reason on every attempt); an attempt excluded
+    for its own sake, or by hand, stays out. The ids included again."""
+    reasons -= {None}
+    lifted = [a for a in assignment.participant_episodes(db, participant_id, every=True)
+              if not a.included and a.exclusion_reason in reasons
+              and not a.exclusion_reason.startswith("by hand: ")]
+    for attempt in lifted:
+        attempt.included, attempt.exclusion_reason = True, None
+    return [a.id for a in lifted]
 
 
 @bp.post("/study/<study_id>/manage")

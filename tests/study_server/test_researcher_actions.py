@@ -9,6 +9,7 @@ import re
 import pytest
 from sqlmodel import select
 
+from analysis.load import load
 from records.models import Audit, EpisodeRow, Participant, Study
 from study_server import assignment, auth
 from study_server.app import shutdown
@@ -100,6 +101,40 @@ def test_attempts_and_participants_are_excluded_and_included_by_hand(app, resear
     assert [c.action for c in rows(app, Audit)] == [
         "exclude-attempt", "include-attempt", "exclude-participant", "include-participant"]
     assert rows(app, Audit)[0].before == {"included": True, "exclusion_reason": None}
+
+
+def test_one_who_failed_an_attention_check_and_played_on_can_be_included_again(app, researcher,
+                                                                                tmp_path):
+    """A failed check under ``attention_failure: continue`` excludes the participant (the
+    flow and payments say so) and writes its reason on their attempts. The dashboard offers
+    to include them again, which lifts that reason from the attempts; an attempt included
+    by hand while the participant stays excluded still does not count."""
+    client = app.test_client()
+    client.get("/study/pilot?PROLIFIC_PID=PID-C&STUDY_ID=st&SESSION_ID=se-C")
+    while (page := current(app, client)).stage is not None:
+        answer(app, client, "fail" if page.stage.name == "attention" else "pass")
+    person = rows(app, Participant)[0]
+    failed = person.exclusion_reason
+    assert person.status == "complete" and failed.startswith("failed 1 attention check")
+    played = [e for e in rows(app, EpisodeRow, EpisodeRow.participant_id == person.id)
+              if e.exclusion_reason != "tutorial"]
+    assert played and all(e.exclusion_reason == failed for e in played)
+    assert "Include again" in researcher.get(f"/dashboard/participant/{person.id}").text
+
+    def counted():
+        app.extensions["gridstudy.store"].wait()
+        data = load(app.config["DATABASE_URL"], study="pilot")
+        return sorted(e.episode_id for e in data if e.is_included)
+
+    act(researcher, f"/dashboard/episode/{played[0].id}/inclusion", included="1", reason="one")
+    assert counted() == []  # the participant still stands excluded
+    act(researcher, f"/dashboard/participant/{person.id}/inclusion", included="1",
+        reason="the check's picture did not load")
+    person = rows(app, Participant)[0]
+    assert (person.status, person.exclusion_reason) == ("complete", None)
+    assert counted() == sorted(e.id for e in played)
+    assert rows(app, Audit)[-1].after["included_again"] == sorted(e.id for e in played[1:])
+    assert "Exclude this participant" in researcher.get(f"/dashboard/participant/{person.id}").text
 
 
 def test_a_paused_study_turns_new_arrivals_away_politely_and_keeps_those_in(app, researcher):
