@@ -262,6 +262,10 @@ def agent_run(**options):
     from game_client.batch import Batch, pending_jobs
     from game_client.runner import Guard, Spending
 
+    context = click.get_current_context()
+    options["given"] = {param.opts[0] for param in context.command.params
+                        if context.get_parameter_source(param.name)
+                        is click.core.ParameterSource.COMMANDLINE}
     try:
         config = evaluate.BatchConfig.build(options)
         guard = Guard(config.budget)

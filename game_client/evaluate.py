@@ -284,6 +284,16 @@ def planner_run(limits: Limits) -> RunSpec:
 
 # -- the batch's configuration -------------------------------------------------------------
 
+MODEL_OPTIONS = ("--model", "--history", "--k", "--prompt-variant", "--summary", "--observation",
+                 "--temperature", "--max-tokens", "--param", "--context-window",
+                 "--requests-per-minute", "--timeout", "--retries", "--prices", "--max-cost",
+                 "--token-budget", "--max-cost-per-attempt", "--token-budget-per-attempt",
+                 "--max-invalid")
+"""The command's options that only a language model's requests read: given with another
+agent, they are refused (before, ``--history none`` or ``--timeout 5`` with ``--agent
+random`` were accepted and did nothing)."""
+RANDOM_OPTIONS = ("--seed", "--interaction-steps")
+"""The options only the random agent reads."""
 CLOCKS = ("turns", "realtime")
 PROTOCOLS = ("gridstudy", "autumnbench")
 
@@ -394,16 +404,20 @@ class BatchConfig:
         if limits.clock == "realtime" and o["server"]:
             raise ConfigError("--clock realtime plays in this process; it does not go with "
                               "--server")
-        model_only = [name for name, key in (
-            ("--model", "models"), ("--max-cost", "max_cost"), ("--token-budget", "token_budget"),
-            ("--max-cost-per-attempt", "max_cost_per_attempt"),
-            ("--token-budget-per-attempt", "token_budget_per_attempt"),
-            ("--prices", "prices_file")) if o[key]]
+        given = o["given"]
+        model_only = [flag for flag in MODEL_OPTIONS if flag in given]
         if o["kind"] != "llm" and model_only:  # before: ignored without a word
             verb = "concerns" if len(model_only) == 1 else "concern"
             raise ConfigError(f"{', '.join(model_only)} {verb} a language model's requests, "
                               f"and --agent {o['kind']} asks no model: leave them out, or "
                               "play a model with --agent llm (the default)", model_only[0])
+        random_only = [flag for flag in RANDOM_OPTIONS if flag in given]
+        if o["kind"] != "random" and random_only:
+            verb = "steers" if len(random_only) == 1 else "steer"
+            sampling = " (a model's sampling seed is --param seed=N)" if "--seed" in random_only \
+                and o["kind"] == "llm" else ""
+            raise ConfigError(f"{', '.join(random_only)} {verb} the random agent only, and "
+                              f"this is --agent {o['kind']}{sampling}", random_only[0])
         if o["kind"] == "llm" and not models:
             raise ConfigError("name the model: --model NAME (repeat for several) or "
                               "--run-file FILE")

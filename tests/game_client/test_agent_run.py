@@ -29,8 +29,9 @@ def solver(messages):
 
 
 def agent_run(db, *args, env=None):
+    asks_a_model = "--agent" not in args or args[args.index("--agent") + 1] == "llm"
     base = ["agent", "run", "--problems", "test/walker-planning", "--db", str(db),
-            "--retries", "0", "--quiet"]
+            *(["--retries", "0"] if asks_a_model else []), "--quiet"]
     return CliRunner().invoke(main, [*base, *args], env=env or {})
 
 
@@ -279,6 +280,10 @@ def test_a_number_no_batch_can_use_is_named_before_any_request(tmp_path, registe
 @pytest.mark.parametrize(("agent", "options", "named"), [
     ("random", ["--model", "gpt-4o"], "--model concerns"),
     ("planner", ["--max-cost", "1", "--token-budget", "9"], "--max-cost, --token-budget concern"),
+    ("random", ["--history", "full"], "--history concerns"),  # the default, said aloud
+    ("random", ["--timeout", "5", "--retries", "2"], "--timeout, --retries concern"),
+    ("planner", ["--observation", "image", "--param", "top_p=0.9"],
+     "--observation, --param concern"),
 ])
 def test_model_options_for_an_agent_that_asks_no_model_are_refused(tmp_path, registered, agent,
                                                                     options, named):
@@ -288,6 +293,21 @@ def test_model_options_for_an_agent_that_asks_no_model_are_refused(tmp_path, reg
     assert result.exit_code == 2
     assert f"{named} a language model's requests, and --agent {agent} asks no model" in \
         result.stderr, result.stderr
+    assert not (tmp_path / "r.db").exists()
+
+
+@pytest.mark.parametrize(("agent", "options", "said"), [
+    ("planner", ["--seed", "3"], "--seed steers the random agent only, and this is --agent planner"),
+    ("llm", ["--model", "m", "--seed", "0", "--interaction-steps", "5"],
+     "--seed, --interaction-steps steer the random agent only, and this is --agent llm (a "
+     "model's sampling seed is --param seed=N)"),
+])
+def test_random_agent_options_for_another_agent_are_refused(tmp_path, registered, agent, options,
+                                                             said):
+    """`--agent llm --seed 3` looked like a model's sampling seed and was the random agent's,
+    unused, without a word."""
+    result = agent_run(tmp_path / "r.db", "--agent", agent, *options)
+    assert result.exit_code == 2 and said in result.stderr, result.stderr
     assert not (tmp_path / "r.db").exists()
 
 
