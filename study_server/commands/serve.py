@@ -8,6 +8,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ def run(config: dict[str, Any], host: str, port: int, announce: Any = None,
     app = create_app(config)
     if check:
         try:
-            check_studies(app.extensions["gridstudy.store"].engine)
+            check_studies(app.extensions["gridstudy.store"].engine, app.config)
         except click.ClickException:
             shutdown(app)
             raise
@@ -259,7 +260,7 @@ def _say_unchecked(store: Any) -> None:
               help="Start without the checks: SQLite's quick_check of the database file, "
                    "which reads all of it (measured: about 1 s per GB from the page cache, "
                    "20 s per GB from a cold disk), and that every study open or being played "
-                   "plays problems registered here.")
+                   "plays problems registered here, with the browser files it needs.")
 def serve(host: str, port: int, db: str | None, async_mode: str, workers: int,
           message_queue: str | None, data_dir: str | None, nginx_for: tuple[str, ...],
           worker: bool, skip_check: bool) -> None:
@@ -314,13 +315,19 @@ def check_address(host: str, port: int) -> None:
                 f"cannot listen on {host}:{port}: {error.strerror or error}. {hint}") from None
 
 
-def check_studies(engine: Any) -> None:
-    """Refuse, in one line, to serve a study (open, or with participants playing) whose
-    problems this process has not registered: the library is read from
-    ``$GRIDSTUDY_LIBRARY``, else ``./gridstudy-library`` of the folder the server starts
-    in, and a server started elsewhere answered every page of the study with a bare
-    Internal Server Error, to participants arriving from Prolific."""
-    from study_server.commands.study import unknown_problems
+def check_studies(engine: Any, config: Mapping[str, Any]) -> None:
+    """Refuse, in one line, to serve a study (open, or with participants playing) that
+    cannot be played from here:
+
+    - problems this process has not registered: the library is read from
+      ``$GRIDSTUDY_LIBRARY``, else ``./gridstudy-library`` of the folder the server starts
+      in, and a server started elsewhere answered every page of the study with a bare
+      Internal Server Error, to participants arriving from Prolific;
+    - the browser's files from npm (``make setup``): the Socket.IO client every game page
+      loads, and Pyodide for a study played in the browser. Installed with ``pip install``
+      out of gridstudy's checkout, the server started, printed its links, and every
+      participant's game stayed on "Connecting..."."""
+    from study_server.commands.study import served_studies, unknown_problems
     from tasks.library import library_root
 
     unknown = unknown_problems(engine)
@@ -332,6 +339,19 @@ def check_studies(engine: Any) -> None:
             f"{library_root().resolve()}: start in the folder that holds the library the "
             "study was made with, or set GRIDSTUDY_LIBRARY to it (--skip-check serves it "
             "anyway, and its participants' pages fail)")
+    needed = [("the Socket.IO browser client every game page loads",
+               Path(config["SOCKETIO_CLIENT_JS"]))]
+    in_browser = [study for study, definition in served_studies(engine)
+                  if definition.play == "browser"]
+    if in_browser:
+        needed.append((f"Pyodide, which study {in_browser[0]!r} plays its games in "
+                       "(play: browser)", Path(config["PYODIDE_DIR"]) / "pyodide.js"))
+    missing = [f"{what} ({path})" for what, path in needed if not path.is_file()]
+    if missing:
+        raise click.ClickException(
+            f"missing: {'; '.join(missing)}. They come from npm: run `make setup` in "
+            "gridstudy's checkout and serve from there (a `pip install` elsewhere does not "
+            "bring them; --skip-check serves anyway, and participants' games never connect)")
 
 
 def check_database(url: str) -> None:
@@ -362,6 +382,7 @@ def run_workers(workers: int, host: str, port: int, db: str | None, message_queu
 
     from records.database import database_url, make_engine
     from study_server import services
+    from study_server.app import DEFAULTS
     from study_server.workers import Supervisor
 
     started: list[Any] = []
@@ -384,7 +405,7 @@ def run_workers(workers: int, host: str, port: int, db: str | None, message_queu
         if not skip_check:
             engine = make_engine(db)
             try:
-                check_studies(engine)
+                check_studies(engine, DEFAULTS)
             finally:
                 engine.dispose()
         _say_open_file_limit()  # nginx inherits it
@@ -513,6 +534,10 @@ def demo(host: str, port: int, data_dir: str, study_file: str) -> None:
     """Create a demo database under ./demo-data/ with a demo study and a dashboard login,
     and serve it, printing the study link, the dashboard and preview links."""
     check_address(host, port)  # before replacing the study a running demo serves
+    if Path(study_file) == DEMO_STUDY and not DEMO_STUDY.is_file():
+        raise click.ClickException("the demo study is examples/demo-study.yaml of gridstudy's "
+                                   "checkout, not of a `pip install`: run `make demo` in the "
+                                   "checkout, or give --study FILE")
     directory = Path(data_dir)
     directory.mkdir(parents=True, exist_ok=True)
     config = {"DATABASE_URL": str(directory / "gridstudy.db"), "ASYNC_MODE": DEFAULT_ASYNC_MODE}

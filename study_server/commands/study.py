@@ -39,29 +39,33 @@ def study_links(store: Any, base_url: str) -> list[str]:
     return [f"  {s.id}: {study_link(base_url, s.id)}" for s in studies]
 
 
-def unknown_problems(engine: Any) -> dict[str, list[str]]:
-    """Per study that is open or has participants playing, the problems and practice
-    rounds it plays that this process has not registered (its library is not the one the
-    study was made with: ``./gridstudy-library`` of another folder, or no
-    ``$GRIDSTUDY_LIBRARY``). Serving it would answer its participants' pages with an
-    error."""
+def served_studies(engine: Any) -> list[tuple[str, StudyDefinition]]:
+    """The studies a server starting on ``engine`` serves, with their definitions: those
+    open, and those with participants playing."""
     from sqlalchemy import inspect
     from sqlmodel import Session, select
 
     from records.models import Participant, Study
-    from tasks import registry
 
     if not inspect(engine).has_table(Study.__tablename__):
-        return {}  # a new database, its tables not made yet: no study to check
+        return []  # a new database, its tables not made yet: no study to serve
     with Session(engine) as db:
         playing = set(db.exec(select(Participant.study_id).where(
             Participant.status == "active").distinct()).all())
         studies = db.exec(select(Study).order_by(Study.id)).all()
+    return [(study.id, from_stored(study.definition)) for study in studies
+            if study.status == "open" or study.id in playing]
+
+
+def unknown_problems(engine: Any) -> dict[str, list[str]]:
+    """Per study served (:func:`served_studies`), the problems and practice rounds it
+    plays that this process has not registered (its library is not the one the study was
+    made with: ``./gridstudy-library`` of another folder, or no ``$GRIDSTUDY_LIBRARY``).
+    Serving it would answer its participants' pages with an error."""
+    from tasks import registry
+
     unknown = {}
-    for study in studies:
-        if study.status != "open" and study.id not in playing:
-            continue
-        definition = from_stored(study.definition)
+    for study_id, definition in served_studies(engine):
         missing = []
         for problem_id in dict.fromkeys([*definition.problems, *definition.tutorials.values()]):
             try:
@@ -69,7 +73,7 @@ def unknown_problems(engine: Any) -> dict[str, list[str]]:
             except KeyError:
                 missing.append(problem_id)
         if missing:
-            unknown[study.id] = missing
+            unknown[study_id] = missing
     return unknown
 
 

@@ -18,7 +18,8 @@ from study_server.services import free_port
 
 GRIDSTUDY = str(Path(sys.executable).parent / "gridstudy")
 LIBRARY = Path(__file__).resolve().parents[2] / "tasks" / "library"
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
 
 
 def gridstudy(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -372,3 +373,57 @@ def test_a_study_served_without_the_library_it_was_made_with_is_refused_at_start
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(30)
+
+
+def test_a_server_without_the_browser_files_from_npm_is_refused_at_start(tmp_path):
+    """gridstudy's Python packages installed out of its checkout (a ``pip install``) have
+    no ``node_modules``: the server started, printed its links, and every participant's
+    game page failed to load the Socket.IO client and stayed on "Connecting...". It is
+    refused in one line saying what is missing and where it comes from; Pyodide is needed
+    only while a study plays in the browser. With the files, the same copy serves."""
+    import signal
+
+    import httpx
+
+    from tests.conftest import _wait_until_serving
+
+    installed = tmp_path / "site"
+    for package in ("study_server", "tasks", "records", "consent", "game_client", "analysis"):
+        shutil.copytree(ROOT / package, installed / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    study = tmp_path / "browser.yaml"
+    study.write_text((EXAMPLES / "demo-study.yaml").read_text() + "play: browser\n")
+    db = tmp_path / "b.db"
+    made = gridstudy("study", "create", str(study), "--db", str(db), cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    command = [sys.executable, "-c", "from study_server.cli import main; main()", "serve",
+               "--db", str(db), "--async-mode", "gevent"]
+
+    def serve(*more: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*command, "--port", str(free_port()), *more], cwd=installed,
+                              capture_output=True, text=True, timeout=120)
+
+    client = installed / "node_modules/socket.io-client/dist/socket.io.min.js"
+    refused = serve()
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert refused.stderr.strip().splitlines() == [
+        f"Error: missing: the Socket.IO browser client every game page loads ({client}); "
+        f"Pyodide, which study 'demo' plays its games in (play: browser) "
+        f"({installed / 'node_modules/pyodide/pyodide.js'}). They come from npm: run `make "
+        "setup` in gridstudy's checkout and serve from there (a `pip install` elsewhere does "
+        "not bring them; --skip-check serves anyway, and participants' games never connect)"]
+    client.parent.mkdir(parents=True)
+    shutil.copy(ROOT / "node_modules/socket.io-client/dist/socket.io.min.js", client)
+    refused = serve()
+    assert refused.returncode == 1 and "Pyodide, which study 'demo'" in refused.stderr
+    assert "Socket.IO" not in refused.stderr, refused.stderr
+    (installed / "node_modules/pyodide").symlink_to(ROOT / "node_modules/pyodide")
+    port = free_port()
+    process = subprocess.Popen([*command, "--port", str(port)], cwd=installed,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = _wait_until_serving(process, port, None)
+        assert httpx.get(f"{url}/vendor/socket.io.min.js", timeout=30).status_code == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
