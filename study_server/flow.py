@@ -436,9 +436,12 @@ class Flow:
         results = [r["passed"] for r in participant.data["records"] if r.get("stage") == page.stage.name]
         reason = exclusion.participant_reason(page.definition.exclusion, results)
         if reason:
-            participant.exclusion_reason = reason
+            earlier, participant.exclusion_reason = participant.exclusion_reason, reason
             for row in assignment.participant_episodes(db, participant.id, every=True):
-                row.included, row.exclusion_reason = False, reason
+                # an attempt excluded for its own sake keeps why (and stays out when the
+                # participant is included again: dashboard._lift takes this reason only)
+                if row.included or (earlier and row.exclusion_reason == earlier):
+                    row.included, row.exclusion_reason = False, reason
             if page.definition.attention_failure == "end":  # the study file's choice
                 self._end(db, participant, "failed-attention")
 

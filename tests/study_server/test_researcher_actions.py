@@ -103,37 +103,55 @@ def test_attempts_and_participants_are_excluded_and_included_by_hand(app, resear
     assert rows(app, Audit)[0].before == {"included": True, "exclusion_reason": None}
 
 
-def test_one_who_failed_an_attention_check_and_played_on_can_be_included_again(app, researcher,
-                                                                                tmp_path):
-    """A failed check under ``attention_failure: continue`` excludes the participant (the
-    flow and payments say so) and writes its reason on their attempts. The dashboard offers
-    to include them again, which lifts that reason from the attempts; an attempt included
-    by hand while the participant stays excluded still does not count."""
+def failing_attention(app, pid, idle=None):
+    """A participant's whole visit, failing the attention check (the study's
+    ``attention_failure: continue`` plays on); with ``idle``, the game before the check is
+    excluded first by that reason, as a rule of its own would. Their participant row."""
     client = app.test_client()
-    client.get("/study/pilot?PROLIFIC_PID=PID-C&STUDY_ID=st&SESSION_ID=se-C")
+    client.get(f"/study/pilot?PROLIFIC_PID={pid}&STUDY_ID=st&SESSION_ID=se-{pid}")
     while (page := current(app, client)).stage is not None:
+        if page.stage.name == "attention" and idle:
+            with app.extensions["gridstudy.store"].session() as db:
+                first = db.exec(select(EpisodeRow).where(
+                    EpisodeRow.participant_id == page.participant.id,
+                    EpisodeRow.exclusion_reason.is_(None), EpisodeRow.status == "done")).one()
+                first.included, first.exclusion_reason = False, idle
+                db.add(first)
         answer(app, client, "fail" if page.stage.name == "attention" else "pass")
-    person = rows(app, Participant)[0]
+    return rows(app, Participant, Participant.external_id == pid)[0]
+
+
+def test_one_who_failed_an_attention_check_and_played_on_can_be_included_again(app, researcher):
+    """A failed check under ``attention_failure: continue`` excludes the participant (the
+    flow and payments say so) and writes its reason on their attempts. Their page offers
+    to include them again, which lifts that reason from the attempts and no other: an
+    attempt a rule of its own excluded stays out. An attempt included by hand while its
+    participant stays excluded does not count, as for one excluded by hand."""
+    idle = "idle for 200 s (at most 120 allowed)"
+    person = failing_attention(app, "PID-A", idle)
     failed = person.exclusion_reason
     assert person.status == "complete" and failed.startswith("failed 1 attention check")
-    played = [e for e in rows(app, EpisodeRow, EpisodeRow.participant_id == person.id)
-              if e.exclusion_reason != "tutorial"]
-    assert played and all(e.exclusion_reason == failed for e in played)
+    attempts = rows(app, EpisodeRow, EpisodeRow.participant_id == person.id)
+    assert sorted(e.exclusion_reason for e in attempts) == [failed, idle, "tutorial"]
+    [lifted] = [e.id for e in attempts if e.exclusion_reason == failed]
     assert "Include again" in researcher.get(f"/dashboard/participant/{person.id}").text
 
     def counted():
         app.extensions["gridstudy.store"].wait()
-        data = load(app.config["DATABASE_URL"], study="pilot")
-        return sorted(e.episode_id for e in data if e.is_included)
+        return sorted(e.episode_id for e in load(app.config["DATABASE_URL"], study="pilot")
+                      if e.is_included)
 
-    act(researcher, f"/dashboard/episode/{played[0].id}/inclusion", included="1", reason="one")
-    assert counted() == []  # the participant still stands excluded
+    other = failing_attention(app, "PID-B")
+    by_hand = rows(app, EpisodeRow, EpisodeRow.participant_id == other.id,
+                   EpisodeRow.exclusion_reason == other.exclusion_reason)[0]
+    act(researcher, f"/dashboard/episode/{by_hand.id}/inclusion", included="1", reason="fine")
+    assert counted() == []  # its participant still stands excluded
     act(researcher, f"/dashboard/participant/{person.id}/inclusion", included="1",
         reason="the check's picture did not load")
-    person = rows(app, Participant)[0]
+    person = rows(app, Participant, Participant.id == person.id)[0]
     assert (person.status, person.exclusion_reason) == ("complete", None)
-    assert counted() == sorted(e.id for e in played)
-    assert rows(app, Audit)[-1].after["included_again"] == sorted(e.id for e in played[1:])
+    assert rows(app, Audit)[-1].after["included_again"] == [lifted]
+    assert counted() == [lifted]  # the idle game still out
     assert "Exclude this participant" in researcher.get(f"/dashboard/participant/{person.id}").text
 
 
