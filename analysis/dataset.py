@@ -24,15 +24,10 @@ from typing import Any
 
 from analysis.columns import Same, compact
 from records import schema
-from records.flow import EXCLUDED, standing
+from records.flow import LEFT_OUT, standing
 from records.rebuild import replays
 
 Frame = list[list[str]]
-EXCLUDED_PARTICIPANTS = (EXCLUDED, "screened-out", "failed-quiz", "wrong-device",
-                         "failed-attention")
-"""Participant standings (:func:`records.flow.standing`: the status, or ``excluded`` for one
-who played on past a failed attention check) whose attempts are all left out of
-aggregation, an attempt included again by hand among them."""
 FINISHED = ("done", "abandoned")
 """A model's attempt that ended one of these ways counts (abandoned: scored 0)."""
 EVENT_FIELDS = schema.EVENT.without("id")
@@ -266,7 +261,7 @@ class EpisodeRecord(_EpisodeFields):
         if not self.included:
             reasons.append(self.exclusion_reason or "excluded")
         status = standing(self.participant_status, self.participant_exclusion_reason)
-        if status in EXCLUDED_PARTICIPANTS:
+        if status in LEFT_OUT:  # a person's standing (records.flow.standing)
             why = self.participant_exclusion_reason
             reasons.append(f"participant {status}" + (f": {why}" if why else ""))
         return tuple(reasons)

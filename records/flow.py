@@ -35,6 +35,10 @@ DROPS = (
 """(step reached by those who stay, status of those who leave there, the reason in words),
 in the flow's order; exclusion comes last, one drop per reason."""
 COMPLETE, EXCLUDED, INCLUDED = "complete", "excluded", "included"
+LEFT_OUT = (EXCLUDED, "screened-out", "failed-quiz", "wrong-device", "failed-attention")
+"""Standings (:func:`standing`) whose attempts are all left out of the analysis, an
+attempt included again by hand among them; a study's fill leaves them out too
+(``study_server.assignment.fill_counts``)."""
 
 
 def standing(status: str | None, exclusion_reason: str | None) -> str:

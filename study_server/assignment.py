@@ -25,11 +25,12 @@ import random
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, update
+from sqlalchemy import ColumnElement, func, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from consent.definition import StudyDefinition, from_stored
+from records.flow import LEFT_OUT
 from records.models import EpisodeRow, Event, Participant, Study, utcnow
 from records.schema import as_utc
 from records.store import locked
@@ -63,13 +64,31 @@ def load_study(session: Session, study_id: str) -> tuple[Study, StudyDefinition]
     return study, from_stored(study.definition)
 
 
+def counted_people() -> ColumnElement[bool]:
+    """A condition on an attempt: its participant's data counts (neither excluded, by hand
+    or by a failed attention check, nor left out by how the visit ended:
+    :data:`records.flow.LEFT_OUT`), as the analysis counts it. Before, a participant
+    excluded by hand kept their slots: the study stopped taking people short of the
+    included attempts it wanted."""
+    counted = select(Participant.id).where(Participant.exclusion_reason.is_(None),
+                                           Participant.status.not_in(LEFT_OUT))
+    return EpisodeRow.participant_id.in_(counted)
+
+
+def counted_done() -> ColumnElement[bool]:
+    """A condition on an attempt: it counts toward its study's wanted attempts (finished,
+    included, by a participant whose data counts: :func:`counted_people`)."""
+    return (EpisodeRow.status == DONE) & EpisodeRow.included & counted_people()
+
+
 def fill_counts(session: Session, study_id: str, problems: list[str]) -> dict[str, int]:
-    """Slots taken per problem: participants' included finished attempts plus their
-    attempts holding one (model attempts in a study never take a person's slot)."""
-    holding = (EpisodeRow.status.in_(HOLDING)) | ((EpisodeRow.status == DONE) & EpisodeRow.included)
+    """Slots taken per problem: the attempts that count (:func:`counted_done`) and those
+    holding one for a participant whose data counts (model attempts in a study never
+    take a person's slot)."""
+    holding = (EpisodeRow.status.in_(HOLDING) & counted_people()) | counted_done()
     rows = session.exec(
         select(EpisodeRow.problem_id, func.count())
-        .where(EpisodeRow.study_id == study_id, EpisodeRow.participant_id.is_not(None), holding)
+        .where(EpisodeRow.study_id == study_id, holding)
         .group_by(EpisodeRow.problem_id)
     ).all()
     counts = dict.fromkeys(problems, 0)
@@ -78,13 +97,11 @@ def fill_counts(session: Session, study_id: str, problems: list[str]) -> dict[st
 
 
 def included_done(session: Session, study_id: str) -> dict[str, int]:
-    """Participants' finished included attempts per problem of the study (what its
-    wanted count is counted against; a model's attempts in the study take no person's
-    place, as in :func:`fill_counts`)."""
+    """The attempts that count (:func:`counted_done`) per problem of the study: what its
+    wanted count is counted against."""
     return dict(session.exec(
-        select(EpisodeRow.problem_id, func.count()).where(
-            EpisodeRow.study_id == study_id, EpisodeRow.participant_id.is_not(None),
-            EpisodeRow.status == DONE, EpisodeRow.included)
+        select(EpisodeRow.problem_id, func.count())
+        .where(EpisodeRow.study_id == study_id, counted_done())
         .group_by(EpisodeRow.problem_id)).all())
 
 

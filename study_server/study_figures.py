@@ -17,6 +17,7 @@ from sqlmodel import Session, select
 from records.flow import drop_note, flow_steps
 from records.models import EpisodeRow, Participant
 from records.schema import as_utc
+from study_server import assignment
 
 WIDTH, HEIGHT, MARGIN = 320, 120, 24
 """The fill figure's size and its left and bottom margin, in pixels."""
@@ -28,8 +29,8 @@ def fill_over_time(db: Session, study_id: str, problems: list[str], target: int)
     """Per problem, the cumulative count of included finished attempts by people at each
     time one ended, scaled into the figure; the target's height; the time span."""
     rows = db.exec(select(EpisodeRow.problem_id, EpisodeRow.ended_at).where(
-        EpisodeRow.study_id == study_id, EpisodeRow.status == "done", EpisodeRow.included,
-        EpisodeRow.participant_id.is_not(None), EpisodeRow.problem_id.in_(problems),
+        EpisodeRow.study_id == study_id, assignment.counted_done(),
+        EpisodeRow.problem_id.in_(problems),
         EpisodeRow.ended_at.is_not(None)).order_by(EpisodeRow.ended_at)).all()
     times = [as_utc(t).timestamp() for _, t in rows]
     start, end = (min(times), max(times)) if times else (0.0, 1.0)

@@ -155,6 +155,30 @@ def test_one_who_failed_an_attention_check_and_played_on_can_be_included_again(a
     assert "Exclude this participant" in researcher.get(f"/dashboard/participant/{person.id}").text
 
 
+def test_a_participant_excluded_by_hand_gives_their_slots_back(app, researcher):
+    """The study wants so many included attempts per problem: an excluded participant's
+    attempts are not among them, so their slots are free for someone else (before, they
+    stayed taken and the study stopped taking people short of what it wanted). Included
+    again, they take them back; a failed attention check frees them the same way."""
+    client = app.test_client()
+    client.get("/study/pilot?PROLIFIC_PID=PID-1&STUDY_ID=st&SESSION_ID=se-1")
+    while current(app, client).stage is not None:
+        answer(app, client)
+    person = rows(app, Participant)[0]
+
+    def included():
+        with app.extensions["gridstudy.store"].session() as db:
+            return sum(assignment.included_done(db, "pilot").values())
+
+    assert (slots_taken(app), included()) == (2, 2)
+    act(researcher, f"/dashboard/participant/{person.id}/inclusion", included="0", reason="bot")
+    assert (slots_taken(app), included()) == (0, 0)
+    act(researcher, f"/dashboard/participant/{person.id}/inclusion", included="1", reason="ok")
+    assert (slots_taken(app), included()) == (2, 2)
+    failing_attention(app, "PID-2")
+    assert (slots_taken(app), included()) == (2, 2)
+
+
 def test_a_paused_study_turns_new_arrivals_away_politely_and_keeps_those_in(app, researcher):
     client, _ = participant_at_task(app, "PID-IN")
     act(researcher, "/dashboard/study/pilot/manage", status="paused", reason="bug in p1")
