@@ -321,7 +321,9 @@ EPISODE = Table("episode", "One attempt at one problem, by a person or an agent.
           default="active"),
     Field("phase", TEXT, "Last phase reached.", default="interaction"),
     Field("score", FLOAT, "Challenge score in [0, 1]; empty when the attempt has none."),
-    Field("included", BOOL, "False when the attempt is excluded from aggregation.",
+    Field("included", BOOL, "False when the attempt itself is excluded from aggregation; "
+                            "the attempt of an excluded participant is left out too, whatever "
+                            "this says (participant_exclusion_reason says why).",
           default=True),
     Field("exclusion_reason", TEXT, "Why the attempt is excluded."),
     Field("started_at", TIME, "When the attempt began.", default=NOW),
@@ -596,7 +598,10 @@ EPISODE_VIEW = Table("episode view", "One row per attempt at a problem, with who
                                        "phase", "score", "included", "exclusion_reason")),
     Field("participant_status", TEXT, "The participant's status (complete, excluded, "
                                       "screened-out ...); empty for agents."),
-    Field("participant_exclusion_reason", TEXT, "Why the participant is excluded as a whole."),
+    Field("participant_exclusion_reason", TEXT, "Why the participant is excluded as a whole "
+                                                "(their attempts with them): set by hand "
+                                                "(status excluded) or by failed attention "
+                                                "checks (status complete or failed-attention)."),
     *(EPISODE.field(name) for name in ("started_at", "ended_at")),
     Field("n_events", INT, "Rows in events for this episode.", default=0),
     EPISODE.field("info"),
