@@ -84,21 +84,30 @@ def payments(url: str, study: str, out: str) -> None:
     from collections import Counter
     from pathlib import Path
 
-    from records.store import Store
+    from sqlmodel import Session
+
+    from records.database import open_existing
     from study_server.payments import payment_rows, write_payments
 
-    with Store(url) as store, store.session() as db:
-        try:
+    try:  # a mistyped --db is said as such, and no empty database is left behind it
+        engine = open_existing(url)
+    except (FileNotFoundError, ValueError, PermissionError) as error:
+        raise click.ClickException(str(error)) from None
+    try:
+        with Session(engine) as db:
             definition, rows = payment_rows(db, study)
-        except LookupError as error:
-            raise click.ClickException(str(error)) from None
+    except LookupError as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        engine.dispose()
     try:
         decisions, approve, bonuses = write_payments(rows, Path(out))
     except OSError as error:  # a full disk, a folder it may not write
         raise stopped(error, out, "payments", "payments runs") from None
     counts = Counter(row.decision for row in rows)
     currency, total = definition.currency, sum(row.bonus for row in rows)
-    click.echo(f"{study}: {count(len(rows), 'participant')} ("
-               + ", ".join(f"{d} {n}" for d, n in counts.items()) + ")")
-    click.echo(f"wrote {decisions}, {approve} and {bonuses} ({count(sum(r.bonus > 0 for r in rows), 'bonus', 'bonuses')}, "
-               f"{currency} {total:.2f} in all)".replace("( ", "("))
+    decided = ", ".join(f"{d} {n}" for d, n in counts.items())
+    click.echo(f"{study}: {count(len(rows), 'participant')}" + (f" ({decided})" if rows else ""))
+    paid = count(sum(row.bonus > 0 for row in rows), "bonus", "bonuses")
+    click.echo(f"wrote {decisions}, {approve} and {bonuses} ({paid}, {currency} {total:.2f} "
+               "in all)")

@@ -37,9 +37,14 @@ def prolific() -> None:
 
 @contextmanager
 def _connected(url: str, need_api: bool = True) -> Iterator[tuple[Any, Any]]:
+    from records.database import open_existing
     from records.store import Store
     from study_server.prolific import Api, ProlificError
 
+    try:  # a mistyped --db is said as such, not made an empty database
+        open_existing(url).dispose()
+    except (FileNotFoundError, ValueError, PermissionError) as error:
+        raise click.ClickException(str(error)) from None
     try:
         api = Api()
     except ProlificError as error:

@@ -104,6 +104,24 @@ def test_payments_writes_decisions_the_approve_list_and_prolific_bulk_bonuses(ap
             f"(1 bonus, GBP {bonus:.2f} in all)") in result.output
 
 
+@pytest.mark.parametrize("command", [["payments", "--out", "."], ["prolific", "sync"],
+                                     ["prolific", "review", "--dry-run"]])
+def test_payments_of_a_mistyped_database_say_so_and_leave_no_file(tmp_path, monkeypatch,
+                                                                   command):
+    """``--db`` naming no database is said as such, in one line; before, an empty database
+    was made there and the command answered that the study did not exist."""
+    from click.testing import CliRunner
+
+    from study_server.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    typo = tmp_path / "gridstudy.bd"
+    result = CliRunner().invoke(main, [*command, "--db", str(typo), "--study", "pilot"])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"Error: no database at {str(typo)!r}: check --db / DATABASE_URL"
+    assert sorted(tmp_path.iterdir()) == []
+
+
 def test_payments_stopped_by_a_full_disk_leave_the_earlier_files_whole(app, visited, tmp_path):
     """A real full filesystem under a second run of ``gridstudy payments`` (the study has
     grown since the first): it says so in one line, and the folder holds the first run's
