@@ -55,6 +55,7 @@ from records.models import (
 )
 from records.schema import as_utc
 from study_server.export_dictionary import COLUMNS, write_dictionary
+from tasks.words import suggest
 
 CHUNK = 10_000
 ARROW_TYPES = {schema.BOOL: pa.bool_(), schema.INT: pa.int64(), schema.FLOAT: pa.float64(),
@@ -92,7 +93,7 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     out = Path(out)
     try:
         if study is not None:
-            _known_study(engine, study)
+            known_study(engine, study)
         with staged(out, "gridstudy export") as staging:
             hide = Pseudonyms(key or _stored_key(engine) or _made_key(url)) if pseudonymize else None
             with engine.connect() as connection:
@@ -124,14 +125,15 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     return summary
 
 
-def _known_study(engine: Any, study: str) -> None:
+def known_study(engine: Any, study: str) -> None:
     """Raise ``LookupError`` naming the studies there are, unless ``study`` is one (a
-    mistyped id exported nothing, and said it wrote 0 episodes)."""
+    mistyped id exported nothing, and said it wrote 0 episodes; ``gridstudy payments``
+    said to create it)."""
     with engine.connect() as connection:
         held = sorted(connection.execute(select(Study.id)).scalars())
     if study not in held:
-        raise LookupError(f"no study {study!r} in the database; it holds: "
-                          + (", ".join(held) or "none"))
+        raise LookupError(f"no study {study!r} in the database{suggest(study, held)}; it "
+                          "holds: " + (", ".join(held) or "none"))
 
 
 STAGING = ".export-"

@@ -87,6 +87,7 @@ def payments(url: str, study: str, out: str) -> None:
     from sqlmodel import Session
 
     from records.database import open_existing
+    from study_server.export import known_study
     from study_server.payments import payment_rows, write_payments
 
     try:  # a mistyped --db is said as such, and no empty database is left behind it
@@ -94,6 +95,7 @@ def payments(url: str, study: str, out: str) -> None:
     except (FileNotFoundError, ValueError, PermissionError) as error:
         raise click.ClickException(str(error)) from None
     try:
+        known_study(engine, study)
         with Session(engine) as db:
             definition, rows = payment_rows(db, study)
     except LookupError as error:

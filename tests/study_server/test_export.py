@@ -333,6 +333,6 @@ def test_an_export_of_a_study_that_is_not_there_names_those_that_are(stored, tmp
     result = CliRunner().invoke(main, ["export", "--db", str(path), "--out", str(out),
                                        "--study", "pilto"])
     assert result.exit_code == 1
-    assert result.stderr.splitlines()[-1] == ("Error: no study 'pilto' in the database; it "
-                                              "holds: other, pilot")
+    assert result.stderr.splitlines()[-1] == ("Error: no study 'pilto' in the database (did "
+                                              "you mean 'pilot'?); it holds: other, pilot")
     assert not out.exists()

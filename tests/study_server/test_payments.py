@@ -110,16 +110,25 @@ def test_payments_of_a_mistyped_database_say_so_and_leave_no_file(tmp_path, monk
                                                                    command):
     """``--db`` naming no database is said as such, in one line; before, an empty database
     was made there and the command answered that the study did not exist."""
-    from click.testing import CliRunner
-
-    from study_server.cli import main
-
     monkeypatch.chdir(tmp_path)
     typo = tmp_path / "gridstudy.bd"
     result = CliRunner().invoke(main, [*command, "--db", str(typo), "--study", "pilot"])
     assert result.exit_code == 1
     assert result.output.strip() == f"Error: no database at {str(typo)!r}: check --db / DATABASE_URL"
     assert sorted(tmp_path.iterdir()) == []
+
+
+def test_payments_of_a_misspelt_study_name_the_studies_there_are(app, visited, tmp_path,
+                                                                 monkeypatch):
+    """As an export does (``test_export.py``); before, ``gridstudy payments --study pliot``
+    said to create the study."""
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    result = CliRunner().invoke(main, ["payments", "--db", visited, "--study", "pliot"])
+    assert result.exit_code == 1
+    assert result.output.strip() == ("Error: no study 'pliot' in the database (did you mean "
+                                     "'pilot'?); it holds: pilot")
+    assert sorted((tmp_path / "here").iterdir()) == []  # nothing written
 
 
 def test_payments_stopped_by_a_full_disk_leave_the_earlier_files_whole(app, visited, tmp_path):
