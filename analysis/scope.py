@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.load import PLAYS
-from tasks.words import count
+from tasks.words import count, suggest
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ def choose(counts: dict[str | None, int], study: Iterable[str] = (), all_studies
         raise ValueError("--study and --all-studies contradict each other: give one of them")
     unknown = [s for s in study if s not in counts]
     if unknown:
-        raise ValueError(f"no study {', '.join(unknown)} in the source; it holds: {held}")
+        meant = suggest(unknown[0], named) if len(unknown) == 1 else ""
+        raise ValueError(f"no study {', '.join(unknown)} in the source{meant}; it holds: {held}")
     waiting = [s for s in study if not counts[s]]
     if waiting:
         raise ValueError(f"study {', '.join(waiting)} holds no episode yet: one is recorded "

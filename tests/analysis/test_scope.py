@@ -93,6 +93,7 @@ def test_runs_outside_studies_join_by_choice(database, tmp_path, options, episod
 @pytest.mark.parametrize(("options", "message"), [
     (("--study", "nope"), "no study nope in the source; it holds: pilot: 1 episode, "
                           "report: 17 episodes"),
+    (("--study", "pliot"), "no study pliot in the source (did you mean 'pilot'?); it holds: "),
     (("--study", "pilot", "--all-studies"), "--study and --all-studies contradict each other"),
     (("--study", "pilot", "--agent-run", "9", "--agent-run", "99"),
      "agent run 99: no attempt in "),
