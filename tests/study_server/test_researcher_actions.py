@@ -134,7 +134,8 @@ def test_one_who_failed_an_attention_check_and_played_on_can_be_included_again(a
     attempts = rows(app, EpisodeRow, EpisodeRow.participant_id == person.id)
     assert sorted(e.exclusion_reason for e in attempts) == [failed, idle, "tutorial"]
     [lifted] = [e.id for e in attempts if e.exclusion_reason == failed]
-    assert "Include again" in researcher.get(f"/dashboard/participant/{person.id}").text
+    page = researcher.get(f"/dashboard/participant/{person.id}").text
+    assert "Include again" in page and "<td>complete, excluded (stage end)</td>" in page
 
     def counted():
         app.extensions["gridstudy.store"].wait()
@@ -152,7 +153,8 @@ def test_one_who_failed_an_attention_check_and_played_on_can_be_included_again(a
     assert (person.status, person.exclusion_reason) == ("complete", None)
     assert rows(app, Audit)[-1].after["included_again"] == [lifted]
     assert counted() == [lifted]  # the idle game still out
-    assert "Exclude this participant" in researcher.get(f"/dashboard/participant/{person.id}").text
+    page = researcher.get(f"/dashboard/participant/{person.id}").text
+    assert "Exclude this participant" in page and "<td>complete (stage end)</td>" in page
 
 
 def test_a_participant_excluded_by_hand_gives_their_slots_back(app, researcher):
