@@ -510,10 +510,9 @@ def _lift(db: Session, participant_id: int, reasons: set[str | None]) -> list[in
     """Include again the participant's attempts that a rule on the participant excluded
     (a failed attention check writes its reason on every attempt); an attempt excluded
     for its own sake, or by hand, stays out. The ids included again."""
-    reasons -= {None}
+    reasons = {r for r in reasons if r and not r.startswith("by hand: ")}  # never on attempts
     lifted = [a for a in assignment.participant_episodes(db, participant_id, every=True)
-              if not a.included and a.exclusion_reason in reasons
-              and not a.exclusion_reason.startswith("by hand: ")]
+              if not a.included and a.exclusion_reason in reasons]
     for attempt in lifted:
         attempt.included, attempt.exclusion_reason = True, None
     return [a.id for a in lifted]

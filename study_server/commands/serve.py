@@ -330,7 +330,8 @@ def check_studies(engine: Any, config: Mapping[str, Any]) -> None:
     from study_server.commands.study import served_studies, unknown_problems
     from tasks.library import library_root
 
-    unknown = unknown_problems(engine)
+    served = served_studies(engine)
+    unknown = unknown_problems(served)
     if unknown:
         studies = "; ".join(f"study {study!r} plays {', '.join(problems)}"
                             for study, problems in unknown.items())
@@ -341,8 +342,7 @@ def check_studies(engine: Any, config: Mapping[str, Any]) -> None:
             "anyway, and its participants' pages fail)")
     needed = [("the Socket.IO browser client every game page loads",
                Path(config["SOCKETIO_CLIENT_JS"]))]
-    in_browser = [study for study, definition in served_studies(engine)
-                  if definition.play == "browser"]
+    in_browser = [study for study, definition in served if definition.play == "browser"]
     if in_browser:
         needed.append((f"Pyodide, which study {in_browser[0]!r} plays its games in "
                        "(play: browser)", Path(config["PYODIDE_DIR"]) / "pyodide.js"))

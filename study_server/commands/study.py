@@ -57,15 +57,15 @@ def served_studies(engine: Any) -> list[tuple[str, StudyDefinition]]:
             if study.status == "open" or study.id in playing]
 
 
-def unknown_problems(engine: Any) -> dict[str, list[str]]:
-    """Per study served (:func:`served_studies`), the problems and practice rounds it
+def unknown_problems(served: list[tuple[str, StudyDefinition]]) -> dict[str, list[str]]:
+    """Per study ``served`` (:func:`served_studies`), the problems and practice rounds it
     plays that this process has not registered (its library is not the one the study was
     made with: ``./gridstudy-library`` of another folder, or no ``$GRIDSTUDY_LIBRARY``).
     Serving it would answer its participants' pages with an error."""
     from tasks import registry
 
     unknown = {}
-    for study_id, definition in served_studies(engine):
+    for study_id, definition in served:
         missing = []
         for problem_id in dict.fromkeys([*definition.problems, *definition.tutorials.values()]):
             try:
