@@ -173,6 +173,7 @@ class Exports:
 
         job.folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{owner_mark()}-"))
         files = job.folder / "files"
+        ending = FAILED
         try:
             job.begin(READING)
             self.make(self.url, files, study=job.study, pseudonymize=job.pseudonymized,
@@ -180,15 +181,18 @@ class Exports:
             job.begin(ZIPPING)
             self._zip(job, files)
             job.size = (job.folder / job.name).stat().st_size
-            job.state = DONE
+            ending = DONE
         except Exception as error:  # the page says what went wrong; the log has the rest
             log.exception("the export %s of %s failed", job.id, job.study or "every study")
             job.error = failure(error)
-            job.state = FAILED
             self._remove(job)
         finally:
             shutil.rmtree(files, ignore_errors=True)
+            # its page reads the end's time (and the zip's size) once the state says it
+            # ended: the state is told last (the page, read while the files were removed,
+            # answered 500)
             job.finished = time.time()
+            job.state = ending
 
     def _zip(self, job: Job, files: Path) -> None:
         paths = sorted(path for path in files.rglob("*") if path.is_file())

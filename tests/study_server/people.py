@@ -49,8 +49,11 @@ def followed_export(client: Any, page: str, timeout: float = 300) -> tuple[bytes
     """:func:`exported`, from the export's page at ``page``."""
     deadline = time.monotonic() + timeout
     while True:
-        text = client.get(page).text
-        state = re.search(r'data-export-state="(\w+)"', text).group(1)
+        answer = client.get(page)
+        text = answer.text
+        found = re.search(r'data-export-state="(\w+)"', text)
+        assert found, f"{page} answered {answer.status_code}: {text[:1000]}"
+        state = found.group(1)
         if state not in ("waiting", "reading", "zipping"):
             break
         assert time.monotonic() < deadline, text
