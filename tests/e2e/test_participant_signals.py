@@ -86,3 +86,36 @@ def test_a_phone_sized_window_is_refused_politely_and_can_end_with_its_code(
     assert "needs a computer with a keyboard" in page.inner_text("body")
     with live.store.session() as db:
         assert db.exec(select(Participant.status)).one() == "wrong-device"
+
+
+def test_a_browser_without_javascript_is_told_before_it_agrees_and_can_end_with_its_code(
+        make_live_server, browser, tmp_path):
+    """A participant whose browser runs no script (turned off, or a script blocker) would
+    agree, then wait before a game saying "connecting" for ever. The study's first page
+    says what is wrong and how to go on, with the way out a device that cannot play has.
+    Before, nothing was said."""
+    live = start(make_live_server)
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 720})
+    try:
+        page = context.new_page()
+        enter(page, live, "noscript-1")
+        notice = page.locator("[data-no-script]")
+        assert "Please turn JavaScript on" in notice.inner_text()
+        assert page.get_by_role("button", name="I agree to take part").is_visible()
+        assert page.locator("[data-time-left]").inner_text() in ("60:00", "59:59", "59:58")
+        shoot(page, tmp_path, "participant-9-no-javascript")
+        page.get_by_role("button", name="End the study on this device").click()
+        assert page.locator("[data-code]").inner_text() == "SCREEN99"
+        assert "JavaScript turned on" in page.inner_text("body")
+        with live.store.session() as db:
+            assert db.exec(select(Participant.status)).one() == "wrong-device"
+    finally:
+        context.close()
+    with_script = browser.new_page()
+    try:
+        enter(with_script, live, "script-1")
+        with_script.get_by_role("button", name="I agree to take part").wait_for()
+        assert with_script.locator("[data-no-script]").count() == 0 or \
+            with_script.locator("[data-no-script]").is_hidden()
+    finally:
+        with_script.close()
