@@ -37,13 +37,41 @@ def database_url(text: str) -> str:
     'sqlite:///data/gridstudy.db'
     >>> database_url("postgres://study@db.example/gridstudy")
     'postgresql+psycopg://study@db.example/gridstudy'
+
+    Anything else is refused (``ValueError``) in one line saying what is accepted, its
+    password hidden: a MySQL URL, a web address, a SQLite URL without a file (the store's
+    writer thread needs a file it can share), or nothing at all.
+
+    >>> database_url("mysql://study:secret@db.example/gridstudy")
+    Traceback (most recent call last):
+    ValueError: mysql://study:***@db.example/gridstudy is not a database gridstudy can use: give a SQLite file (gridstudy.db, or sqlite:///path/to/gridstudy.db) or a PostgreSQL URL (postgresql://user:password@host/name)
     """
+    if not text.strip():
+        raise ValueError(f"no database given: {ACCEPTED}")
     if "://" not in text:
         return f"sqlite:///{text}"
     scheme, _, rest = text.partition("://")
     if scheme in ("postgres", "postgresql"):
         return f"postgresql+psycopg://{rest}"
+    backend = scheme.partition("+")[0]
+    if backend == "sqlite" and rest.lstrip("/") in ("", ":memory:"):
+        raise ValueError(f"{text} is an in-memory SQLite database; the store needs a file, "
+                         "for example sqlite:///gridstudy.db")
+    if backend not in ("sqlite", "postgresql"):
+        raise ValueError(f"{_hidden(text)} is not a database gridstudy can use: {ACCEPTED}")
     return text
+
+
+ACCEPTED = ("give a SQLite file (gridstudy.db, or sqlite:///path/to/gridstudy.db) or a "
+            "PostgreSQL URL (postgresql://user:password@host/name)")
+
+
+def _hidden(text: str) -> str:
+    """``text``, a URL, with its password as ``***``."""
+    try:
+        return make_url(text).render_as_string(hide_password=True)
+    except Exception:  # not even a URL SQLAlchemy reads: said as typed, without a password
+        return text.split("@")[-1] if "@" in text else text
 
 
 def make_engine(url: str, file: LiveFile | None = None) -> Engine:

@@ -76,7 +76,10 @@ class LazyGroup(click.Group):
 
 def one_line(error: BaseException) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
-    if isinstance(error, json.JSONDecodeError):
+    if is_database_error(error) and getattr(error, "orig", None) is not None:
+        # the driver's words, without SQLAlchemy's class name and link to its docs
+        text = "the database could not be used: " + " ".join(str(error.orig).split())
+    elif isinstance(error, json.JSONDecodeError):
         text = f"a value stored as JSON is not valid JSON ({text}): fix that row or restore a backup"
     return text if len(text) < 400 else text[:400] + " ..."
 

@@ -94,9 +94,9 @@ def export(url: str, out: str | Path, *, study: str | None = None,
     try:
         if study is not None:
             known_study(engine, study)
-        with staged(out, "gridstudy export") as staging:
+        with engine.connect() as connection:  # first: a database out of reach leaves no folder
             hide = Pseudonyms(key or _stored_key(engine) or _made_key(url)) if pseudonymize else None
-            with engine.connect() as connection:
+            with staged(out, "gridstudy export") as staging:
                 one_moment(connection)
                 scope = _Scope(study)
                 tables = {"episodes": episode_rows(connection, scope),
@@ -119,7 +119,7 @@ def export(url: str, out: str | Path, *, study: str | None = None,
                 )
                 write_jsonl(staging / "agent_runs.jsonl", tables["agent_runs"])
                 write_jsonl(staging / "signals.jsonl", tables["signals"])
-            write_dictionary(staging)
+                write_dictionary(staging)
     finally:
         engine.dispose()
     return summary

@@ -230,6 +230,31 @@ def test_a_database_in_a_missing_folder_is_refused_in_one_line(tmp_path, command
     assert not (tmp_path / "nowhere").exists()
 
 
+@pytest.mark.parametrize("url, says", [
+    ("mysql://study:secret@127.0.0.1/g", "mysql://study:***@127.0.0.1/g is not a database gridstudy can use"),
+    ("https://example.org/g.db", "https://example.org/g.db is not a database gridstudy can use"),
+    ("sqlite://", "sqlite:// is an in-memory SQLite database; the store needs a file"),
+    ("postgresql://study:secret@127.0.0.1:{port}/g", "the database could not be used: connection failed"),
+])
+@pytest.mark.parametrize("command", [["serve", "--port", "{port}"], ["export", "--out", "out"],
+                                     ["token", "create", "model"]])
+def test_a_database_url_no_store_can_use_is_refused_in_one_line(tmp_path, url, says, command):
+    """A careless --db: a MySQL URL, a web address, SQLite without a file, a PostgreSQL
+    nobody listens to. Each is one line saying what is accepted or what the driver said,
+    the password hidden. Before: a traceback (MySQL), "Can't load plugin:
+    sqlalchemy.dialects:https", "PosixPath('.') has an empty name", and SQLAlchemy's class
+    name and link to its documentation."""
+    gridstudy = str(Path(sys.executable).parent / "gridstudy")
+    port = free_port()
+    command = [part.format(port=port) for part in command]
+    refused = subprocess.run([gridstudy, *command, "--db", url.format(port=port)], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1, refused.stderr
+    [line] = [line for line in (refused.stdout + refused.stderr).splitlines() if line.strip()]
+    assert line.startswith(f"Error: {says}") and "secret" not in line, line
+    assert "sqlalche.me" not in line and list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("setting, value, says", [
     ("SOCKET_RATE", "fast", "SOCKET_RATE (GRIDSTUDY_SOCKET_RATE) must be a number above 0, not 'fast'"),
     ("ARRIVALS_PER_ADDRESS", "thirty", "must be a whole number above 0, not 'thirty'"),
