@@ -88,6 +88,10 @@ researchers open in spreadsheets: one starting with ``=``, ``+``, ``-`` or ``@``
 run there as a formula (``=HYPERLINK(...)`` sends the sheet's data away)."""
 
 
+PLACEHOLDER = "{{%"
+"""How Prolific's placeholders in a study's link begin (``{{%PROLIFIC_PID%}}``)."""
+
+
 def _prolific(name: str) -> str | None:
     """A Prolific id from the link, None when absent."""
     return request.args.get(name, "").strip() or None
@@ -108,6 +112,12 @@ def enter(study_id: str) -> Any:
     error = None
     if not pid:
         error = "This link must be opened from Prolific (it has no PROLIFIC_PID)."
+    elif PLACEHOLDER in pid:
+        error = ("This is the study's link as it is given to Prolific, which puts each "
+                 f"participant's id in the place of {PLACEHOLDER}PROLIFIC_PID%}}}}. To try the "
+                 "study yourself, put an id of your own there (PROLIFIC_PID=try-1, and any "
+                 "STUDY_ID and SESSION_ID): that visit is a participant of the study, to be "
+                 "excluded on the dashboard afterwards.")
     elif not all(LINK_ID.fullmatch(value) for value in (pid, _prolific("STUDY_ID"),
                                                          _prolific("SESSION_ID")) if value):
         error = "This Prolific id is not valid."

@@ -218,6 +218,22 @@ def test_missing_prolific_id_and_forged_form_are_refused(app):
     assert client.post("/study/pilot/flow", data={"choice": "agree"}).status_code == 400
 
 
+def test_the_link_as_given_to_prolific_says_how_to_try_the_study(app):
+    """A researcher opening the study's link as the server printed it, Prolific's
+    placeholders still in it, to try their study: told what the link is and how to try
+    it, and no participant is made. Before: "This Prolific id is not valid"."""
+    from records.models import Participant
+
+    client = app.test_client()
+    page = client.get("/study/pilot?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}"
+                      "&SESSION_ID={{%SESSION_ID%}}")
+    text = page.get_data(as_text=True)
+    assert page.status_code == 400 and "as it is given to Prolific" in text
+    assert "PROLIFIC_PID=try-1" in text
+    with app.extensions["gridstudy.store"].session() as db:
+        assert db.exec(select(Participant)).all() == []
+
+
 def test_returning_participant_resumes_at_the_same_stage(app):
     client = app.test_client()
     client.get(ENTRY)
