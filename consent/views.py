@@ -88,6 +88,11 @@ researchers open in spreadsheets: one starting with ``=``, ``+``, ``-`` or ``@``
 run there as a formula (``=HYPERLINK(...)`` sends the sheet's data away)."""
 
 
+LEAVING = {"wrong-device": "a window too small or no keyboard (the device check)",
+           "no-javascript": "no JavaScript"}
+"""The reasons a participant may end the study on their device (``leave``), with what is
+kept as their ``data.ended_because``; both end the visit ``wrong-device``."""
+
 PLACEHOLDER = "{{%"
 """How Prolific's placeholders in a study's link begin (``{{%PROLIFIC_PID%}}``)."""
 
@@ -189,9 +194,10 @@ def leave(study_id: str) -> Any:
     participant_id = session.get(_key(study_id))
     if participant_id is None:
         abort(403, "open the study from its Prolific link")
-    if request.form.get("reason") != "wrong-device":
-        abort(400, "the only reason to leave here is wrong-device")
-    _flow().leave(study_id, participant_id, "wrong-device")
+    reason = request.form.get("reason")
+    if reason not in LEAVING:
+        abort(400, f"the reasons to leave here are {' and '.join(LEAVING)}")
+    _flow().leave(study_id, participant_id, "wrong-device", LEAVING[reason])
     return redirect(url_for("consent.stage", study_id=study_id))
 
 

@@ -283,7 +283,9 @@ PARTICIPANT = Table("participant", "One person who opened the study's link (one 
     Field("consent_version", TEXT, "Version of the consent form agreed to."),
     Field("data", JSON, "records: one record per finished stage of the flow (jsPsych-style), "
                         "each with its started_at and finished_at; quality: the visit's "
-                        "data-quality flags (consent.quality.summarise) once it ended."),
+                        "data-quality flags (consent.quality.summarise) once it ended; "
+                        "ended_because: for wrong-device, what the device lacked (no "
+                        "JavaScript, or a window too small or no keyboard)."),
     Field("code", TEXT, "The Prolific code the participant was given when the visit ended "
                         "(completion or screen-out); empty while active."),
     Field("created_at", TIME, "When the participant arrived.", default=NOW),

@@ -264,14 +264,18 @@ class Flow:
             read = self.round_trips[study_id] = (now, limit)
         return read[1]
 
-    def leave(self, study_id: str, participant_id: int, status: str) -> None:
+    def leave(self, study_id: str, participant_id: int, status: str,
+              because: str | None = None) -> None:
         """End an active participant's visit with ``status``: at their request (a device
-        the study cannot be played on), or the server's (a connection too slow)."""
+        the study cannot be played on), or the server's (a connection too slow).
+        ``because``, kept as the participant's ``data.ended_because``, says which
+        device's want it was (``"no JavaScript"``)."""
         with self.store.session() as db:
             self._load(db, study_id, participant_id)  # LookupError for another study's
-        self._end_if_active(participant_id, status)
+        self._end_if_active(participant_id, status, because=because)
 
-    def _end_if_active(self, participant_id: int, status: str, *, overdue: bool = False) -> bool:
+    def _end_if_active(self, participant_id: int, status: str, *, overdue: bool = False,
+                       because: str | None = None) -> bool:
         """End the visit with ``status`` if it is still active (and, with ``overdue``,
         past its time limit), under its write lock: whether it was ended. A visit is read
         again under the lock, since another request may have ended it since it was read:
@@ -285,7 +289,7 @@ class Flow:
                 _, definition = assignment.load_study(db, participant.study_id)
                 if not self._over_time(participant, definition):
                     return False
-            self._end(db, participant, status)
+            self._end(db, participant, status, because)
             return True
 
     def record_signals(self, study_id: str, participant_id: int, items: list[Any],
@@ -361,13 +365,15 @@ class Flow:
         started = as_utc(participant.created_at)
         return utcnow() - started > timedelta(seconds=definition.time_limit_seconds)
 
-    def _end(self, db: Session, participant: Participant, status: str) -> None:
+    def _end(self, db: Session, participant: Participant, status: str,
+             because: str | None = None) -> None:
         participant.status, participant.stage = status, "end"
         participant.ended_at = utcnow()
         study, definition = assignment.load_study(db, participant.study_id)
         participant.code = definition.code_for(status)
         flags = quality.summarise(self._signals(db, participant_id=participant.id))
-        participant.data = {**(participant.data or {}), "quality": flags}
+        participant.data = {**(participant.data or {}), "quality": flags,
+                            **({"ended_because": because} if because else {})}
         if status != "complete":
             self._release(db, participant)
 

@@ -85,7 +85,9 @@ def test_a_phone_sized_window_is_refused_politely_and_can_end_with_its_code(
     assert page.locator("[data-code]").inner_text() == "SCREEN99"
     assert "needs a computer with a keyboard" in page.inner_text("body")
     with live.store.session() as db:
-        assert db.exec(select(Participant.status)).one() == "wrong-device"
+        participant = db.exec(select(Participant)).one()
+        assert participant.status == "wrong-device"
+        assert participant.data["ended_because"].startswith("a window too small")
 
 
 def test_a_browser_without_javascript_is_told_before_it_agrees_and_can_end_with_its_code(
@@ -108,7 +110,9 @@ def test_a_browser_without_javascript_is_told_before_it_agrees_and_can_end_with_
         assert page.locator("[data-code]").inner_text() == "SCREEN99"
         assert "JavaScript turned on" in page.inner_text("body")
         with live.store.session() as db:
-            assert db.exec(select(Participant.status)).one() == "wrong-device"
+            participant = db.exec(select(Participant)).one()
+            assert (participant.status, participant.data["ended_because"]) == (
+                "wrong-device", "no JavaScript")
     finally:
         context.close()
     with_script = browser.new_page()
