@@ -268,8 +268,8 @@ class Flow:
               because: str | None = None) -> None:
         """End an active participant's visit with ``status``: at their request (a device
         the study cannot be played on), or the server's (a connection too slow).
-        ``because``, kept as the participant's ``data.ended_because``, says which
-        device's want it was (``"no JavaScript"``)."""
+        ``because``, kept as the participant's ``data.ended_because``, says what their
+        device lacked (``"no JavaScript"``)."""
         with self.store.session() as db:
             self._load(db, study_id, participant_id)  # LookupError for another study's
         self._end_if_active(participant_id, status, because=because)
