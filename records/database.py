@@ -54,11 +54,11 @@ def database_url(text: str) -> str:
     if scheme in ("postgres", "postgresql"):
         return f"postgresql+psycopg://{rest}"
     backend = scheme.partition("+")[0]
-    if backend == "sqlite" and rest.lstrip("/") in ("", ":memory:"):
-        raise ValueError(f"{text} is an in-memory SQLite database; the store needs a file, "
-                         "for example sqlite:///gridstudy.db")
     if backend not in ("sqlite", "postgresql"):
         raise ValueError(f"{_hidden(text)} is not a database gridstudy can use: {ACCEPTED}")
+    if backend == "sqlite" and make_url(text).database in (None, "", ":memory:"):
+        raise ValueError(f"{text} is an in-memory SQLite database; the store needs a file, "
+                         "for example sqlite:///gridstudy.db")
     return text
 
 
@@ -82,15 +82,9 @@ def make_engine(url: str, file: LiveFile | None = None) -> Engine:
     An in-memory SQLite database is refused: the writer thread could not share it.
     A server's store passes its :class:`LiveFile`, which opens the engine's connections.
     """
-    url = database_url(url)
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite":
+    url = database_url(url)  # refuses an in-memory SQLite database
+    if make_url(url).get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, json_serializer=storable_json)
-    if parsed.database in (None, "", ":memory:"):
-        raise ValueError(
-            f"{url!r} is an in-memory SQLite database; the store needs a file, "
-            "for example sqlite:///gridstudy.db"
-        )
     opening: dict[str, Any] = ({"creator": file.connect} if file is not None
                                else {"connect_args": {"timeout": BUSY_TIMEOUT}})
     engine = create_engine(url, json_serializer=storable_json, **opening)
