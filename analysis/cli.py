@@ -12,7 +12,14 @@ from tasks.words import count
 
 
 def source_of(text: str) -> str:
-    """A database URL, an export directory, or a SQLite file turned into its URL."""
+    """A database URL, an export directory, or a SQLite file turned into its URL.
+    Nothing at all (``--db "$DB"`` with ``DB`` unset) is refused, not read as the current
+    folder."""
+    if not text.strip():
+        from records.database import ACCEPTED
+
+        raise click.BadParameter(f"no database given: {ACCEPTED}, or an export folder",
+                                 param_hint="--db")
     path = Path(text)
     if "://" not in text and path.is_file():
         return f"sqlite:///{path.resolve()}"

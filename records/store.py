@@ -40,6 +40,7 @@ from sqlmodel import Session, SQLModel
 
 from records import schema
 from records.database import (
+    ACCEPTED,
     FileTrouble,
     LiveFile,
     check_no_copy_left,
@@ -221,7 +222,14 @@ DEFAULT_DB = "gridstudy.db"
 
 def command_url(db: str | None) -> str:
     """The database a command was pointed at: ``--db``, else ``$DATABASE_URL``, else
-    :data:`DEFAULT_DB`."""
+    :data:`DEFAULT_DB`.
+
+    A ``--db`` given empty is refused (``ValueError``), not read as no ``--db``: typed
+    as ``--db "$DB"`` with ``DB`` unset, it made a server, an export or a payment run on
+    ``gridstudy.db`` in the current folder, a database holding nothing of the study."""
+    if db is not None and not db.strip():
+        raise ValueError(f"--db is empty: {ACCEPTED}, or leave --db out to use "
+                         f"$DATABASE_URL, else {DEFAULT_DB}")
     return db or os.environ.get("DATABASE_URL") or DEFAULT_DB
 
 

@@ -255,6 +255,26 @@ def test_a_database_url_no_store_can_use_is_refused_in_one_line(tmp_path, url, s
     assert "sqlalche.me" not in line and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", [["serve", "--port", "{port}"], ["study", "list"],
+                                     ["token", "create", "model"], ["agent", "run", "--problems",
+                                     "lamp_grid/planning", "--model", "m"],
+                                     ["play", "lamp_grid/planning", "--record"],
+                                     ["export", "--out", "out"], ["report", "--out", "out"]])
+def test_a_db_given_empty_is_refused_not_read_as_the_default(tmp_path, command):
+    """``--db "$DB"`` with ``DB`` unset: before, a server, a listing, a model run or a
+    recorded play ran on a new ``gridstudy.db`` in the current folder, holding none of the
+    study, and the report read the current folder as an export."""
+    gridstudy = str(Path(sys.executable).parent / "gridstudy")
+    command = [part.format(port=free_port()) for part in command]
+    environment = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
+    refused = subprocess.run([gridstudy, *command, "--db", ""], cwd=tmp_path, env=environment,
+                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert refused.returncode in (1, 2), refused.stderr
+    said = refused.stdout + refused.stderr
+    assert "--db is empty: give a SQLite file" in said or "no database given: give a SQLite" in said, said
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("setting, value, says", [
     ("SOCKET_RATE", "fast", "SOCKET_RATE (GRIDSTUDY_SOCKET_RATE) must be a number above 0, not 'fast'"),
     ("ARRIVALS_PER_ADDRESS", "thirty", "must be a whole number above 0, not 'thirty'"),
