@@ -52,6 +52,9 @@ def remember(problem: Problem, found: Solvability) -> str | None:
         with _locked(path.parent):  # two checks of one environment's problems at once
             entries = _read(path)
             kept = entries.get(problem.id)
+            if _same(kept, entry):  # its day kept: a check again changes no file
+                return (f"recorded as before: the same check on {kept['checked']} at this "
+                        f"version ({kept['passed']} of {kept['runs']} passed)")
             if _covers(kept, entry):
                 return (f"recorded as before: the check of {kept['runs']} runs on "
                         f"{kept['checked']} at this version ({kept['passed']} passed), whose "
@@ -93,6 +96,13 @@ def doubts(problem_ids: Iterable[str]) -> dict[str, str]:
             found[problem_id] = (f"checked with {entry.get('runs')} runs only (the check's "
                                  f"default is {DEAD_END_SEEDS})")
     return found
+
+
+def _same(kept: Any, entry: dict[str, Any]) -> bool:
+    """Whether the record ``kept`` found what ``entry``, a check just made, did (on another
+    day, perhaps): a check of the library in a clone rewrote every record's day, and the
+    clone had changes to commit that were none."""
+    return isinstance(kept, dict) and {**kept, "checked": entry["checked"]} == entry
 
 
 def _covers(kept: Any, entry: dict[str, Any]) -> bool:

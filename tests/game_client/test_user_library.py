@@ -162,10 +162,20 @@ def test_study_create_names_each_problem_no_check_showed_passable_at_its_version
         "glass_house/planning checked with 5 runs only (the check's default is 50)",
         "glass_house/cd never checked"]
     checked = run("problems", "check", *problems, "--jobs", "2")  # a process each
-    assert run("problems", "check", *problems, "--jobs", "1").stdout == checked.stdout
-    record = json.loads((library / "autumn" / "glass_house" / "checks.json").read_text())
+    checks = library / "autumn" / "glass_house" / "checks.json"
+    record = json.loads(checks.read_text())
     assert {k: (v["passed"], v["runs"]) for k, v in record.items()} == {
         problems[0]: (50, 50), problems[1]: (50, 50)}
+    # the same check on a later day finds the same and changes no file (before, it
+    # rewrote each record's day: a check of a clone's library left changes to commit)
+    checks.write_text(checks.read_text().replace(record[problems[0]]["checked"], "2026-01-05"))
+    record, earlier = json.loads(checks.read_text()), checks.read_bytes()
+    again = run("problems", "check", *problems, "--jobs", "1")
+    assert again.stdout.replace("\n", " ").count("recorded as before: the same check on "
+                                                  "2026-01-05 at this version (50 of 50 passed)") == 2
+    assert checks.read_bytes() == earlier
+    assert [line for line in again.stdout.splitlines()
+            if "recorded as before" not in line] == checked.stdout.splitlines()
     assert warnings() == []
     # a quick check afterwards (its runs are the first five of the full one) keeps the
     # full record; before, it replaced it, and the study was warned of again
