@@ -180,7 +180,8 @@ def index() -> str:
     return render_template("dashboard/index.html", studies=studies,
                            monitor=monitor.render(current_app),
                            exports=current_app.extensions["gridstudy.exports"],
-                           tokens=tokens.listed(_store().engine), changes=changes)
+                           tokens=tokens.listed(_store().engine), changes=changes,
+                           loaded_at=time.time())
 
 
 INDEX_PARTICIPANTS = 50

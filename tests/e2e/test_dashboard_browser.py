@@ -121,6 +121,13 @@ def test_the_monitor_updates_without_a_reload_while_a_participant_plays(make_liv
     assert row.locator("input[name=reason]").input_value() == "half-typed"
     assert row.locator("input.csrf").input_value() != ""
     shoot(page, tmp_path, "dashboard-monitor")
+    # The study's own figures and tables are as the page was loaded, and say so: the
+    # monitor listed two people while "1 participant" stood below it, with nothing said.
+    section = page.locator("section[data-study=pilot]")
+    assert "reload it to see who has come" in section.locator(".as-of").inner_text()
+    assert "1 participant;" in section.inner_text()
+    page.reload()
+    assert "2 participants;" in page.locator("section[data-study=pilot]").inner_text()
 
 
 def test_replay_plays_marks_clicks_and_jumps_to_an_event(make_live_server, page, tmp_path):
