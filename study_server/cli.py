@@ -24,6 +24,7 @@ COMMANDS = {
     "token": "study_server.commands.study:token",
     "export": "study_server.commands.export:export",
     "payments": "study_server.commands.export:payments",
+    "backup": "study_server.commands.export:backup",
     "prolific": "study_server.commands.prolific:prolific",
     "play": "game_client.cli:play",
     "agent": "game_client.cli:agent",

@@ -27,9 +27,12 @@ def stopped(error: OSError, out: str, what: str, runs: str) -> click.ClickExcept
                                 f"written is removed and {out} is as it was")
 
 
+DB = click.option("--db", "url", envvar="DATABASE_URL", required=True,
+                  help="Database URL or SQLite file (default: $DATABASE_URL).")
+
+
 @click.command()
-@click.option("--db", "url", envvar="DATABASE_URL", required=True,
-              help="Database URL or SQLite file (default: $DATABASE_URL).")
+@DB
 @click.option("--out", required=True, type=click.Path(file_okay=False),
               help="Directory to write (created if missing; the export's files in it are "
                    "replaced once the new ones are all written).")
@@ -70,8 +73,7 @@ def export(url: str, out: str, study: str | None, pseudonymize: bool) -> None:
 
 
 @click.command()
-@click.option("--db", "url", envvar="DATABASE_URL", required=True,
-              help="Database URL or SQLite file (default: $DATABASE_URL).")
+@DB
 @click.option("--study", required=True, help="The study to pay.")
 @click.option("--out", default=".", show_default=True, type=click.Path(file_okay=False),
               help="Where to write decisions.csv, approve.txt and bonuses.csv.")
@@ -113,3 +115,19 @@ def payments(url: str, study: str, out: str) -> None:
     paid = count(sum(row.bonus > 0 for row in rows), "bonus", "bonuses")
     click.echo(f"wrote {decisions}, {approve} and {bonuses} ({paid}, {currency} {total:.2f} "
                "in all)")
+
+
+@click.command()
+@DB
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="The backup's file (an earlier backup there is replaced once the new one "
+                   "is whole).")
+def backup(url: str, out: str) -> None:
+    """Copy a SQLite database, whole, while its server runs (a copy made with cp can be
+    torn and misses what the write-ahead log holds)."""
+    from records.backup import backup as run_backup
+
+    def starting(path: Any) -> None:  # a large study's copy takes a while
+        click.echo(f"backing up {path} ({path.stat().st_size / 1e6:,.1f} MB) ...", err=True)
+
+    click.echo(str(run_backup(url, out, starting)))

@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-DB = click.option("--db", "url", envvar="DATABASE_URL", required=True,
-                  help="Database URL or SQLite file (default: $DATABASE_URL).")
+from study_server.commands.export import DB
+
 STUDY = click.option("--study", required=True, help="Our study's id (its slug).")
 
 

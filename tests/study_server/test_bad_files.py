@@ -72,7 +72,8 @@ def one_error_line(result: subprocess.CompletedProcess) -> str:
     ["report", "--db", "{db}", "--out", "report"],
     ["token", "list", "--db", "{db}"],
     ["study", "list", "--db", "{db}"],
-], ids=["export", "report", "token-list", "study-list"])
+    ["backup", "--db", "{db}", "--out", "b.db"],
+], ids=["export", "report", "token-list", "study-list", "backup"])
 def test_a_broken_database_is_one_line_and_exit_1(tmp_path, make, message, command):
     db = make(tmp_path)
     line = one_error_line(gridstudy(*[a.format(db=db) for a in command], cwd=tmp_path))

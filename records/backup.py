@@ -1,0 +1,128 @@
+"""``gridstudy backup``: a whole copy of a SQLite database, taken while its server writes.
+
+A copy made with ``cp`` of a database a server is writing can be torn (a page copied
+before a write, the next after it), and misses what the write-ahead log holds beside the
+file: with the defaults, up to the last thousand pages of the study. This copy goes
+through SQLite's backup API on one read transaction, so it is the database as it stood at
+one moment, every row the server had written by then included; the server's writes go on
+meanwhile (a reader holds no writer up in WAL mode), and SQLite checks the copy before it
+takes the backup's name, so an earlier backup of that name stays whole until then (a full
+disk, a Ctrl-C or a copy that fails its check leave it as it was).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+from records.database import (
+    check_sqlite_file,
+    database_url,
+    open_existing,
+    sqlite_path,
+)
+
+POSTGRESQL = ("a PostgreSQL database is backed up with PostgreSQL's own tools: "
+              "pg_dump --format=custom --file=FILE URL (or its continuous archiving, for a "
+              "long study)")
+COUNTED = ("study", "participant", "episode", "event")
+"""The tables whose rows the summary counts."""
+
+
+@dataclass(frozen=True)
+class Backup:
+    """What :func:`backup` wrote."""
+
+    path: Path
+    bytes: int
+    rows: dict[str, int]
+    seconds: float
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{self.rows[table]:,} {table}{'' if self.rows[table] == 1 else 's'}"
+                           for table in COUNTED if table in self.rows)
+        return (f"backed up to {self.path} ({self.bytes / 1e6:,.1f} MB: {counts}) in "
+                f"{self.seconds:.1f} s; SQLite checked the copy: serve, export and report "
+                "read it as they read the database")
+
+
+def backup(url: str, out: str | Path, starting: Callable[[Path], None] | None = None) -> Backup:
+    """Copy the SQLite database at ``url`` to the file ``out`` (replaced only by a whole,
+    checked copy), calling ``starting`` with the database's path once it is found. Raises ``ValueError`` for a PostgreSQL URL, ``FileExistsError`` when
+    ``out`` is the database itself or one of its files, or a file that is not a SQLite
+    database, and ``OSError`` when the copy cannot be written (nothing is left of it)."""
+    path = sqlite_path(database_url(url))
+    if path is None:
+        raise ValueError(POSTGRESQL)
+    out = Path(out)
+    _check_target(path, out)
+    engine = open_existing(url)  # a database that is not there is refused, never made
+    if starting is not None:
+        starting(path)
+    part = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    started = time.monotonic()
+    try:
+        with engine.connect() as connection, closing(sqlite3.connect(part)) as target:
+            connection.connection.driver_connection.backup(target)  # one step: one snapshot
+            checked = target.execute("PRAGMA quick_check").fetchone()[0]
+            if checked != "ok":
+                raise OSError(f"the copy failed SQLite's check ({checked}); {out} is as it was")
+            rows = {table: target.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                    for table in COUNTED if _has(target, table)}
+        _sync(part)
+        os.replace(part, out)
+        _sync(out.parent)
+    except sqlite3.Error as error:  # a full disk, above all
+        _remove(part)
+        raise OSError(f"the backup stopped: {error}; nothing of it is left, and {out} is as "
+                      "it was") from None
+    except BaseException:
+        _remove(part)
+        raise
+    finally:
+        engine.dispose()
+    return Backup(out, out.stat().st_size, rows, time.monotonic() - started)
+
+
+def _check_target(database: Path, out: Path) -> None:
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"no folder {str(out.parent)!r} for the backup: create it, "
+                                "or give another path")
+    if out.is_dir():
+        raise IsADirectoryError(f"{out} is a folder: give the backup's file, for example "
+                                f"{out / database.name}")
+    own = [Path(f"{database}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
+    if any(out.resolve() == part.resolve() or (out.exists() and part.exists()
+                                                and out.samefile(part)) for part in own):
+        raise FileExistsError(f"{out} is the database itself, or one of its files: give the "
+                              "backup another name")
+    if out.exists():
+        try:
+            check_sqlite_file(out)
+        except (ValueError, OSError):
+            raise FileExistsError(f"{out} exists and is not a SQLite database: it is not "
+                                  "replaced; give the backup another name") from None
+
+
+def _remove(part: Path) -> None:
+    for leftover in (part, *(Path(f"{part}{suffix}") for suffix in ("-journal", "-wal", "-shm"))):
+        leftover.unlink(missing_ok=True)
+
+
+def _has(connection: sqlite3.Connection, table: str) -> bool:
+    return connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                              (table,)).fetchone() is not None
+
+
+def _sync(path: Path) -> None:
+    """Make ``path`` (a file, or a folder after a move into it) survive a power cut."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
