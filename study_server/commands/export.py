@@ -128,6 +128,12 @@ def backup(url: str, out: str) -> None:
     from records.backup import backup as run_backup
 
     def starting(path: Any) -> None:  # a large study's copy takes a while
-        click.echo(f"backing up {path} ({path.stat().st_size / 1e6:,.1f} MB) ...", err=True)
+        from pathlib import Path
+
+        log = Path(f"{path}-wal")
+        held = log.stat().st_size if log.exists() else 0
+        click.echo(f"backing up {path} ({path.stat().st_size / 1e6:,.1f} MB"
+                   + (f", and {held / 1e6:,.1f} MB in its write-ahead log" if held else "")
+                   + ") ...", err=True)
 
     click.echo(str(run_backup(url, out, starting)))
