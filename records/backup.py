@@ -20,16 +20,15 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from records.database import (
-    check_sqlite_file,
-    database_url,
-    open_existing,
-    sqlite_path,
-)
+from records.database import database_url, open_existing, sqlite_path
 
 POSTGRESQL = ("a PostgreSQL database is backed up with PostgreSQL's own tools: "
               "pg_dump --format=custom --file=FILE URL (or its continuous archiving, for a "
               "long study)")
+HEADER = 100
+"""Bytes of a SQLite file's header; its ``application_id`` is at offset 68."""
+MARK = 0x67734231
+"""The copy's SQLite ``application_id``: the file is a backup, which a backup may replace."""
 COUNTED = ("study", "participant", "episode", "event")
 """The tables whose rows the summary counts."""
 
@@ -52,10 +51,14 @@ class Backup:
 
 
 def backup(url: str, out: str | Path, starting: Callable[[Path], None] | None = None) -> Backup:
-    """Copy the SQLite database at ``url`` to the file ``out`` (replaced only by a whole,
-    checked copy), calling ``starting`` with the database's path once it is found. Raises ``ValueError`` for a PostgreSQL URL, ``FileExistsError`` when
-    ``out`` is the database itself or one of its files, or a file that is not a SQLite
-    database, and ``OSError`` when the copy cannot be written (nothing is left of it)."""
+    """Copy the SQLite database at ``url`` to the file ``out`` (an earlier backup there is
+    replaced only by a whole, checked copy), calling ``starting`` with the database's path
+    once it is found.
+
+    Raises ``ValueError`` for a PostgreSQL URL; ``FileExistsError`` when ``out`` is the
+    database itself or one of its files, or a file that is not a backup (another study's
+    database above all) or is open; ``OSError`` when the copy cannot be written (nothing
+    is left of it)."""
     path = sqlite_path(database_url(url))
     if path is None:
         raise ValueError(POSTGRESQL)
@@ -69,6 +72,7 @@ def backup(url: str, out: str | Path, starting: Callable[[Path], None] | None = 
     try:
         with engine.connect() as connection, closing(sqlite3.connect(part)) as target:
             connection.connection.driver_connection.backup(target)  # one step: one snapshot
+            target.execute(f"PRAGMA application_id = {MARK}")
             checked = target.execute("PRAGMA quick_check").fetchone()[0]
             if checked != "ok":
                 raise OSError(f"the copy failed SQLite's check ({checked}); {out} is as it was")
@@ -101,12 +105,25 @@ def _check_target(database: Path, out: Path) -> None:
                                                 and out.samefile(part)) for part in own):
         raise FileExistsError(f"{out} is the database itself, or one of its files: give the "
                               "backup another name")
-    if out.exists():
-        try:
-            check_sqlite_file(out)
-        except (ValueError, OSError):
-            raise FileExistsError(f"{out} exists and is not a SQLite database: it is not "
-                                  "replaced; give the backup another name") from None
+    if any(Path(f"{out}{suffix}").exists() for suffix in ("-wal", "-shm", "-journal")):
+        raise FileExistsError(f"{out} is open (its write-ahead log is beside it: a server or "
+                              "another program has it open): it is not replaced; give the "
+                              "backup another name")
+    if out.exists() and not _a_backup(out):
+        raise FileExistsError(f"{out} exists and is not a backup (another study's database, "
+                              "or another file): it is not replaced; give the backup another "
+                              "name")
+
+
+def _a_backup(path: Path) -> bool:
+    """Whether ``path`` is a backup this command made (an empty file counts as none): its
+    header's ``application_id``, read from the file itself, since nothing has it open. A
+    connection would make the write-ahead log of a backup, which is in WAL mode, and a
+    read-only one leaves it beside the file; the copy moved in would then have read it."""
+    with path.open("rb") as file:
+        header = file.read(HEADER)
+    return not header or (header.startswith(b"SQLite format 3\x00") and len(header) == HEADER
+                          and int.from_bytes(header[68:72], "big") == MARK)
 
 
 def _remove(part: Path) -> None:

@@ -112,11 +112,12 @@ def _reading_connection(path: Path) -> sqlite3.Connection:
     log, shared = Path(f"{path}-wal"), Path(f"{path}-shm")
     fixed = (not (log.exists() and log.stat().st_size)
              and (not shared.exists() or _read_only_filesystem(path.parent)))
-    return sqlite3.connect(_uri(path, "ro") + ("&immutable=1" if fixed else ""), uri=True,
+    return sqlite3.connect(file_uri(path, "ro") + ("&immutable=1" if fixed else ""), uri=True,
                            timeout=BUSY_TIMEOUT, check_same_thread=False)
 
 
-def _uri(path: Path, mode: str) -> str:
+def file_uri(path: Path, mode: str) -> str:
+    """The URI that opens the SQLite file at ``path`` in ``mode`` (``ro``, ``rw``, ``rwc``)."""
     return f"file:{quote(str(path.resolve()))}?mode={mode}"
 
 
@@ -339,7 +340,7 @@ def check_sqlite_file(path: Path, *, thorough: bool = False) -> None:
     cannot_write = unwritable(path)
     try:
         with closing(_reading_connection(path) if cannot_write else
-                     sqlite3.connect(_uri(path, "rw"), uri=True, timeout=30)) as connection:
+                     sqlite3.connect(file_uri(path, "rw"), uri=True, timeout=30)) as connection:
             connection.execute("PRAGMA schema_version").fetchone()
             if thorough:
                 problems = [row[0] for row in connection.execute("PRAGMA quick_check(5)")]
@@ -455,7 +456,7 @@ class LiveFile:
 
     def _uri(self) -> str:
         """The file's URI: made if missing only before the server has opened it."""
-        return _uri(self.path, "rwc" if self.identity is None else "rw")
+        return file_uri(self.path, "rwc" if self.identity is None else "rw")
 
     def _identities(self) -> tuple[tuple[int, int] | None, ...]:
         found = []

@@ -72,20 +72,42 @@ def test_a_backup_taken_while_people_play_holds_every_acknowledged_input_and_sto
 @pytest.mark.parametrize("out, says", [
     ("g.db", "g.db is the database itself, or one of its files"),
     ("g.db-wal", "g.db-wal is the database itself, or one of its files"),
-    ("notes.txt", "notes.txt exists and is not a SQLite database: it is not replaced"),
+    ("notes.txt", "notes.txt exists and is not a backup"),
+    ("main.db", "main.db exists and is not a backup (another study's database"),
+    ("served.db", "served.db is open (its write-ahead log is beside it"),
     ("missing/b.db", "no folder 'missing' for the backup"),
 ])
 def test_what_a_backup_is_not_given_to_overwrite_it_does_not(tmp_path, out, says):
-    """A careless --out: the database itself, its log, a file of another kind, a folder
-    that is not there. Each is one line, and no file changes."""
+    """A careless --out: the database itself, its log, a file of another kind, another
+    study's database (closed, or open in a server), a folder that is not there. Each is
+    one line, and no file changes."""
     Store(str(tmp_path / "g.db")).close()
+    Store(str(tmp_path / "main.db")).close()
     (tmp_path / "notes.txt").write_text("the lab's notes\n")
-    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
-    refused = backup("g.db", out, cwd=tmp_path)
-    assert refused.returncode == 1
-    [line] = refused.stderr.splitlines()
-    assert line.startswith(f"Error: {says}"), refused.stderr
-    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
+    with Store(str(tmp_path / "served.db")) as held:  # its server runs
+        held.setting("secret_key", lambda: "kept")
+        before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+        refused = backup("g.db", out, cwd=tmp_path)
+        assert refused.returncode == 1
+        [line] = refused.stderr.splitlines()
+        assert line.startswith(f"Error: {says}"), refused.stderr
+        assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
+
+
+def test_a_backup_replaces_the_backup_of_that_name_and_leaves_nothing_beside_it(tmp_path):
+    """Nightly backups to one name: each replaces the last, whole, and no write-ahead log
+    of the old file stays beside the new one (a copy moved in beside a log reads it)."""
+    db = tmp_path / "g.db"
+    with Store(str(db)) as store:
+        store.setting("secret_key", lambda: "first")
+    assert backup(db, tmp_path / "b.db").returncode == 0
+    with closing(sqlite3.connect(db)) as grown:
+        grown.execute("UPDATE setting SET value = 'second' WHERE name = 'secret_key'")
+        grown.commit()
+    again = backup(db, tmp_path / "b.db")
+    assert again.returncode == 0, again.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["b.db", "g.db"]
+    assert reader(tmp_path / "b.db")("SELECT value FROM setting") == [("second",)]
 
 
 def test_a_postgresql_database_is_pointed_to_its_own_tools(tmp_path):
