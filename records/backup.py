@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from records.database import database_url, open_existing, sqlite_path
+from tasks.words import count
 
 POSTGRESQL = ("a PostgreSQL database is backed up with PostgreSQL's own tools: "
               "pg_dump --format=custom --file=FILE URL (or its continuous archiving, for a "
@@ -29,8 +30,9 @@ HEADER = 100
 """Bytes of a SQLite file's header; its ``application_id`` is at offset 68."""
 MARK = 0x67734231
 """The copy's SQLite ``application_id``: the file is a backup, which a backup may replace."""
-COUNTED = ("study", "participant", "episode", "event")
-"""The tables whose rows the summary counts."""
+COUNTED = {"study": ("study", "studies"), "participant": ("participant", None),
+           "episode": ("attempt", None), "event": ("event", None)}
+"""The tables whose rows the summary counts, with what it calls a row and rows."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class Backup:
     seconds: float
 
     def __str__(self) -> str:
-        counts = ", ".join(f"{self.rows[table]:,} {table}{'' if self.rows[table] == 1 else 's'}"
+        counts = ", ".join(count(self.rows[table], *COUNTED[table])
                            for table in COUNTED if table in self.rows)
         return (f"backed up to {self.path} ({self.bytes / 1e6:,.1f} MB: {counts}) in "
                 f"{self.seconds:.1f} s; SQLite checked the copy: serve, export and report "

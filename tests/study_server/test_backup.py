@@ -51,7 +51,7 @@ def test_a_backup_taken_while_people_play_holds_every_acknowledged_input_and_sto
     stop.set()
     presser.join()
     assert made.returncode == 0, made.stderr
-    assert "SQLite checked the copy" in made.stdout and "3 participants" in made.stdout
+    assert "SQLite checked the copy" in made.stdout and "1 study, 3 participants, " in made.stdout
     copy = reader(tmp_path / "backup.db")
     assert copy("PRAGMA quick_check") == [("ok",)]
     for player, episode_id in games:
