@@ -148,6 +148,10 @@ def test_the_study_page_draws_its_fill_and_its_participant_flow(app):
     included attempt on its problem's line, one bar per step someone left at."""
     from xml.etree import ElementTree
 
+    client = app.test_client()
+    log_in(client)
+    empty = client.get("/dashboard/").text.split('data-figure="fill"')[1].split("</figure>")[0]
+    assert "no attempt included yet" in empty  # not a bare axis, as if it were broken
     _, _, problem_id = play_one_episode(app)
     store = app.extensions["gridstudy.store"]
     with store.session() as db:
@@ -157,9 +161,8 @@ def test_the_study_page_draws_its_fill_and_its_participant_flow(app):
                                                        ("screened-out", None),
                                                        ("excluded", "failed 2 attention checks"),
                                                        ("complete", None)])])
-    client = app.test_client()
-    log_in(client)
     home = client.get("/dashboard/").text
+    assert "no attempt included yet" not in home
     figures = {}
     for name in ("fill", "flow"):
         found = re.search(rf'<figure data-figure="{name}">\s*(<svg.*?</svg>)', home, re.S)
