@@ -230,7 +230,20 @@ def shown(url: str) -> str:
         return url
 
 
-_DB_OPTION = click.option("--db", "db", default=None,
+def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse an empty ``--db`` before anything else is asked (``admin create`` asked for
+    the password twice, then refused it)."""
+    from records.store import command_url
+
+    if value is not None:
+        try:
+            command_url(value)
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None
+    return value
+
+
+_DB_OPTION = click.option("--db", "db", default=None, is_eager=True, callback=_not_empty,
                           help="Database URL or SQLite file (default: $DATABASE_URL or gridstudy.db).")
 
 
