@@ -111,6 +111,9 @@ def _check_target(database: Path, out: Path) -> None:
         raise FileExistsError(f"{out} is open (its write-ahead log is beside it: a server or "
                               "another program has it open): it is not replaced; give the "
                               "backup another name")
+    if out.exists() and not out.is_file():
+        raise FileExistsError(f"{out} is not a file (a device, a pipe): it is not replaced; "
+                              "give the backup a file's name")
     if out.exists() and not _a_backup(out):
         raise FileExistsError(f"{out} exists and is not a backup (another study's database, "
                               "or another file): it is not replaced; give the backup another "

@@ -76,6 +76,7 @@ def test_a_backup_taken_while_people_play_holds_every_acknowledged_input_and_sto
     ("main.db", "main.db exists and is not a backup (another study's database"),
     ("served.db", "served.db is open (its write-ahead log is beside it"),
     ("missing/b.db", "no folder 'missing' for the backup"),
+    ("/dev/null", "/dev/null is not a file (a device, a pipe): it is not replaced"),
 ])
 def test_what_a_backup_is_not_given_to_overwrite_it_does_not(tmp_path, out, says):
     """A careless --out: the database itself, its log, a file of another kind, another
