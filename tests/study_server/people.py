@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import random
 import re
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -226,6 +229,15 @@ def keep_pressing(players: list[Player], rate: float, stop: threading.Event,
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
+
+
+def sqlite_reader(path: Path) -> Callable[..., list[Any]]:
+    """``sql(query, **params)``: the rows of ``query`` on the SQLite file at ``path``, read
+    from this (another) process, as any tool would."""
+    def sql(query: str, **params: Any) -> list[Any]:
+        with closing(sqlite3.connect(path, timeout=30)) as db:
+            return db.execute(query, params).fetchall()
+    return sql
 
 
 def episode_of(sql: Callable[..., list[Any]], token: str) -> int:

@@ -12,13 +12,12 @@ import threading
 import time
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from records.store import Store
 from tests.study_server.conftest import own_filesystem
-from tests.study_server.people import accounted, keep_pressing
+from tests.study_server.people import accounted, keep_pressing, sqlite_reader
 from tests.study_server.test_faults import FLUSH_WINDOW, detached_logs, served  # noqa: F401
 
 GRIDSTUDY = str(Path(sys.executable).parent / "gridstudy")
@@ -27,13 +26,6 @@ GRIDSTUDY = str(Path(sys.executable).parent / "gridstudy")
 def backup(db: Path | str, out: Path | str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([GRIDSTUDY, "backup", "--db", str(db), "--out", str(out)], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
-
-
-def reader(path: Path) -> Any:
-    def sql(query: str, **params: Any) -> list[Any]:
-        with closing(sqlite3.connect(path)) as db:
-            return db.execute(query, params).fetchall()
-    return sql
 
 
 def test_a_backup_taken_while_people_play_holds_every_acknowledged_input_and_stops_nobody(
@@ -52,7 +44,7 @@ def test_a_backup_taken_while_people_play_holds_every_acknowledged_input_and_sto
     presser.join()
     assert made.returncode == 0, made.stderr
     assert "SQLite checked the copy" in made.stdout and "1 study, 3 participants, " in made.stdout
-    copy = reader(tmp_path / "backup.db")
+    copy = sqlite_reader(tmp_path / "backup.db")
     assert copy("PRAGMA quick_check") == [("ok",)]
     for player, episode_id in games:
         counted = accounted(copy, episode_id)
@@ -108,7 +100,7 @@ def test_a_backup_replaces_the_backup_of_that_name_and_leaves_nothing_beside_it(
     again = backup(db, tmp_path / "b.db")
     assert again.returncode == 0, again.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["b.db", "g.db"]
-    assert reader(tmp_path / "b.db")("SELECT value FROM setting") == [("second",)]
+    assert sqlite_reader(tmp_path / "b.db")("SELECT value FROM setting") == [("second",)]
 
 
 def test_a_postgresql_database_is_pointed_to_its_own_tools(tmp_path):

@@ -47,6 +47,7 @@ from tests.study_server.people import (
     exported,
     keep_pressing,
     researcher,
+    sqlite_reader,
 )
 
 STUDY = """
@@ -85,8 +86,7 @@ class Served:
         self.process, self.url = start_serve(self.db, "gevent", log=self.log, env=self.env)
 
     def sql(self, query: str, **params: Any) -> list[Any]:
-        with closing(sqlite3.connect(self.db, timeout=30)) as db:
-            return db.execute(query, params).fetchall()
+        return sqlite_reader(self.db)(query, **params)
 
     def person(self, pid: str) -> Person:
         return Person(self.url, "faults", pid, PROBLEMS, self.sql)
