@@ -43,6 +43,9 @@ def test_a_visit_left_alone_ends_at_its_limit_without_anyone_loading_a_page(
     live = open_study(make_live_server, SWEEP, time_limit_minutes=0.1)  # 6 s
     consent(page, live, "p-gone")
     answer(page, live, "p-gone", "Continue")  # screening reserves the problems
+    # The next page is there before the tab closes: Chromium can drop a close that races
+    # a navigation's commit, and the test would wait on it forever.
+    page.get_by_role("button", name="Start the practice").wait_for()
     participant_id = person(live, "p-gone").id
     assert held_slots(live, participant_id)
     page.close()  # the tab is closed and never comes back
