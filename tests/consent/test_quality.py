@@ -136,7 +136,9 @@ def test_a_participant_stores_no_more_signals_than_a_page_sends(app):
     client.get(ENTRY)
     replies = [send(client, [{"kind": "blur"}] * 50) for _ in range(6)]
     assert [r.status_code for r in replies] == [200] * 4 + [400] * 2
-    assert "more signals than a page sends: 250 within 0 s" in replies[4].json["error"]
+    # the seconds named are the visit's so far, which a loaded machine lengthens
+    assert re.search(r"more signals than a page sends: 250 within \d+ s",
+                     replies[4].json["error"])
     assert len(stored(app)) == quality.SIGNALS_AHEAD
     with app.extensions["gridstudy.store"].session() as db:  # a minute into the visit
         participant = db.exec(select(Participant)).one()
