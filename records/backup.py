@@ -7,11 +7,14 @@ through SQLite's backup API on one read transaction, so it is the database as it
 one moment, every row the server had written by then included; the server's writes go on
 meanwhile (a reader holds no writer up in WAL mode), and SQLite checks the copy before it
 takes the backup's name, so an earlier backup of that name stays whole until then (a full
-disk, a Ctrl-C or a copy that fails its check leave it as it was).
+disk, a Ctrl-C or a copy that fails its check leave it as it was). A backup killed
+mid-copy (``kill -9``, the machine's OOM killer, a reboot) leaves its part beside the
+backup's name; the next backup to that name removes it.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import sqlite3
 import time
@@ -43,13 +46,21 @@ class Backup:
     bytes: int
     rows: dict[str, int]
     seconds: float
+    cleared: tuple[Path, ...] = ()
+    """Parts that backups killed mid-copy had left, removed."""
+    cleared_bytes: int = 0
 
     def __str__(self) -> str:
         counts = ", ".join(count(self.rows[table], *COUNTED[table])
                            for table in COUNTED if table in self.rows)
-        return (f"backed up to {self.path} ({self.bytes / 1e6:,.1f} MB: {counts}) in "
+        held = f": {counts}" if counts else ", no study's tables in it"
+        said = (f"backed up to {self.path} ({self.bytes / 1e6:,.1f} MB{held}) in "
                 f"{self.seconds:.1f} s; SQLite checked the copy: serve, export and report "
                 "read it as they read the database")
+        if self.cleared:
+            said += (f"; removed what {count(len(self.cleared), 'backup')} killed mid-copy "
+                     f"left beside it ({self.cleared_bytes / 1e6:,.1f} MB)")
+        return said
 
 
 def backup(url: str, out: str | Path, starting: Callable[[Path], None] | None = None) -> Backup:
@@ -69,7 +80,8 @@ def backup(url: str, out: str | Path, starting: Callable[[Path], None] | None = 
     engine = open_existing(url)  # a database that is not there is refused, never made
     if starting is not None:
         starting(path)
-    part = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    cleared = _clear_killed(out)
+    part = out.with_name(f"{_PART.format(name=out.name)}{os.getpid()}")
     started = time.monotonic()
     try:
         with engine.connect() as connection, closing(sqlite3.connect(part)) as target:
@@ -92,7 +104,42 @@ def backup(url: str, out: str | Path, starting: Callable[[Path], None] | None = 
         raise
     finally:
         engine.dispose()
-    return Backup(out, out.stat().st_size, rows, time.monotonic() - started)
+    return Backup(out, out.stat().st_size, rows, time.monotonic() - started,
+                  tuple(cleared), sum(cleared.values()))
+
+
+_PART = ".{name}.partial-"
+"""A copy's name until it is checked, then the process's id: ``.b.db.partial-4242``."""
+
+
+def _clear_killed(out: Path) -> dict[Path, int]:
+    """Remove the parts, and their journals, that backups to ``out`` left when they were
+    killed mid-copy: those whose process is no longer running on this machine (one that
+    is, a backup still copying, keeps its part). Returns each part removed with its bytes,
+    its journal's counted in."""
+    prefix = _PART.format(name=out.name)
+    parts = {next((file.with_name(file.name.removesuffix(suffix)) for suffix in _COMPANIONS
+                   if file.name.endswith(suffix)), file)
+             for file in out.parent.glob(f"{glob.escape(prefix)}*")}
+    cleared: dict[Path, int] = {}
+    for part in sorted(parts):
+        pid = part.name[len(prefix):]
+        if not pid.isdigit() or _running(int(pid)):
+            continue  # a backup still copying keeps its part
+        files = [part, *(Path(f"{part}{suffix}") for suffix in _COMPANIONS)]
+        cleared[part] = sum(file.stat().st_size for file in files if file.exists())
+        _remove(part)
+    return cleared
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _check_target(database: Path, out: Path) -> None:
@@ -131,8 +178,12 @@ def _a_backup(path: Path) -> bool:
                           and int.from_bytes(header[68:72], "big") == MARK)
 
 
+_COMPANIONS = ("-journal", "-wal", "-shm")
+"""The files SQLite may make beside a copy while it is written."""
+
+
 def _remove(part: Path) -> None:
-    for leftover in (part, *(Path(f"{part}{suffix}") for suffix in ("-journal", "-wal", "-shm"))):
+    for leftover in (part, *(Path(f"{part}{suffix}") for suffix in _COMPANIONS)):
         leftover.unlink(missing_ok=True)
 
 

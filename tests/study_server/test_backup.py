@@ -5,6 +5,9 @@ earlier backup as it was."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -126,3 +129,39 @@ def test_a_backup_that_fills_the_disk_leaves_the_earlier_one_whole(tmp_path):
         assert "Error: the backup stopped: database or disk is full" in stopped.stderr, stopped.stderr
         assert (folder / "b.db").read_bytes() == earlier
         assert sorted(path.name for path in folder.iterdir()) == ["b.db"]
+
+
+def test_a_backup_killed_mid_copy_leaves_the_earlier_one_whole_and_the_next_clears_its_part(
+        tmp_path):
+    """``kill -9`` (the OOM killer, a reboot) in the middle of a 400 MB copy: the earlier
+    backup is as it was, and the part the killed copy left beside it, which nothing else
+    would remove, is removed by the next backup to that name; a part whose backup is
+    still copying is left to it."""
+    db = tmp_path / "g.db"
+    Store(str(db)).close()
+    with closing(sqlite3.connect(db)) as grown:
+        grown.execute("CREATE TABLE pad (x)")
+        grown.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                      "WHERE i < 100000) INSERT INTO pad SELECT zeroblob(4000) FROM n")
+        grown.commit()
+    assert backup(db, tmp_path / "b.db").returncode == 0
+    earlier = hashlib.sha256((tmp_path / "b.db").read_bytes()).digest()
+    copying = subprocess.Popen([GRIDSTUDY, "backup", "--db", str(db), "--out",
+                                str(tmp_path / "b.db")], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    part = tmp_path / f".b.db.partial-{copying.pid}"
+    end = time.monotonic() + 60
+    while not part.exists() and copying.poll() is None and time.monotonic() < end:
+        time.sleep(0.005)
+    copying.send_signal(signal.SIGKILL)
+    copying.wait()
+    assert part.exists(), "the copy ended before it could be killed"
+    assert hashlib.sha256((tmp_path / "b.db").read_bytes()).digest() == earlier
+    still_copying = tmp_path / f".b.db.partial-{os.getpid()}"  # this process runs
+    still_copying.write_bytes(b"a copy in progress")
+    again = backup(db, tmp_path / "b.db")
+    assert again.returncode == 0, again.stderr
+    assert "removed what 1 backup killed mid-copy left beside it (" in again.stdout, again.stdout
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        ["b.db", "g.db", still_copying.name])
+    assert sqlite_reader(tmp_path / "b.db")("SELECT count(*) FROM pad") == [(100000,)]
