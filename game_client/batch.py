@@ -281,9 +281,9 @@ class Batch:
         self.live: dict[Job, Attempt] = {}
         self.results: dict[Job, EpisodeResult] = {}
         self.restarted: list[str] = []
+        """Stored attempts that could not be continued, their runs played from the start."""
         self.elsewhere: list[Job] = []
         """Jobs another invocation of the batch started first (``RunIndexTaken``)."""
-        """Stored attempts that could not be continued, their runs played from the start."""
         self.lock = threading.Lock()
         self.signals = 0
 
@@ -394,8 +394,9 @@ class Batch:
     def _show(self, bar: Any) -> None:
         guard = self.guard
         now = guard.cost - (guard.before.cost or 0.0)
-        cost = "unpriced" if guard.unpriced and not guard.cost else f"${now:.4f}"
-        if guard.before.tokens:
+        unpriced = guard.unpriced and not guard.cost
+        cost = "unpriced" if unpriced else f"${now:.4f}"
+        if guard.before.tokens and not unpriced:
             cost += f" (${guard.cost:.4f} with earlier runs)"
         bar.set_postfix_str(f"turns {guard.turns}, tokens {guard.tokens - guard.before.tokens:,}, "
                             f"cost {cost}"

@@ -521,3 +521,26 @@ def test_problems_the_planner_cannot_play_are_left_out_and_its_failures_not_resu
         assert not (tmp_path / "n.db").exists()
     finally:
         registry.unregister(problem_id=unreachable.id)
+
+
+@pytest.mark.parametrize("prices, shown, not_shown", [
+    (None, "cost unpriced", "$"),
+    (json.dumps({"m": {"input": 1000.0, "output": 1000.0}}), " with earlier runs)", "unpriced"),
+])
+def test_the_progress_of_a_rerun_prices_what_earlier_runs_spent_only_when_priced(
+        tmp_path, registered, prices, shown, not_shown):
+    """The bar's last line on a second invocation of the same agent run: a model with no
+    price is unpriced throughout (it read "cost unpriced ($0.0000 with earlier runs)"),
+    and a priced one gives this invocation's cost and the run's total."""
+    db = tmp_path / "r.db"
+    base = ["agent", "run", "--problems", "test/walker-planning", "--db", str(db),
+            "--retries", "0", "--model", "m", "--max-turns", "5",
+            *(["--prices", prices] if prices else [])]
+    with FakeOpenAI(["<action>noop</action>"] * 20) as fake:
+        env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "k"}
+        assert CliRunner().invoke(main, [*base, "--runs", "1"], env=env).exit_code == 0
+        again = CliRunner().invoke(main, [*base, "--runs", "2"], env=env)
+    assert again.exit_code == 0, again.output
+    [last] = [line for line in again.stderr.replace("\r", "\n").splitlines()
+              if "tokens" in line][-1:]
+    assert shown in last and not_shown not in last.split("cost", 1)[1], last
