@@ -60,6 +60,7 @@ from study_server import (
 from study_server.commands.study import PROLIFIC_QUERY
 from study_server.payments import APPROVE, approve_list, bonuses_csv, decisions_csv, payment_rows
 from study_server.sockets import game_ended
+from tasks.words import count
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 ROW_ID_MAX = schema.INT_LIMIT - 1
@@ -73,6 +74,9 @@ def utc_time(seconds: float | None) -> str:
     from datetime import UTC, datetime
 
     return "" if seconds is None else datetime.fromtimestamp(seconds, UTC).strftime("%H:%M:%S")
+
+
+bp.add_app_template_global(count)  # "1 period", "2 periods"
 
 
 @bp.app_template_filter("size")

@@ -168,3 +168,35 @@ def test_replay_plays_marks_clicks_and_jumps_to_an_event(make_live_server, page,
         timeout=15_000)
     assert page.inner_text("#play") == "Play"  # stopped at the end
     shoot(page, tmp_path, "dashboard-replay")
+
+
+def test_what_a_participant_wrote_keeps_the_participants_page_within_the_window(
+        make_live_server, page, tmp_path):
+    """A participant's feedback of 2,000 letters with no space (the form's limit) and a
+    browser's user agent of 300 made the participant's page 18,582 pixels wide: the
+    researcher scrolled sideways to read any of it. What a participant wrote wraps."""
+    from tests.consent.test_flow import post
+    from tests.consent.test_quality import send
+
+    live, _, _ = study_at_task(make_live_server, make_definition(),
+                               "PROLIFIC_PID=PID-W&STUDY_ID=st&SESSION_ID=se")
+    participant = live.app.test_client()
+    participant.get("/study/pilot?PROLIFIC_PID=PID-W&STUDY_ID=st&SESSION_ID=se")
+    assert send(participant, [{"kind": "device", "value": {"user_agent": "y" * 300}}]).status_code == 200
+    while current(live.app, participant).stage.name != "debrief":
+        answer(live.app, participant)
+    post(participant, {"feedback": "x" * 2000})
+    assert current(live.app, participant).stage is None
+
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{live.url}/dashboard/login")
+    page.fill("input[name=username]", "researcher")
+    page.fill("input[name=password]", "correct horse")
+    page.click("button[type=submit]")
+    page.click("table.participants a")
+    page.wait_for_selector("q.feedback")
+    assert page.inner_text("q.feedback") == "x" * 2000  # kept whole, wrapped
+    assert "y" * 300 in page.inner_text("body")
+    assert "0 periods" in page.inner_text("#quality") and page.inner_text("summary") == "1 signal"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    shoot(page, tmp_path, "dashboard-participant-long-feedback")

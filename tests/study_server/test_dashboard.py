@@ -136,7 +136,7 @@ def test_the_participant_page_shows_data_quality_per_visit_and_per_attempt(app):
     log_in(client)
     page = client.get(f"/dashboard/participant/{participant_id}").text
     quality = page.split('id="quality"')[1].split("</table>")[0]
-    assert "1 times, 42.0 s in all" in quality  # hidden
+    assert "1 time, 42.0 s in all" in quality  # hidden
     assert "<code>Firefox &lt;script&gt;</code>" in quality and "<td>yes</td>" in quality
     attempt = page.split(f'/dashboard/episode/{episode_id}"')[1]
     assert "<td>42.0</td><td>0</td><td>1</td>" in attempt.split("</tr>")[0]
