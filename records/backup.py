@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -124,8 +125,8 @@ def _clear_killed(out: Path) -> dict[Path, int]:
     cleared: dict[Path, int] = {}
     for part in sorted(parts):
         pid = part.name[len(prefix):]
-        if not pid.isdigit() or _running(int(pid)):
-            continue  # a backup still copying keeps its part
+        if not re.fullmatch("[1-9][0-9]{0,8}", pid) or _running(int(pid)):
+            continue  # a backup still copying keeps its part; no process has such a number
         files = [part, *(Path(f"{part}{suffix}") for suffix in _COMPANIONS)]
         cleared[part] = sum(file.stat().st_size for file in files if file.exists())
         _remove(part)
