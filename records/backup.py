@@ -127,10 +127,18 @@ def _clear_killed(out: Path) -> dict[Path, int]:
         pid = part.name[len(prefix):]
         if not re.fullmatch("[1-9][0-9]{0,8}", pid) or _running(int(pid)):
             continue  # a backup still copying keeps its part; no process has such a number
-        files = [part, *(Path(f"{part}{suffix}") for suffix in _COMPANIONS)]
-        cleared[part] = sum(file.stat().st_size for file in files if file.exists())
+        cleared[part] = sum(_size(file) for file in (
+            part, *(Path(f"{part}{suffix}") for suffix in _COMPANIONS)))
         _remove(part)
     return cleared
+
+
+def _size(file: Path) -> int:
+    """The file's bytes; 0 when it is not there (another backup to that name removed it)."""
+    try:
+        return file.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _running(pid: int) -> bool:
