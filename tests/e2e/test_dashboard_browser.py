@@ -172,9 +172,10 @@ def test_replay_plays_marks_clicks_and_jumps_to_an_event(make_live_server, page,
 
 def test_what_a_participant_wrote_keeps_the_participants_page_within_the_window(
         make_live_server, page, tmp_path):
-    """A participant's feedback of 2,000 letters with no space (the form's limit) and a
-    browser's user agent of 300 made the participant's page 18,582 pixels wide: the
-    researcher scrolled sideways to read any of it. What a participant wrote wraps."""
+    """A participant's feedback of 2,000 letters with no space (the form's limit) made
+    their page on the dashboard 18,582 pixels wide (19,405 with a user agent of 300 letters,
+    the longest kept): the researcher scrolled sideways to read any of it. What a
+    participant's browser sent wraps."""
     from tests.consent.test_flow import post
     from tests.consent.test_quality import send
 
