@@ -17,7 +17,7 @@ import click
 
 from tasks import registry
 from tasks.library import CATEGORIES
-from tasks.words import count, suggest
+from tasks.words import count, join_and, suggest
 from tasks.worldtest.challenge import names as challenge_names
 from tasks.worldtest.check import DEAD_END_SEEDS
 from tasks.worldtest.problem import gym_id
@@ -70,8 +70,9 @@ def envs_check(paths: tuple[str, ...], strict: bool, quiet: bool, steps: int) ->
     from two seeds, with no-ops and with random actions; its first runtime error (a
     step over its step budget included) is an error, with the tick, the seed and a file
     of the actions that reach it for the debugger; otherwise its heaviest step is
-    reported against the budget (its folder's env.json may raise it). Exits with 1 when
-    a program has errors (with --strict, warnings).
+    reported against the budget (its folder's env.json may raise it), and an object that
+    starts with none of its cells on the grid is a warning. Exits with 1 when a program
+    has errors (with --strict, warnings).
     """
     from tasks.autumn.lint import ERROR, WARNING, check_file
 
@@ -88,11 +89,12 @@ def envs_check(paths: tuple[str, ...], strict: bool, quiet: bool, steps: int) ->
                 click.echo(str(finding))
         failing += any(f.severity != WARNING or strict for f in findings)
         if steps > 0 and not any(f.severity == ERROR for f in findings):
-            failures, cost = _roll_out(path, steps)
-            for failure in failures:
-                click.echo(failure)
+            failures, warnings, cost = _roll_out(path, steps)
+            for line in failures + ([] if quiet else warnings):
+                click.echo(line)
             counts["error"] += len(failures)
-            failing += bool(failures)
+            counts["warning"] += len(warnings)
+            failing += bool(failures or strict and warnings)
             if cost and not quiet:
                 click.echo(f"rollout: {path}: {cost}")
     click.echo(f"{count(len(files), 'program')} checked: {count(counts['error'], 'error')}, "
@@ -142,23 +144,36 @@ def _library_option(library: Path | None) -> Path:
     return library
 
 
-def _roll_out(path: str, steps: int) -> tuple[list[str], str]:
-    """The rollout stage of the program in ``path``: its failures (each naming the path),
-    and its heaviest step when none."""
+def _roll_out(path: str, steps: int) -> tuple[list[str], list[str], str]:
+    """The rollout stage of the program in ``path``: its failures (each naming the path);
+    when none, its warnings and its heaviest step."""
     from tasks.autumn import AutumnError, load
     from tasks.checker import step_cost
     from tasks.library import step_budget_of
-    from tasks.worldtest.rollout import program_failures
+    from tasks.worldtest.rollout import ROLLOUT_SEEDS, program_failures
 
     try:
         budget = step_budget_of(Path(path).parent)
         env = load(Path(path).read_text(encoding="utf-8"), str(path), budget)
     except AutumnError as error:  # the start of the program failed
-        return [f"rollout check: {error}"], ""
+        return [f"rollout check: {error}"], [], ""
     except ValueError as error:  # env.json, or its step_budget
-        return [f"{path}: error: {error}"], ""
+        return [f"{path}: error: {error}"], [], ""
     failures = program_failures(env, str(path), horizon=steps)
-    return [str(f) for f in failures], "" if failures else str(step_cost([env]))
+    if failures:
+        return [str(f) for f in failures], [], ""
+    cost = str(step_cost([env]))
+    off_grid: dict[tuple[str, str, tuple[int, int]], list[int]] = {}
+    for seed in ROLLOUT_SEEDS:
+        env.reset(seed)
+        for found in env.objects_off_grid():
+            off_grid.setdefault(found, []).append(seed)
+    width, height = env.size
+    return [], [f"{path}: warning: {holder} (a {kind} at {origin}) starts outside the "
+                f"{width}x{height} grid (from seed{'s' if len(seeds) > 1 else ''} "
+                f"{join_and([str(seed) for seed in seeds])}): none of its "
+                "cells is drawn until it moves in; if it is meant to wait off the grid, "
+                "ignore this" for (holder, kind, origin), seeds in off_grid.items()], cost
 
 
 def _program_files(paths: tuple[str, ...]) -> list[str]:

@@ -10,6 +10,7 @@ debugging a program, ``variables`` and ``objects_at`` (what the program holds no
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -203,25 +204,41 @@ class AutumnEnv:
         """The objects painting cell ``(x, y)``, the one on top (drawn last) first."""
         from tasks.autumn.render import instance_cells
 
-        rt = self._rt
         found = []
+        for holder, value in self._held_objects():
+            colours = [c for cx, cy, c in instance_cells(self._rt, value) if (cx, cy) == (x, y)]
+            if colours:
+                fields = tuple((k, show(v)) for k, v in value.fields.items())
+                found.append(ObjectAt(holder, value.cls.name, (value.origin.x, value.origin.y),
+                                      fields, colours[-1]))
+        return found[::-1]
 
-        def visit(holder: str, value) -> None:
+    def objects_off_grid(self) -> list[tuple[str, str, tuple[int, int]]]:
+        """``(holder, type, origin)`` of each object none of whose cells is on the grid
+        now: it is not drawn (``gridstudy envs check`` warns of those at the start)."""
+        from tasks.autumn.render import instance_cells
+
+        width, height = self.size
+        return [(holder, value.cls.name, (value.origin.x, value.origin.y))
+                for holder, value in self._held_objects()
+                if not any(0 <= x < width and 0 <= y < height
+                           for x, y, _ in instance_cells(self._rt, value))]
+
+    def _held_objects(self) -> Iterator[tuple[str, Instance]]:
+        """``(holder, object)`` for every object the program's globals hold, lists
+        included (``apples[2]``), in the order they are drawn."""
+        rt = self._rt
+
+        def visit(holder: str, value: Any) -> Iterator[tuple[str, Instance]]:
             if type(value) is Instance:
-                colours = [c for cx, cy, c in instance_cells(rt, value) if (cx, cy) == (x, y)]
-                if colours:
-                    fields = tuple((k, show(v)) for k, v in value.fields.items())
-                    found.append(ObjectAt(holder, value.cls.name, (value.origin.x, value.origin.y),
-                                          fields, colours[-1]))
+                yield holder, value
             elif type(value) is list:
                 for index, item in enumerate(value):
-                    visit(f"{holder}[{index}]", item)
+                    yield from visit(f"{holder}[{index}]", item)
 
-        names = rt.state_names + [n for n in rt.defined_order if n not in rt.state]
-        for name in names:
+        for name in rt.state_names + [n for n in rt.defined_order if n not in rt.state]:
             if name in rt.globals:
-                visit(name, rt.globals[name])
-        return found[::-1]
+                yield from visit(name, rt.globals[name])
 
     def evaluate(self, source: str):
         """Evaluate one expression in the current global state (changes persist)."""

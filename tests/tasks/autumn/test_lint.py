@@ -468,3 +468,37 @@ def test_envs_check_rolls_out_a_frame_rate_the_program_computes(tmp_path: Path) 
                 in result.output), result.output
     program.write_text(BASE.format(extra="  (= FRAME_RATE (+ 2 2))"))
     assert CliRunner().invoke(envs_command, ["check", str(program)]).exit_code == 0
+
+
+def test_envs_check_warns_of_an_object_that_starts_outside_the_grid(tmp_path: Path) -> None:
+    """An object placed off the 8x8 grid by a slip (20 for 2) is never drawn, and the
+    program ran without a word; the rollout stage now says which, where and from which
+    seeds, as a warning (a program may mean an object to wait off the grid). An object
+    with one cell on the grid, and one off the grid at the start of one seed only, are
+    told apart."""
+    program = tmp_path / "slip.sexp"
+    program.write_text(BASE.format(extra=(
+        '  (object Bar (list (Cell 0 0 "gold") (Cell 1 0 "gold")))\n  (: lamp Dot)\n'
+        '  (= lamp (initnext (Dot false (Position 20 3)) (prev lamp)))\n  (: edge Bar)\n'
+        '  (= edge (initnext (Bar (Position -1 5)) (prev edge)))\n  (: late Dot)\n'
+        '  (= late (initnext (Dot false (Position (uniformChoice (list 2 9)) 0)) (prev late)))')))
+    assert check_source(program.read_text(), str(program)) == ()
+    result = CliRunner().invoke(envs_command, ["check", str(program)])
+    assert result.exit_code == 0, result.output
+    warned = [line for line in result.output.splitlines() if ": warning: " in line]
+    assert warned[0] == (f"{program}: warning: lamp (a Dot at (20, 3)) starts outside the 8x8 "
+                         "grid (from seeds 1 and 2): none of its cells is drawn until it moves in; if "
+                         "it is meant to wait off the grid, ignore this"), result.output
+    assert not any("edge" in line for line in warned)  # one of its two cells is on the grid
+    env = load_file(program)
+    off = [seed for seed in (1, 2)
+           if env.reset(seed) and any(held == "late" for held, _, _ in env.objects_off_grid())]
+    assert [line for line in warned if "late" in line] == [
+        f"{program}: warning: late (a Dot at (9, 0)) starts outside the 8x8 grid (from "
+        f"seed{'s' if len(off) > 1 else ''} {' and '.join(map(str, off))}): none of its cells is drawn until it moves in; if it "
+        "is meant to wait off the grid, ignore this"] if off else []
+    assert "1 program checked: 0 errors, " in result.output
+    strict = CliRunner().invoke(envs_command, ["check", "--strict", str(program)])
+    assert strict.exit_code == 1
+    quiet = CliRunner().invoke(envs_command, ["check", "-q", str(program)])
+    assert quiet.exit_code == 0 and ": warning: " not in quiet.output
