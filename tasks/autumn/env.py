@@ -214,15 +214,18 @@ class AutumnEnv:
         return found[::-1]
 
     def objects_off_grid(self) -> list[tuple[str, str, tuple[int, int]]]:
-        """``(holder, type, origin)`` of each object none of whose cells is on the grid
-        now: it is not drawn (``gridstudy envs check`` warns of those at the start)."""
+        """``(holder, type, origin)`` of each object with cells, none of them on the grid
+        now: it is not drawn (``gridstudy envs check`` warns of those at the start). An
+        object of no cells is never drawn anywhere, and is not one of them."""
         from tasks.autumn.render import instance_cells
 
         width, height = self.size
-        return [(holder, value.cls.name, (value.origin.x, value.origin.y))
-                for holder, value in self._held_objects()
-                if not any(0 <= x < width and 0 <= y < height
-                           for x, y, _ in instance_cells(self._rt, value))]
+        found = []
+        for holder, value in self._held_objects():
+            cells = instance_cells(self._rt, value)
+            if cells and not any(0 <= x < width and 0 <= y < height for x, y, _ in cells):
+                found.append((holder, value.cls.name, (value.origin.x, value.origin.y)))
+        return found
 
     def _held_objects(self) -> Iterator[tuple[str, Instance]]:
         """``(holder, object)`` for every object the program's globals hold, lists

@@ -481,7 +481,8 @@ def test_envs_check_warns_of_an_object_that_starts_outside_the_grid(tmp_path: Pa
         '  (object Bar (list (Cell 0 0 "gold") (Cell 1 0 "gold")))\n  (: lamp Dot)\n'
         '  (= lamp (initnext (Dot false (Position 20 3)) (prev lamp)))\n  (: edge Bar)\n'
         '  (= edge (initnext (Bar (Position -1 5)) (prev edge)))\n  (: late Dot)\n'
-        '  (= late (initnext (Dot false (Position (uniformChoice (list 2 9)) 0)) (prev late)))')))
+        '  (= late (initnext (Dot false (Position (uniformChoice (list 2 9)) 0)) (prev late)))\n'
+        '  (object Mark (list))\n  (: mark Mark)\n  (= mark (initnext (Mark (Position 30 30)) (prev mark)))')))
     assert check_source(program.read_text(), str(program)) == ()
     result = CliRunner().invoke(envs_command, ["check", str(program)])
     assert result.exit_code == 0, result.output
@@ -490,6 +491,7 @@ def test_envs_check_warns_of_an_object_that_starts_outside_the_grid(tmp_path: Pa
                          "grid (from seeds 1 and 2): none of its cells is drawn until it moves in; if "
                          "it is meant to wait off the grid, ignore this"), result.output
     assert not any("edge" in line for line in warned)  # one of its two cells is on the grid
+    assert not any("mark" in line for line in warned)  # no cell: drawn nowhere, on or off
     env = load_file(program)
     off = [seed for seed in (1, 2)
            if env.reset(seed) and any(held == "late" for held, _, _ in env.objects_off_grid())]
